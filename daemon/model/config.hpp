@@ -1,0 +1,67 @@
+// The effective configuration: what the config file (or the built-in defaults) says.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/snapshot.hpp"
+
+namespace rocewatch {
+
+using Duration = std::chrono::milliseconds;
+
+struct DaemonConfig {
+    std::string listen = "0.0.0.0:9879";
+    Duration interval{5000};          // counter/sysfs collection interval
+    std::string state_dir = "/var/lib/rocewatch";
+    std::string sysfs_root = "/sys";
+    std::string procfs_root = "/proc";
+    std::string log_level = "info";
+    int http_threads = 4;             // bounded worker pool
+    Duration http_timeout{5000};      // read and write timeout per request
+    size_t history_limit = 1000;      // alert transitions kept (and persisted)
+};
+
+// What a healthy node looks like. Unset optionals mean "do not judge this".
+struct ExpectConfig {
+    uint32_t mtu = 9000;                        // netdev MTU of every RDMA netdev
+    std::optional<double> port_rate_gbps;       // e.g. 100 for the DGX Spark rails
+    std::optional<int> roce_active_mtu;         // RoCE path MTU; default: the port's max_mtu
+    std::vector<std::string> rails;             // RDMA device names that are rails; empty = all
+    std::vector<std::string> ignore_devices;    // RDMA devices not to judge (e.g. roceP2p1s0f0)
+    std::vector<std::string> interfaces;        // extra netdevs to hold to up/MTU rules
+};
+
+struct Thresholds {
+    double symbol_error_per_hour = 120;         // NVSentinel: BER 1e-12
+    double local_ack_timeout_per_second = 1;    // NVSentinel: degraded above 1/s
+    double cnp_per_second = 1000;               // congestion notifications handled/sent
+    double ecn_marked_per_second = 1000;
+    uint32_t flap_transitions = 6;              // carrier changes (3 down/up cycles)...
+    Duration flap_window{std::chrono::minutes(10)};  // ...inside this window
+    Duration counter_window{std::chrono::minutes(5)};  // window for "rising" counters
+};
+
+struct RuleSettings {
+    bool enabled = true;
+    Duration for_duration{0};                   // pending this long before firing
+    Duration clear_after{std::chrono::seconds(30)};  // absent this long before resolving
+    std::optional<Severity> severity;           // override of the rule's own severity
+};
+
+struct Config {
+    std::string source;                         // file it came from, "" for defaults
+    DaemonConfig daemon;
+    ExpectConfig expect;
+    Thresholds thresholds;
+    std::map<std::string, RuleSettings> rules;  // by rule id; absent = defaults
+};
+
+// Settings of one rule with the defaults applied.
+RuleSettings rule_settings(const Config& c, const std::string& rule);
+
+}  // namespace rocewatch

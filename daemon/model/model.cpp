@@ -1,0 +1,79 @@
+// String conversions and lookups over the model types.
+#include "model/config.hpp"
+#include "model/snapshot.hpp"
+
+namespace rocewatch {
+
+const char* to_string(Severity s) {
+    switch (s) {
+        case Severity::info: return "info";
+        case Severity::warning: return "warning";
+        case Severity::critical: return "critical";
+    }
+    return "unknown";
+}
+
+const char* to_string(AlertState s) {
+    switch (s) {
+        case AlertState::inactive: return "inactive";
+        case AlertState::pending: return "pending";
+        case AlertState::firing: return "firing";
+        case AlertState::resolved: return "resolved";
+    }
+    return "unknown";
+}
+
+const char* to_string(Health h) {
+    switch (h) {
+        case Health::healthy: return "healthy";
+        case Health::warning: return "warning";
+        case Health::critical: return "critical";
+    }
+    return "unknown";
+}
+
+std::optional<Severity> severity_from_string(const std::string& s) {
+    if (s == "info") return Severity::info;
+    if (s == "warning") return Severity::warning;
+    if (s == "critical") return Severity::critical;
+    return std::nullopt;
+}
+
+Health overall_health(const Snapshot& s) {
+    Health h = Health::healthy;
+    for (const auto& a : s.alerts) {
+        if (a.state != AlertState::firing) continue;
+        if (a.severity == Severity::critical) return Health::critical;
+        if (a.severity == Severity::warning) h = Health::warning;
+    }
+    return h;
+}
+
+const Link* find_link(const Snapshot& s, const std::string& name) {
+    for (const auto& l : s.links)
+        if (l.name == name) return &l;
+    return nullptr;
+}
+
+const RdmaDevice* find_device(const Snapshot& s, const std::string& name) {
+    for (const auto& d : s.devices)
+        if (d.name == name) return &d;
+    return nullptr;
+}
+
+const std::vector<std::string>& all_rule_ids() {
+    static const std::vector<std::string> ids = {
+        "port_down",          "netdev_down",        "port_rate_low",     "mtu_low",
+        "roce_mtu_low",       "no_roce_v2_gid",     "gid_on_bond",       "bond_slave_down",
+        "bond_degraded",      "bond_link_failures", "bond_mode_reorders", "subnet_overlap",
+        "error_counters",     "congestion",         "link_flapping",     "peermem_missing",
+    };
+    return ids;
+}
+
+RuleSettings rule_settings(const Config& c, const std::string& rule) {
+    auto it = c.rules.find(rule);
+    return it == c.rules.end() ? RuleSettings{} : it->second;
+}
+
+}  // namespace rocewatch

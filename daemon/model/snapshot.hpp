@@ -1,0 +1,224 @@
+// The immutable picture of a node that collectors publish and everyone else reads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rocewatch {
+
+using Clock = std::chrono::system_clock;
+using TimePoint = Clock::time_point;
+
+// ---------------------------------------------------------------- RDMA (sysfs)
+
+struct GidEntry {
+    int index = 0;
+    std::string gid;     // as sysfs prints it: "0000:0000:0000:0000:0000:ffff:c0a8:640b"
+    std::string type;    // "RoCE v2", "IB/RoCE v1", or "" where the attr could not be read
+    std::string netdev;  // gid_attrs/ndevs/<idx>, "" for IB or unreadable
+    std::string ipv4;    // dotted quad when the GID is IPv4-mapped (::ffff:a.b.c.d), else ""
+};
+
+struct RdmaPort {
+    uint32_t port = 1;
+    std::optional<int> state;           // 4
+    std::string state_name;             // "ACTIVE"
+    std::optional<int> phys_state;      // 5
+    std::string phys_state_name;        // "LinkUp"
+    std::optional<double> rate_gbps;    // 100
+    std::string rate_text;              // "100 Gb/sec (4X EDR)"
+    std::string link_layer;             // "Ethernet" (RoCE) or "InfiniBand"
+    std::string netdev;                 // netdev the port is bound to ("" if unknown)
+    std::vector<GidEntry> gids;         // non-empty entries only
+    // Index of the RoCE v2 GID holding the port netdev's IPv4 address (the one perftest's
+    // -x and UCX need); unset when there is none.
+    std::optional<int> roce_v2_ipv4_gid_index;
+    std::string roce_v2_ipv4_address;
+    // Raw counter values as read. counters/ (IB PMA, data counters in 4-byte words) and
+    // hw_counters/ (driver specific) are kept apart. A counter that could not be read is
+    // absent, never zero.
+    std::map<std::string, uint64_t> counters;
+    std::map<std::string, uint64_t> hw_counters;
+    // port_xmit_data / port_rcv_data converted to bytes (x4); absent when not readable.
+    std::optional<uint64_t> xmit_bytes;
+    std::optional<uint64_t> rcv_bytes;
+    // From libibverbs where the device is visible to it (sysfs has none of these).
+    std::optional<int> active_mtu;      // bytes: 256..4096
+    std::optional<int> max_mtu;
+    std::optional<int> active_speed;    // ibv enum value
+    std::optional<int> active_width;    // ibv enum value
+    // Filled by the trend stage: per-second rates over the last interval, keyed by the
+    // same names as counters/hw_counters ("port_xmit_data" rate is in bytes/s already).
+    std::map<std::string, double> rates;
+    // Filled by the trend stage: increase of each counter over its judging window.
+    std::map<std::string, uint64_t> window_increase;
+};
+
+struct RdmaDevice {
+    std::string name;            // "rocep1s0f0", "rxe0"
+    std::string driver;          // "mlx5_core", "rxe", ... (best effort)
+    std::string node_guid;
+    std::string sys_image_guid;
+    std::string fw_ver;
+    std::string board_id;
+    std::string hca_type;
+    std::string node_type;       // "1: CA"
+    std::vector<std::string> netdevs;  // device/net/* or the rxe parent
+    std::vector<RdmaPort> ports;
+};
+
+// ---------------------------------------------------------------- links (netlink)
+
+struct Address {
+    int family = 0;              // AF_INET / AF_INET6
+    std::string address;         // "192.168.100.11"
+    int prefixlen = 0;
+    std::string scope;           // "global", "link", "host"
+};
+
+struct BondInfo {
+    std::string mode;            // "balance-rr", "active-backup", "balance-xor", "802.3ad", ...
+    std::optional<uint32_t> miimon;
+    std::string xmit_hash_policy;  // "layer2", "layer3+4", ...
+    std::string active_slave;      // name, "" when none
+    std::vector<std::string> slaves;  // filled from the slaves' master index
+};
+
+struct BondSlaveInfo {
+    std::string state;           // "active" / "backup"
+    std::string mii_status;      // "up" / "down"
+    std::optional<uint32_t> link_failure_count;
+    std::string perm_hwaddr;
+    std::optional<uint32_t> link_failure_increase;  // trend stage: over the judging window
+};
+
+struct Link {
+    int ifindex = 0;
+    std::string name;
+    std::string kind;            // IFLA_INFO_KIND: "bond", "veth", "macvlan", "" for physical
+    std::string operstate;       // "up", "down", "lowerlayerdown", "unknown", ...
+    bool admin_up = false;       // IFF_UP
+    bool carrier = false;
+    std::optional<uint32_t> carrier_changes;  // IFLA_CARRIER_CHANGES
+    uint32_t mtu = 0;
+    int master_ifindex = 0;
+    std::string master;          // name of the master, "" when none
+    std::string mac;
+    std::vector<Address> addresses;
+    std::optional<BondInfo> bond;         // when kind == "bond"
+    std::optional<BondSlaveInfo> slave;   // when enslaved to a bond
+    // Trend stage: carrier transitions inside the flap window.
+    uint32_t transitions_in_window = 0;
+};
+
+// ---------------------------------------------------------------- host facts
+
+struct HostInfo {
+    std::string hostname;
+    bool nvidia_gpu_present = false;      // a PCI display/3D controller with vendor 0x10de
+    bool nvidia_peermem_loaded = false;   // /sys/module/nvidia_peermem
+    std::string ucx_version;              // "" where UCX is not built in
+};
+
+// ---------------------------------------------------------------- collection health
+
+struct CollectorStatus {
+    std::string name;            // "sysfs", "netlink", "verbs", "host"
+    bool success = false;
+    double duration_seconds = 0;
+    uint64_t read_errors = 0;    // files skipped this round
+    std::string last_error;      // most recent error text, "" when none
+};
+
+// ---------------------------------------------------------------- verdicts
+
+enum class Severity { info, warning, critical };
+enum class AlertState { inactive, pending, firing, resolved };
+
+// One finding of one rule about one object, as the pure rule evaluation produces it.
+struct Finding {
+    std::string rule;            // "port_down"
+    std::string object;          // "rocep1s0f0/1", "enp1s0f0np0", "bond0"
+    Severity severity = Severity::warning;
+    std::string summary;         // one line: what is wrong, where
+    std::string action;          // what to do
+    std::map<std::string, std::string> details;  // figures behind the verdict
+};
+
+struct Alert {
+    std::string rule;
+    std::string object;
+    Severity severity = Severity::warning;
+    AlertState state = AlertState::pending;
+    std::string summary;
+    std::string action;
+    std::map<std::string, std::string> details;
+    TimePoint since{};           // entered the current state
+    TimePoint first_seen{};      // first pending
+    TimePoint last_seen{};       // the finding was last present
+};
+
+struct AlertTransition {
+    TimePoint at{};
+    std::string rule;
+    std::string object;
+    Severity severity = Severity::warning;
+    AlertState from = AlertState::inactive;
+    AlertState to = AlertState::pending;
+    std::string summary;
+};
+
+// ---------------------------------------------------------------- daemon status
+
+struct DaemonStatus {
+    TimePoint started_at{};
+    std::string config_source;            // file path, "" for built-in defaults
+    bool config_last_reload_ok = true;    // false when the last SIGHUP reload was rejected
+    TimePoint config_last_reload{};       // when the running config was loaded
+    std::vector<std::string> config_last_errors;  // why the last reload was rejected
+    bool ready = false;                   // first full collection done
+};
+
+struct Config;
+
+// ---------------------------------------------------------------- the snapshot
+
+struct Snapshot {
+    uint64_t generation = 0;
+    TimePoint collected_at{};
+    std::string version;
+    HostInfo host;
+    std::vector<RdmaDevice> devices;
+    std::vector<Link> links;
+    std::vector<CollectorStatus> collectors;
+    std::vector<Alert> alerts;   // pending and firing
+    std::shared_ptr<const std::vector<AlertTransition>> history;  // oldest first
+    std::shared_ptr<const Config> config;                          // the config in force
+    DaemonStatus daemon;
+    uint64_t netlink_events = 0;     // events seen since start
+    uint64_t netlink_resyncs = 0;    // re-dumps after buffer overruns
+};
+
+// Overall verdict: critical if any critical alert fires, warning if any alert fires.
+enum class Health { healthy, warning, critical };
+
+const char* to_string(Severity s);
+const char* to_string(AlertState s);
+const char* to_string(Health h);
+std::optional<Severity> severity_from_string(const std::string& s);
+
+Health overall_health(const Snapshot& s);
+
+// Every rule id the rules engine knows; config validates [rules.<id>] against it.
+const std::vector<std::string>& all_rule_ids();
+
+// Lookup helpers used by rules, API and metrics.
+const Link* find_link(const Snapshot& s, const std::string& name);
+const RdmaDevice* find_device(const Snapshot& s, const std::string& name);
+
+}  // namespace rocewatch
