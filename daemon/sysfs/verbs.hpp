@@ -1,0 +1,31 @@
+// Adds what only libibverbs knows (MTU, speed, width per port) to devices read from sysfs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/snapshot.hpp"
+
+namespace rocewatch {
+
+struct VerbsResult {
+    bool available = false;   // at least one of the devices was opened through verbs
+    uint64_t errors = 0;      // failed opens and port queries
+    std::string last_error;   // "" when none
+};
+
+// Queries every port of every device in `devices` that verbs also lists (matched by name)
+// and fills active_mtu, max_mtu, active_speed, active_width. Devices verbs does not know are
+// left untouched. A host without RDMA devices or verbs providers is normal: available=false,
+// errors=0. Never throws.
+[[nodiscard]] VerbsResult enrich_with_verbs(std::vector<RdmaDevice>& devices) noexcept;
+
+// IBV_MTU_256 (1) .. IBV_MTU_4096 (5) -> 256 .. 4096 bytes; unset for anything else.
+[[nodiscard]] std::optional<int> ibv_mtu_to_bytes(int ibv_mtu);
+
+// The one place verbs errno values become text: "<what it means> (<strerror>)".
+[[nodiscard]] std::string verbs_error_text(int err);
+
+}  // namespace rocewatch

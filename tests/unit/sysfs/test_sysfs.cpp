@@ -1,0 +1,486 @@
+// Sysfs reader: pure parsers, the fixture trees field by field, GID choice, host facts, verbs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "sysfs/rdma_sysfs.hpp"
+#include "sysfs/verbs.hpp"
+#include "test_env.hpp"
+
+using namespace rocewatch;
+using rocewatch::testing::fixtures_dir;
+
+namespace {
+
+std::filesystem::path sysfs_fixture(const std::string& name) { return std::filesystem::path(fixtures_dir()) / "sysfs" / name; }
+
+const RdmaDevice& device(const SysfsReadResult& r, const std::string& name) {
+    auto it = std::find_if(r.devices.begin(), r.devices.end(), [&](const RdmaDevice& d) { return d.name == name; });
+    if (it == r.devices.end()) throw std::runtime_error("no device " + name);
+    return *it;
+}
+
+const GidEntry* gid(const RdmaPort& p, int index) {
+    for (const auto& g : p.gids)
+        if (g.index == index) return &g;
+    return nullptr;
+}
+
+// A scratch sysfs root for cases no committed fixture holds.
+struct ScratchTree {
+    std::filesystem::path root;
+    explicit ScratchTree(const std::string& name) : root(std::filesystem::path(::testing::TempDir()) / ("rw_sysfs_" + name)) {
+        std::filesystem::remove_all(root);
+    }
+    ~ScratchTree() {
+        std::error_code ec;
+        std::filesystem::remove_all(root, ec);
+    }
+    void write(const std::filesystem::path& rel, const std::string& text) const {
+        std::filesystem::create_directories((root / rel).parent_path());
+        std::ofstream(root / rel) << text;
+    }
+};
+
+bool has_error_about(const SysfsReadResult& r, const std::string& fragment) {
+    return std::any_of(r.errors.begin(), r.errors.end(), [&](const std::string& e) { return e.find(fragment) != std::string::npos; });
+}
+
+GidEntry roce_gid(int index, const std::string& ipv4, const std::string& type = "RoCE v2",
+                  const std::string& netdev = "enp1s0f0np0") {
+    GidEntry g;
+    g.index = index;
+    g.type = type;
+    g.netdev = netdev;
+    g.ipv4 = ipv4;
+    g.gid = ipv4.empty() ? "fe80:0000:0000:0000:32c5:99ff:fe3e:6a13" : "0000:0000:0000:0000:0000:ffff:0000:0000";
+    return g;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- parsers
+
+TEST(SysfsParse, EnumLine) {
+    EXPECT_EQ(parse_enum_line("4: ACTIVE"), (std::pair<int, std::string>{4, "ACTIVE"}));
+    EXPECT_EQ(parse_enum_line("5: LinkUp\n"), (std::pair<int, std::string>{5, "LinkUp"}));
+    EXPECT_EQ(parse_enum_line("1: DOWN"), (std::pair<int, std::string>{1, "DOWN"}));
+    EXPECT_EQ(parse_enum_line("3: Disabled\n"), (std::pair<int, std::string>{3, "Disabled"}));
+    EXPECT_FALSE(parse_enum_line("ACTIVE"));
+    EXPECT_FALSE(parse_enum_line(""));
+    EXPECT_FALSE(parse_enum_line("4:"));
+    EXPECT_FALSE(parse_enum_line(": ACTIVE"));
+    EXPECT_FALSE(parse_enum_line("x4: ACTIVE"));
+}
+
+TEST(SysfsParse, RateGbps) {
+    EXPECT_EQ(parse_rate_gbps("100 Gb/sec (4X EDR)"), 100.0);
+    EXPECT_EQ(parse_rate_gbps("100 Gb/sec (4X EDR)\n"), 100.0);
+    EXPECT_EQ(parse_rate_gbps("2.5 Gb/sec (1X SDR)"), 2.5);
+    EXPECT_EQ(parse_rate_gbps("10 Gb/sec (1X QDR)"), 10.0);
+    EXPECT_EQ(parse_rate_gbps("200 Gb/sec (4X HDR)"), 200.0);
+    EXPECT_EQ(parse_rate_gbps("10 Gb/sec (1X FDR10)"), 10.0);
+    EXPECT_FALSE(parse_rate_gbps(""));
+    EXPECT_FALSE(parse_rate_gbps("\n"));
+    EXPECT_FALSE(parse_rate_gbps("fast"));
+    EXPECT_FALSE(parse_rate_gbps("100"));
+    EXPECT_FALSE(parse_rate_gbps("100 Mb/sec"));
+    EXPECT_FALSE(parse_rate_gbps("-1 Gb/sec (1X SDR)"));
+}
+
+TEST(SysfsParse, Ipv4FromGid) {
+    EXPECT_EQ(ipv4_from_gid("0000:0000:0000:0000:0000:ffff:c0a8:640b"), "192.168.100.11");
+    EXPECT_EQ(ipv4_from_gid("0000:0000:0000:0000:0000:ffff:c0a8:c80b\n"), "192.168.200.11");
+    EXPECT_EQ(ipv4_from_gid("0000:0000:0000:0000:0000:ffff:0a00:0001"), "10.0.0.1");
+    EXPECT_EQ(ipv4_from_gid("fe80:0000:0000:0000:32c5:99ff:fe3e:6a13"), "");
+    EXPECT_EQ(ipv4_from_gid("0000:0000:0000:0000:0000:0000:0000:0000"), "");
+    EXPECT_EQ(ipv4_from_gid("0000:0000:0000:0000:0000:fffe:c0a8:640b"), "") << "not v4-mapped";
+    EXPECT_EQ(ipv4_from_gid("garbage"), "");
+    EXPECT_EQ(ipv4_from_gid(""), "");
+}
+
+TEST(SysfsParse, GidShape) {
+    EXPECT_TRUE(is_zero_gid("0000:0000:0000:0000:0000:0000:0000:0000\n"));
+    EXPECT_FALSE(is_zero_gid("fe80:0000:0000:0000:32c5:99ff:fe3e:6a13"));
+    EXPECT_FALSE(is_zero_gid("not-a-gid"));
+    EXPECT_TRUE(is_valid_gid("fe80:0000:0000:0000:32c5:99ff:fe3e:6a13"));
+    EXPECT_FALSE(is_valid_gid("not-a-gid"));
+    EXPECT_FALSE(is_valid_gid(""));
+}
+
+TEST(SysfsParse, Counter) {
+    EXPECT_EQ(parse_u64_counter("298250000000\n"), 298250000000u);
+    EXPECT_EQ(parse_u64_counter("0"), 0u);
+    EXPECT_EQ(parse_u64_counter("18446744073709551615\n"), UINT64_MAX);
+    EXPECT_FALSE(parse_u64_counter("18446744073709551616")) << "overflow";
+    EXPECT_FALSE(parse_u64_counter("garbage\n"));
+    EXPECT_FALSE(parse_u64_counter(""));
+    EXPECT_FALSE(parse_u64_counter("\n"));
+    EXPECT_FALSE(parse_u64_counter("-1"));
+    EXPECT_FALSE(parse_u64_counter("12abc"));
+    EXPECT_FALSE(parse_u64_counter("1 2"));
+}
+
+// ---------------------------------------------------------------- DGX Spark tree
+
+TEST(SysfsRead, DgxSparkDevices) {
+    const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"));
+    EXPECT_EQ(r.read_errors, 0u);
+    EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+    ASSERT_EQ(r.devices.size(), 3u);
+    // Sorted by name (byte order puts the capital P first).
+    EXPECT_EQ(r.devices[0].name, "roceP2p1s0f0");
+    EXPECT_EQ(r.devices[1].name, "rocep1s0f0");
+    EXPECT_EQ(r.devices[2].name, "rocep1s0f1");
+
+    const auto& d = device(r, "rocep1s0f0");
+    EXPECT_EQ(d.driver, "mlx5_core");
+    EXPECT_EQ(d.node_guid, "30c5:9903:003e:6a13");
+    EXPECT_EQ(d.sys_image_guid, "30c5:9903:003e:6a13");
+    EXPECT_EQ(d.fw_ver, "28.45.4028");
+    EXPECT_EQ(d.board_id, "NVD0000000087");
+    EXPECT_EQ(d.hca_type, "MT4129");
+    EXPECT_EQ(d.node_type, "1: CA");
+    EXPECT_EQ(d.netdevs, std::vector<std::string>{"enp1s0f0np0"});
+    EXPECT_EQ(device(r, "rocep1s0f1").node_guid, "30c5:9903:003e:6a14");
+    EXPECT_EQ(device(r, "rocep1s0f1").sys_image_guid, "30c5:9903:003e:6a13");
+    EXPECT_EQ(device(r, "rocep1s0f1").netdevs, std::vector<std::string>{"enp1s0f1np1"});
+    EXPECT_EQ(device(r, "roceP2p1s0f0").node_guid, "30c5:9903:003e:6a17");
+    EXPECT_EQ(device(r, "roceP2p1s0f0").netdevs, std::vector<std::string>{"enP2p1s0f0np0"});
+}
+
+TEST(SysfsRead, DgxSparkPort) {
+    const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"));
+    const auto& d = device(r, "rocep1s0f0");
+    ASSERT_EQ(d.ports.size(), 1u);
+    const auto& p = d.ports[0];
+    EXPECT_EQ(p.port, 1u);
+    EXPECT_EQ(p.state, 4);
+    EXPECT_EQ(p.state_name, "ACTIVE");
+    EXPECT_EQ(p.phys_state, 5);
+    EXPECT_EQ(p.phys_state_name, "LinkUp");
+    EXPECT_EQ(p.rate_gbps, 100.0);
+    EXPECT_EQ(p.rate_text, "100 Gb/sec (4X EDR)");
+    EXPECT_EQ(p.link_layer, "Ethernet");
+    EXPECT_EQ(p.netdev, "enp1s0f0np0");
+    // sysfs knows nothing of these; verbs fills them.
+    EXPECT_FALSE(p.active_mtu);
+    EXPECT_FALSE(p.max_mtu);
+}
+
+TEST(SysfsRead, DgxSparkGidTable) {
+    const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"));
+    const auto& p = device(r, "rocep1s0f0").ports.at(0);
+    ASSERT_EQ(p.gids.size(), 4u) << "the 12 all-zero slots are skipped";
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(p.gids[static_cast<std::size_t>(i)].index, i);
+
+    EXPECT_EQ(p.gids[0].gid, "fe80:0000:0000:0000:32c5:99ff:fe3e:6a13");
+    EXPECT_EQ(p.gids[0].type, "IB/RoCE v1");
+    EXPECT_EQ(p.gids[0].ipv4, "");
+    EXPECT_EQ(p.gids[1].type, "RoCE v2");
+    EXPECT_EQ(p.gids[1].ipv4, "");
+    EXPECT_EQ(p.gids[2].gid, "0000:0000:0000:0000:0000:ffff:c0a8:640b");
+    EXPECT_EQ(p.gids[2].type, "IB/RoCE v1");
+    EXPECT_EQ(p.gids[2].ipv4, "192.168.100.11");
+    EXPECT_EQ(p.gids[3].type, "RoCE v2");
+    EXPECT_EQ(p.gids[3].ipv4, "192.168.100.11");
+    for (const auto& g : p.gids) EXPECT_EQ(g.netdev, "enp1s0f0np0");
+
+    // Index 3, as in the field notes (`ib_write_bw -x 3`), on both rails.
+    EXPECT_EQ(p.roce_v2_ipv4_gid_index, 3);
+    EXPECT_EQ(p.roce_v2_ipv4_address, "192.168.100.11");
+    const auto& p2 = device(r, "rocep1s0f1").ports.at(0);
+    EXPECT_EQ(p2.roce_v2_ipv4_gid_index, 3);
+    EXPECT_EQ(p2.roce_v2_ipv4_address, "192.168.200.11");
+    const auto& p3 = device(r, "roceP2p1s0f0").ports.at(0);
+    EXPECT_EQ(p3.roce_v2_ipv4_address, "192.168.100.15");
+}
+
+TEST(SysfsRead, DgxSparkCounters) {
+    const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"));
+    const auto& p = device(r, "rocep1s0f0").ports.at(0);
+    // 1,193 GB sent in the field notes: 298,250,000,000 words of 4 bytes.
+    EXPECT_EQ(p.counters.at("port_xmit_data"), 298250000000u);
+    EXPECT_EQ(p.xmit_bytes, 1193000000000u);
+    EXPECT_EQ(p.counters.at("port_rcv_data"), 287750000000u);
+    EXPECT_EQ(p.rcv_bytes, 1151000000000u);
+    EXPECT_EQ(p.counters.at("port_xmit_wait"), 1874u);
+    EXPECT_EQ(p.counters.at("link_downed"), 0u);
+    EXPECT_EQ(p.counters.at("VL15_dropped"), 0u);
+    EXPECT_EQ(p.counters.size(), 21u);
+    EXPECT_EQ(device(r, "rocep1s0f1").ports.at(0).xmit_bytes, 420000000000u);
+
+    EXPECT_EQ(p.hw_counters.at("np_cnp_sent"), 1520u);
+    EXPECT_EQ(p.hw_counters.at("rp_cnp_handled"), 1488u);
+    EXPECT_EQ(p.hw_counters.at("np_ecn_marked_roce_packets"), 1520u);
+    EXPECT_EQ(p.hw_counters.at("rx_write_requests"), 2912334u);
+    EXPECT_EQ(p.hw_counters.at("out_of_sequence"), 0u);
+    EXPECT_EQ(p.hw_counters.at("req_transport_retries_exceeded"), 0u);
+    EXPECT_FALSE(p.hw_counters.count("lifespan")) << "a cache setting, not a counter";
+    EXPECT_EQ(p.hw_counters.size(), 31u);
+}
+
+TEST(SysfsRead, DgxSparkRailPreferenceFromNetlink) {
+    auto r = read_rdma_devices(sysfs_fixture("dgx-spark"));
+    auto& p = r.devices.at(1).ports.at(0);
+    ASSERT_EQ(r.devices.at(1).name, "rocep1s0f0");
+    assign_roce_v2_gid(p, {"10.1.1.1", "192.168.100.11"});
+    EXPECT_EQ(p.roce_v2_ipv4_gid_index, 3);
+    EXPECT_EQ(p.roce_v2_ipv4_address, "192.168.100.11");
+}
+
+// ---------------------------------------------------------------- Soft-RoCE tree
+
+TEST(SysfsRead, Rxe) {
+    const auto r = read_rdma_devices(sysfs_fixture("rxe"));
+    EXPECT_EQ(r.read_errors, 0u);
+    ASSERT_EQ(r.devices.size(), 1u);
+    const auto& d = r.devices[0];
+    EXPECT_EQ(d.name, "rxe0");
+    EXPECT_EQ(d.driver, "rxe");
+    EXPECT_EQ(d.netdevs, std::vector<std::string>{"eth0"});
+    EXPECT_EQ(d.node_guid, "5054:00ff:fe12:3456");
+    EXPECT_EQ(d.fw_ver, "");
+    EXPECT_EQ(d.board_id, "") << "absent, and absence is no error";
+    EXPECT_EQ(d.hca_type, "");
+    EXPECT_EQ(d.node_type, "1: CA");
+
+    ASSERT_EQ(d.ports.size(), 1u);
+    const auto& p = d.ports[0];
+    EXPECT_EQ(p.state_name, "ACTIVE");
+    EXPECT_EQ(p.rate_gbps, 2.5);
+    EXPECT_EQ(p.link_layer, "Ethernet");
+    EXPECT_EQ(p.netdev, "eth0");
+    EXPECT_TRUE(p.counters.empty()) << "rxe has no counters/ directory";
+    EXPECT_FALSE(p.xmit_bytes) << "missing is not zero";
+    EXPECT_FALSE(p.rcv_bytes);
+    EXPECT_EQ(p.hw_counters.size(), 15u);
+    EXPECT_EQ(p.hw_counters.at("sent_pkts"), 84213u);
+    EXPECT_EQ(p.hw_counters.at("rcvd_seq_err"), 2u);
+    EXPECT_EQ(p.hw_counters.at("retry_exceeded_err"), 0u);
+    EXPECT_EQ(p.hw_counters.at("rdma_recvs"), 40958u);
+
+    ASSERT_EQ(p.gids.size(), 2u);
+    EXPECT_EQ(p.gids[0].type, "RoCE v2");
+    EXPECT_EQ(p.gids[0].netdev, "eth0");
+    EXPECT_EQ(p.gids[1].ipv4, "10.0.0.1");
+    EXPECT_EQ(p.roce_v2_ipv4_gid_index, 1);
+    EXPECT_EQ(p.roce_v2_ipv4_address, "10.0.0.1");
+}
+
+// ---------------------------------------------------------------- broken tree
+
+TEST(SysfsRead, BrokenFilesAreSkippedOneByOne) {
+    const auto r = read_rdma_devices(sysfs_fixture("broken"));
+    // fw_ver (EISDIR), state, rate, counters/port_rcv_errors, hw_counters/out_of_buffer
+    // (EISDIR), gid_attrs/types/3 (missing), gids/4 (not a GID).
+    EXPECT_EQ(r.read_errors, 7u);
+    EXPECT_EQ(r.errors.size(), 7u);
+    EXPECT_TRUE(has_error_about(r, "fw_ver: Is a directory"));
+    EXPECT_TRUE(has_error_about(r, "ports/1/state: expected '<number>: <name>', got 'ACTIVE'"));
+    EXPECT_TRUE(has_error_about(r, "ports/1/rate: expected '<n> Gb/sec (...)', got ''"));
+    EXPECT_TRUE(has_error_about(r, "counters/port_rcv_errors: not a counter: 'garbage'"));
+    EXPECT_TRUE(has_error_about(r, "hw_counters/out_of_buffer: Is a directory"));
+    EXPECT_TRUE(has_error_about(r, "gid_attrs/types/3: missing"));
+    EXPECT_TRUE(has_error_about(r, "gids/4: not a GID: 'not-a-gid'"));
+
+    ASSERT_EQ(r.devices.size(), 1u) << "the device survives its bad files";
+    const auto& d = r.devices[0];
+    EXPECT_EQ(d.name, "rocep1s0f0");
+    EXPECT_EQ(d.fw_ver, "");
+    EXPECT_EQ(d.node_guid, "30c5:9903:003e:6a13");
+    EXPECT_EQ(d.board_id, "NVD0000000087");
+    EXPECT_EQ(d.driver, "mlx5_core");
+
+    ASSERT_EQ(d.ports.size(), 1u);
+    const auto& p = d.ports[0];
+    EXPECT_FALSE(p.state);
+    EXPECT_EQ(p.state_name, "");
+    EXPECT_EQ(p.phys_state, 5) << "the neighbouring file still reads";
+    EXPECT_FALSE(p.rate_gbps);
+    EXPECT_EQ(p.rate_text, "");
+    EXPECT_EQ(p.link_layer, "Ethernet");
+
+    EXPECT_FALSE(p.counters.count("port_rcv_errors")) << "garbled: absent, not zero";
+    EXPECT_EQ(p.counters.size(), 20u);
+    EXPECT_EQ(p.xmit_bytes, 1193000000000u);
+    EXPECT_FALSE(p.hw_counters.count("out_of_buffer"));
+    EXPECT_EQ(p.hw_counters.size(), 30u);
+    EXPECT_EQ(p.hw_counters.at("np_cnp_sent"), 1520u);
+
+    ASSERT_EQ(p.gids.size(), 4u) << "GIDs 0-3 kept, the garbled 4 dropped";
+    EXPECT_EQ(gid(p, 3)->type, "") << "unreadable type stays empty";
+    EXPECT_EQ(gid(p, 3)->netdev, "enp1s0f0np0");
+    EXPECT_EQ(gid(p, 3)->ipv4, "192.168.100.11");
+    EXPECT_EQ(gid(p, 2)->type, "IB/RoCE v1");
+    EXPECT_EQ(p.netdev, "enp1s0f0np0");
+    EXPECT_FALSE(p.roce_v2_ipv4_gid_index) << "GID 3's type is unknown, so it cannot be vouched for";
+}
+
+TEST(SysfsRead, ErrorMessagesAreCappedButAllCounted) {
+    ScratchTree t("cap");
+    const std::string port = "class/infiniband/mlx5_0/ports/1/";
+    t.write(port + "state", "4: ACTIVE\n");
+    for (int i = 0; i < 30; ++i) t.write(port + "counters/bad_" + std::to_string(100 + i), "garbage\n");
+    t.write(port + "counters/good", "7\n");
+    const auto r = read_rdma_devices(t.root);
+    EXPECT_EQ(r.read_errors, 30u);
+    EXPECT_EQ(r.errors.size(), SysfsReadResult::kMaxErrorMessages);
+    ASSERT_EQ(r.devices.size(), 1u);
+    EXPECT_EQ(r.devices[0].ports.at(0).counters, (std::map<std::string, uint64_t>{{"good", 7}}));
+    EXPECT_EQ(r.devices[0].driver, "") << "no device link, no parent: driver unknown";
+}
+
+TEST(SysfsRead, InfinibandGidsHaveNoNetdevAndThatIsNoError) {
+    // On an IB port the kernel answers EINVAL for gid_attrs/ndevs/<idx>; here it is absent.
+    ScratchTree t("ib");
+    const std::string port = "class/infiniband/mlx5_0/ports/1/";
+    t.write(port + "link_layer", "InfiniBand\n");
+    t.write(port + "gids/0", "fe80:0000:0000:0000:0002:c903:00f1:2b41\n");
+    t.write(port + "gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n");
+    t.write(port + "gid_attrs/types/0", "IB/RoCE v1\n");
+    t.write(port + "gid_attrs/ndevs/.keep", "");
+    const auto r = read_rdma_devices(t.root);
+    EXPECT_EQ(r.read_errors, 0u) << r.errors.front();
+    const auto& p = r.devices.at(0).ports.at(0);
+    ASSERT_EQ(p.gids.size(), 1u);
+    EXPECT_EQ(p.gids[0].type, "IB/RoCE v1");
+    EXPECT_EQ(p.gids[0].netdev, "");
+    EXPECT_EQ(p.netdev, "");
+    EXPECT_FALSE(p.roce_v2_ipv4_gid_index);
+}
+
+TEST(SysfsRead, RxeRecognisedByNameWithoutParent) {
+    ScratchTree t("rxe_name");
+    t.write("class/infiniband/rxe_eth1/ports/1/state", "1: DOWN\n");
+    t.write("class/infiniband/rxe1/node_type", "1: CA\n");
+    const auto r = read_rdma_devices(t.root);
+    ASSERT_EQ(r.devices.size(), 2u);
+    EXPECT_EQ(r.devices[0].name, "rxe1");
+    EXPECT_EQ(r.devices[0].driver, "rxe");
+    EXPECT_TRUE(r.devices[0].netdevs.empty());
+    EXPECT_EQ(r.devices[1].driver, "rxe");
+    EXPECT_EQ(r.devices[1].ports.at(0).state_name, "DOWN");
+}
+
+// ---------------------------------------------------------------- no RDMA at all
+
+TEST(SysfsRead, NoInfinibandClassIsNormal) {
+    const auto r = read_rdma_devices(sysfs_fixture("none"));
+    EXPECT_TRUE(r.devices.empty());
+    EXPECT_EQ(r.read_errors, 0u);
+    EXPECT_TRUE(r.errors.empty());
+
+    const auto missing_root = read_rdma_devices(sysfs_fixture("does-not-exist"));
+    EXPECT_TRUE(missing_root.devices.empty());
+    EXPECT_EQ(missing_root.read_errors, 0u);
+}
+
+// ---------------------------------------------------------------- GID choice
+
+TEST(SysfsGid, PicksRoceV2OnThePortNetdev) {
+    RdmaPort p;
+    p.netdev = "enp1s0f0np0";
+    p.gids = {roce_gid(0, "", "IB/RoCE v1"), roce_gid(1, ""), roce_gid(2, "192.168.100.11", "IB/RoCE v1"),
+              roce_gid(3, "192.168.100.11")};
+    EXPECT_EQ(select_roce_v2_ipv4_gid(p, {}), 3);
+}
+
+TEST(SysfsGid, NoneWhenGidsPointElsewhere) {
+    // Enslaved to a bond: the GIDs move to bond0 and the port netdev no longer matches.
+    RdmaPort p;
+    p.netdev = "enp1s0f0np0";
+    p.gids = {roce_gid(1, "", "RoCE v2", "bond0"), roce_gid(3, "192.168.100.11", "RoCE v2", "bond0")};
+    EXPECT_FALSE(select_roce_v2_ipv4_gid(p, {}));
+    assign_roce_v2_gid(p, {});
+    EXPECT_FALSE(p.roce_v2_ipv4_gid_index);
+    EXPECT_EQ(p.roce_v2_ipv4_address, "");
+
+    p.netdev.clear();
+    EXPECT_FALSE(select_roce_v2_ipv4_gid(p, {})) << "unknown port netdev: nothing to vouch for";
+}
+
+TEST(SysfsGid, OnlyV1OrOnlyLinkLocalGivesNone) {
+    RdmaPort p;
+    p.netdev = "enp1s0f0np0";
+    p.gids = {roce_gid(0, "", "IB/RoCE v1"), roce_gid(1, ""), roce_gid(2, "192.168.100.11", "IB/RoCE v1")};
+    EXPECT_FALSE(select_roce_v2_ipv4_gid(p, {"192.168.100.11"}));
+}
+
+TEST(SysfsGid, PreferenceOrderThenLowestIndex) {
+    RdmaPort p;
+    p.netdev = "enp1s0f0np0";
+    p.gids = {roce_gid(7, "10.0.0.7"), roce_gid(5, "10.0.0.5"), roce_gid(9, "10.0.0.9")};
+    EXPECT_EQ(select_roce_v2_ipv4_gid(p, {}), 5) << "lowest index without preference";
+    EXPECT_EQ(select_roce_v2_ipv4_gid(p, {"172.16.0.1"}), 5) << "no preferred address present";
+    EXPECT_EQ(select_roce_v2_ipv4_gid(p, {"10.0.0.9", "10.0.0.7"}), 9) << "first preferred wins";
+    EXPECT_EQ(select_roce_v2_ipv4_gid(p, {"172.16.0.1", "10.0.0.7"}), 7);
+
+    assign_roce_v2_gid(p, {"10.0.0.9"});
+    EXPECT_EQ(p.roce_v2_ipv4_gid_index, 9);
+    EXPECT_EQ(p.roce_v2_ipv4_address, "10.0.0.9");
+    assign_roce_v2_gid(p, {});
+    EXPECT_EQ(p.roce_v2_ipv4_gid_index, 5);
+    EXPECT_EQ(p.roce_v2_ipv4_address, "10.0.0.5");
+}
+
+// ---------------------------------------------------------------- host facts
+
+TEST(SysfsHost, DgxSpark) {
+    const auto h = read_host_info(sysfs_fixture("dgx-spark"), std::filesystem::path(fixtures_dir()) / "procfs" / "dgx-spark");
+    EXPECT_EQ(h.hostname, "spark-02");
+    EXPECT_TRUE(h.nvidia_gpu_present) << "GB10 at 000f:01:00.0, class 0x030200";
+    EXPECT_FALSE(h.nvidia_peermem_loaded) << "the field notes: GPUDirect RDMA unavailable";
+    EXPECT_EQ(h.ucx_version, "");
+}
+
+TEST(SysfsHost, NothingToFind) {
+    const auto h = read_host_info(sysfs_fixture("rxe"), sysfs_fixture("none"));
+    EXPECT_EQ(h.hostname, "");
+    EXPECT_FALSE(h.nvidia_gpu_present) << "the Mellanox NICs alone are no GPU";
+    EXPECT_FALSE(h.nvidia_peermem_loaded);
+}
+
+// ---------------------------------------------------------------- verbs
+
+TEST(Verbs, MtuEnum) {
+    EXPECT_EQ(ibv_mtu_to_bytes(1), 256);
+    EXPECT_EQ(ibv_mtu_to_bytes(3), 1024);
+    EXPECT_EQ(ibv_mtu_to_bytes(5), 4096);
+    EXPECT_FALSE(ibv_mtu_to_bytes(0));
+    EXPECT_FALSE(ibv_mtu_to_bytes(6));
+}
+
+TEST(Verbs, ErrorText) {
+    EXPECT_NE(verbs_error_text(EACCES).find("no access to /dev/infiniband"), std::string::npos);
+    EXPECT_NE(verbs_error_text(ENOSYS).find("ib_uverbs"), std::string::npos);
+    EXPECT_NE(verbs_error_text(12345).find("errno 12345"), std::string::npos);
+}
+
+TEST(Verbs, EmptyListIsNormal) {
+    std::vector<RdmaDevice> none;
+    const auto r = enrich_with_verbs(none);
+    EXPECT_FALSE(r.available);
+    EXPECT_EQ(r.errors, 0u);
+    EXPECT_EQ(r.last_error, "");
+}
+
+TEST(Verbs, DevicesVerbsDoesNotKnowAreLeftAlone) {
+    auto devices = read_rdma_devices(sysfs_fixture("dgx-spark")).devices;
+    ASSERT_EQ(devices.size(), 3u);
+    // Renamed so that even a test run on a real Spark cannot match a verbs device.
+    for (auto& d : devices) d.name = "rw-test-absent-" + d.name;
+    const auto r = enrich_with_verbs(devices);
+    EXPECT_FALSE(r.available);
+    EXPECT_EQ(r.errors, 0u) << r.last_error;
+    for (const auto& d : devices) {
+        for (const auto& p : d.ports) {
+            EXPECT_FALSE(p.active_mtu);
+            EXPECT_FALSE(p.max_mtu);
+            EXPECT_FALSE(p.active_speed);
+            EXPECT_FALSE(p.active_width);
+        }
+    }
+}
