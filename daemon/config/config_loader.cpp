@@ -1,0 +1,461 @@
+// Reads TOML into a Config against a schema of known tables and keys, collecting every error.
+//
+// The only translation unit that includes toml++ (it is heavy to compile). To add a table:
+// write its KeySpec list and add one line to kSections.
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "config/config_internal.hpp"
+#include "config/config_loader.hpp"
+
+namespace rocewatch {
+
+namespace {
+
+// Collection faster than this is sysfs polling for its own sake; below it the daemon would
+// mostly measure itself.
+constexpr Duration kMinInterval{100};
+// A request timeout this short drops clients on any loaded host.
+constexpr Duration kMinHttpTimeout{100};
+// A flap or counter window under a second spans a few collections at best: a slipped unit,
+// not a window anyone means.
+constexpr Duration kMinWindow{1000};
+// Bounds the persisted history file and every /history response.
+constexpr int64_t kMaxHistory = 1'000'000;
+
+constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+constexpr int64_t kRoceMtus[] = {256, 512, 1024, 2048, 4096};
+
+class Errors {
+public:
+    explicit Errors(std::string file) : file_(std::move(file)) {}
+
+    void add(const toml::source_region& where, std::string key, std::string problem) {
+        errors_.push_back({file_, static_cast<int>(where.begin.line), std::move(key), std::move(problem)});
+    }
+    bool empty() const { return errors_.empty(); }
+
+    // In file order: the table walk visits keys alphabetically, a reader goes top-down.
+    std::vector<ConfigError> take() {
+        std::stable_sort(errors_.begin(), errors_.end(),
+                         [](const ConfigError& a, const ConfigError& b) { return a.line < b.line; });
+        return std::move(errors_);
+    }
+
+private:
+    std::string file_;
+    std::vector<ConfigError> errors_;
+};
+
+std::string in_quotes(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+
+std::string number_text(double v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+const char* type_name(toml::node_type t) {
+    switch (t) {
+        case toml::node_type::string: return "a string";
+        case toml::node_type::integer: return "an integer";
+        case toml::node_type::floating_point: return "a floating-point number";
+        case toml::node_type::boolean: return "a boolean";
+        case toml::node_type::table: return "a table";
+        case toml::node_type::array: return "an array";
+        case toml::node_type::date: return "a date";
+        case toml::node_type::time: return "a time";
+        case toml::node_type::date_time: return "a date-time";
+        case toml::node_type::none: break;
+    }
+    return "nothing";
+}
+
+template <class Range>
+std::string joined(const Range& names) {
+    std::string out;
+    for (const auto& n : names) {
+        if (!out.empty()) out += ", ";
+        out += n;
+    }
+    return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// "unknown key; did you mean "listen"? Valid keys: ..." -- the suggestion only when one
+// known name is within two edits, since a typo is the usual cause.
+template <class Range>
+std::string unknown(std::string_view what, std::string_view name, const Range& known,
+                    std::string_view valid = {}) {
+    std::string_view best;
+    size_t best_distance = 3;
+    for (const auto& k : known) {
+        size_t d = edit_distance(name, k);
+        if (d < best_distance) {
+            best = k;
+            best_distance = d;
+        }
+    }
+    std::string list = valid.empty() ? "valid " + std::string(what) + "s" : std::string(valid);
+    std::string out = "unknown " + std::string(what) + "; ";
+    if (!best.empty()) {
+        out += "did you mean " + in_quotes(best) + "? ";
+        list[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(list[0])));
+    }
+    return out + list + ": " + joined(known);
+}
+
+// One value being read: its node, its dotted key, and where to report what is wrong with
+// it. Each getter returns nothing after recording an error, so setters stay one line.
+class Field {
+public:
+    Field(const toml::node& node, std::string key, Errors& errors)
+        : node_(node), key_(std::move(key)), errors_(errors) {}
+
+    void fail(std::string problem) const { errors_.add(node_.source(), key_, std::move(problem)); }
+
+    std::optional<std::string> string() const {
+        if (auto v = node_.value_exact<std::string>()) return v;
+        return wrong_type("a string");
+    }
+
+    std::optional<std::string> nonempty_string() const {
+        auto v = string();
+        if (v && v->empty()) {
+            fail("must not be empty");
+            return std::nullopt;
+        }
+        return v;
+    }
+
+    std::optional<bool> boolean() const {
+        if (auto v = node_.value_exact<bool>()) return v;
+        return wrong_type("a boolean (true or false)");
+    }
+
+    std::optional<int64_t> integer(int64_t lo, int64_t hi) const {
+        auto v = node_.value_exact<int64_t>();
+        if (!v) return wrong_type("an integer");
+        if (*v < lo || *v > hi) {
+            fail(std::to_string(*v) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+            return std::nullopt;
+        }
+        return v;
+    }
+
+    // An integer or a float, at least lo (above lo when lo is exclusive).
+    std::optional<double> number(double lo, bool lo_exclusive = false) const {
+        if (!node_.is_integer() && !node_.is_floating_point()) return wrong_type("a number");
+        // By hand: toml++ refuses to convert an integer a double cannot hold exactly.
+        double v = node_.is_integer() ? static_cast<double>(*node_.value_exact<int64_t>())
+                                      : *node_.value_exact<double>();
+        if (!std::isfinite(v)) {
+            fail(number_text(v) + " is not a finite number");
+            return std::nullopt;
+        }
+        if (v < lo || (lo_exclusive && v == lo)) {
+            fail(number_text(v) + " is out of range (must be " + (lo_exclusive ? "> " : ">= ") +
+                 number_text(lo) + ")");
+            return std::nullopt;
+        }
+        return v;
+    }
+
+    std::optional<Duration> duration(Duration min) const {
+        auto text = node_.value_exact<std::string>();
+        if (!text) return wrong_type("a duration string such as \"5s\"");
+        auto d = parse_duration(*text);
+        if (!d) {
+            fail(in_quotes(*text) + R"( is not a duration (write e.g. "500ms", "5s", "1m", "1h30m"; zero is "0s"))");
+            return std::nullopt;
+        }
+        if (*d < min) {
+            fail(format_duration(*d) + " is below the minimum " + format_duration(min));
+            return std::nullopt;
+        }
+        return d;
+    }
+
+    // A list of RDMA device or netdev names. Each becomes a path component under the sysfs
+    // root, so a "/" or ".." could point the daemon outside it.
+    std::optional<std::vector<std::string>> names() const {
+        const toml::array* arr = node_.as_array();
+        if (!arr) return wrong_type("an array of names");
+        std::vector<std::string> out;
+        bool ok = true;
+        for (size_t i = 0; i < arr->size(); ++i) {
+            Field item((*arr)[i], key_ + "[" + std::to_string(i) + "]", errors_);
+            auto name = item.string();
+            if (!name) {
+                ok = false;
+            } else if (name->empty() || *name == "." || *name == ".." ||
+                       name->find_first_of("/ \t\n") != std::string::npos) {
+                item.fail(in_quotes(*name) + " is not a device or interface name");
+                ok = false;
+            } else {
+                out.push_back(std::move(*name));
+            }
+        }
+        if (!ok) return std::nullopt;
+        return out;
+    }
+
+private:
+    std::nullopt_t wrong_type(std::string_view expected) const {
+        fail("expected " + std::string(expected) + ", got " + type_name(node_.type()));
+        return std::nullopt;
+    }
+
+    const toml::node& node_;
+    std::string key_;
+    Errors& errors_;
+};
+
+// One known key of a table and how it lands in its part of the Config.
+template <class Section>
+struct KeySpec {
+    std::string_view name;
+    void (*set)(const Field&, Section&);
+};
+
+template <class T, class V>
+void assign(T& target, std::optional<V> v) {
+    if (v) target = static_cast<T>(std::move(*v));
+}
+
+// ---------------------------------------------------------------- the schema
+
+const KeySpec<DaemonConfig> kDaemonKeys[] = {
+    {"listen",
+     [](const Field& f, DaemonConfig& d) {
+         auto text = f.string();
+         if (!text) return;
+         // Port 0 (any free port) suits tests on the command line; a config file needs a
+         // fixed port, or nothing could scrape the daemon after a restart.
+         std::string why;
+         if (config_detail::parse_listen_address(*text, 1, why))
+             d.listen = *text;
+         else
+             f.fail(in_quotes(*text) + " is not a listen address: " + why);
+     }},
+    {"interval", [](const Field& f, DaemonConfig& d) { assign(d.interval, f.duration(kMinInterval)); }},
+    {"state_dir", [](const Field& f, DaemonConfig& d) { assign(d.state_dir, f.nonempty_string()); }},
+    {"sysfs_root", [](const Field& f, DaemonConfig& d) { assign(d.sysfs_root, f.nonempty_string()); }},
+    {"procfs_root", [](const Field& f, DaemonConfig& d) { assign(d.procfs_root, f.nonempty_string()); }},
+    {"log_level",
+     [](const Field& f, DaemonConfig& d) {
+         auto v = f.string();
+         if (!v) return;
+         if (std::ranges::find(kLogLevels, *v) != std::end(kLogLevels))
+             d.log_level = *v;
+         else
+             f.fail(in_quotes(*v) + " is not a log level (" + joined(kLogLevels) + ")");
+     }},
+    {"http_threads", [](const Field& f, DaemonConfig& d) { assign(d.http_threads, f.integer(1, 64)); }},
+    {"http_timeout", [](const Field& f, DaemonConfig& d) { assign(d.http_timeout, f.duration(kMinHttpTimeout)); }},
+    {"history_limit", [](const Field& f, DaemonConfig& d) { assign(d.history_limit, f.integer(0, kMaxHistory)); }},
+};
+
+const KeySpec<ExpectConfig> kExpectKeys[] = {
+    // 68 is the IPv4 minimum; 65535 the largest MTU a netdev can report.
+    {"mtu", [](const Field& f, ExpectConfig& e) { assign(e.mtu, f.integer(68, 65535)); }},
+    {"port_rate_gbps",
+     [](const Field& f, ExpectConfig& e) {
+         if (auto v = f.number(0, true)) e.port_rate_gbps = *v;
+     }},
+    {"roce_active_mtu",
+     [](const Field& f, ExpectConfig& e) {
+         auto v = f.integer(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+         if (!v) return;
+         if (std::ranges::find(kRoceMtus, *v) != std::end(kRoceMtus))
+             e.roce_active_mtu = static_cast<int>(*v);
+         else
+             f.fail(std::to_string(*v) + " is not a RoCE MTU (256, 512, 1024, 2048, 4096)");
+     }},
+    {"rails", [](const Field& f, ExpectConfig& e) { assign(e.rails, f.names()); }},
+    {"ignore_devices", [](const Field& f, ExpectConfig& e) { assign(e.ignore_devices, f.names()); }},
+    {"interfaces", [](const Field& f, ExpectConfig& e) { assign(e.interfaces, f.names()); }},
+};
+
+const KeySpec<Thresholds> kThresholdKeys[] = {
+    {"symbol_error_per_hour", [](const Field& f, Thresholds& t) { assign(t.symbol_error_per_hour, f.number(0)); }},
+    {"local_ack_timeout_per_second",
+     [](const Field& f, Thresholds& t) { assign(t.local_ack_timeout_per_second, f.number(0)); }},
+    {"cnp_per_second", [](const Field& f, Thresholds& t) { assign(t.cnp_per_second, f.number(0)); }},
+    {"ecn_marked_per_second", [](const Field& f, Thresholds& t) { assign(t.ecn_marked_per_second, f.number(0)); }},
+    {"flap_transitions",
+     [](const Field& f, Thresholds& t) {
+         assign(t.flap_transitions, f.integer(1, std::numeric_limits<uint32_t>::max()));
+     }},
+    {"flap_window", [](const Field& f, Thresholds& t) { assign(t.flap_window, f.duration(kMinWindow)); }},
+    {"counter_window", [](const Field& f, Thresholds& t) { assign(t.counter_window, f.duration(kMinWindow)); }},
+};
+
+const KeySpec<RuleSettings> kRuleKeys[] = {
+    {"enabled", [](const Field& f, RuleSettings& r) { assign(r.enabled, f.boolean()); }},
+    {"for", [](const Field& f, RuleSettings& r) { assign(r.for_duration, f.duration(Duration{0})); }},
+    {"clear_after", [](const Field& f, RuleSettings& r) { assign(r.clear_after, f.duration(Duration{0})); }},
+    {"severity",
+     [](const Field& f, RuleSettings& r) {
+         auto v = f.string();
+         if (!v) return;
+         if (auto sev = severity_from_string(*v))
+             r.severity = sev;
+         else
+             f.fail(in_quotes(*v) + " is not a severity (info, warning, critical)");
+     }},
+};
+
+// Applies every key of t to out; a key not in keys is an error, never silently ignored.
+template <class Section>
+void load_keys(const toml::table& t, const std::string& prefix, std::span<const KeySpec<Section>> keys,
+               Section& out, Errors& errors) {
+    for (auto&& [k, node] : t) {
+        std::string key = prefix + "." + std::string(k.str());
+        auto spec = std::ranges::find(keys, k.str(), &KeySpec<Section>::name);
+        if (spec == keys.end()) {
+            std::vector<std::string_view> known;
+            for (const auto& s : keys) known.push_back(s.name);
+            errors.add(k.source(), key, unknown("key", k.str(), known));
+            continue;
+        }
+        spec->set(Field(node, key, errors), out);
+    }
+}
+
+// [rules.<id>]: one table per rule id, each id checked against the rules engine's list.
+void load_rules(const toml::table& t, const std::string& prefix, Errors& errors, Config& c) {
+    for (auto&& [k, node] : t) {
+        std::string id(k.str());
+        std::string key = prefix + "." + id;
+        if (std::ranges::find(all_rule_ids(), id) == all_rule_ids().end()) {
+            errors.add(k.source(), key, unknown("rule id", id, all_rule_ids()));
+            continue;
+        }
+        const toml::table* rule = node.as_table();
+        if (!rule) {
+            errors.add(node.source(), key, std::string("expected a table, got ") + type_name(node.type()));
+            continue;
+        }
+        RuleSettings settings = rule_settings(c, id);
+        load_keys<RuleSettings>(*rule, key, kRuleKeys, settings, errors);
+        c.rules[id] = settings;
+    }
+}
+
+struct SectionSpec {
+    std::string_view name;
+    void (*load)(const toml::table&, const std::string& prefix, Errors&, Config&);
+};
+
+const SectionSpec kSections[] = {
+    {"daemon",
+     [](const toml::table& t, const std::string& p, Errors& e, Config& c) {
+         load_keys<DaemonConfig>(t, p, kDaemonKeys, c.daemon, e);
+     }},
+    {"expect",
+     [](const toml::table& t, const std::string& p, Errors& e, Config& c) {
+         load_keys<ExpectConfig>(t, p, kExpectKeys, c.expect, e);
+     }},
+    {"thresholds",
+     [](const toml::table& t, const std::string& p, Errors& e, Config& c) {
+         load_keys<Thresholds>(t, p, kThresholdKeys, c.thresholds, e);
+     }},
+    {"rules", load_rules},
+};
+
+}  // namespace
+
+ConfigResult parse_config(std::string_view text, const std::string& source_name) {
+    ConfigResult result;
+    Errors errors(source_name);
+    toml::table doc;
+    try {
+        doc = toml::parse(text, std::string_view(source_name));
+    } catch (const toml::parse_error& e) {
+        errors.add(e.source(), "", std::string(e.description()));
+        result.errors = errors.take();
+        return result;
+    }
+
+    Config c = default_config();
+    c.source = source_name;
+    for (auto&& [k, node] : doc) {
+        std::string name(k.str());
+        auto section = std::ranges::find(kSections, k.str(), &SectionSpec::name);
+        if (section == std::end(kSections)) {
+            std::vector<std::string_view> known;
+            for (const auto& s : kSections) known.push_back(s.name);
+            if (node.is_table())
+                errors.add(k.source(), name, unknown("table", name, known));
+            else
+                errors.add(k.source(), name, unknown("key", name, known, "settings belong in a table"));
+            continue;
+        }
+        const toml::table* t = node.as_table();
+        if (!t) {
+            errors.add(node.source(), name, std::string("expected a table, got ") + type_name(node.type()));
+            continue;
+        }
+        section->load(*t, name, errors, c);
+    }
+
+    if (errors.empty())
+        result.config = std::move(c);
+    else
+        result.errors = errors.take();
+    return result;
+}
+
+ConfigResult load_config_file(const std::string& path) {
+    // A config file is a few KiB; the cap stops a mistaken path (a device, a log) from
+    // being read whole into memory.
+    constexpr size_t kMaxSize = 1 << 20;
+    auto unreadable = [&](std::string why) {
+        ConfigResult r;
+        r.errors.push_back({path, 0, "", std::move(why)});
+        return r;
+    };
+
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return unreadable(std::string("cannot read: ") + std::strerror(errno));
+    std::string text;
+    char buf[8192];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+        text.append(buf, n);
+        if (text.size() > kMaxSize) {
+            std::fclose(f);
+            return unreadable("larger than 1 MiB; not a config file");
+        }
+    }
+    int read_errno = std::ferror(f) ? errno : 0;
+    std::fclose(f);
+    if (read_errno != 0) return unreadable(std::string("cannot read: ") + std::strerror(read_errno));
+    return parse_config(text, path);
+}
+
+}  // namespace rocewatch

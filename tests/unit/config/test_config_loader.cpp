@@ -1,0 +1,553 @@
+// TOML -> Config: defaults, every key, every class of error with its file:line: key: problem.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "config/config_loader.hpp"
+#include "test_env.hpp"
+
+using namespace rocewatch;
+using namespace std::chrono_literals;
+using Lines = std::vector<std::string>;
+
+namespace {
+
+Lines errors_of(const ConfigResult& r) {
+    Lines out;
+    for (const auto& e : r.errors) out.push_back(e.to_string());
+    return out;
+}
+
+// Errors of a snippet parsed as "t.toml"; also checks the all-or-nothing contract.
+Lines errors_of(std::string_view text) {
+    auto r = parse_config(text, "t.toml");
+    EXPECT_EQ(r.config.has_value(), r.errors.empty()) << "a config with errors must be rejected whole";
+    return errors_of(r);
+}
+
+// Errors of a fixture file, named relative to the fixtures' config directory.
+Lines fixture_errors(const std::string& name) {
+    std::string dir = rocewatch::testing::fixtures_dir() + "/config/";
+    Lines out;
+    for (auto line : errors_of(load_config_file(dir + name))) {
+        if (line.starts_with(dir)) line.erase(0, dir.size());
+        out.push_back(line);
+    }
+    return out;
+}
+
+std::string source_root() { return rocewatch::testing::fixtures_dir() + "/../.."; }
+
+// The effective config without its source, for comparing configs from different files.
+nlohmann::json effective(const Config& c) {
+    auto j = config_to_json(c);
+    j.erase("source");
+    return j;
+}
+
+// Writes config_to_json's output back as TOML (null = unset = left out).
+std::string to_toml(const nlohmann::json& j) {
+    std::string out;
+    auto body = [&](const nlohmann::json& table) {
+        for (const auto& [k, v] : table.items())
+            if (!v.is_null()) out += k + " = " + v.dump() + "\n";
+    };
+    for (const auto& [section, table] : j.items()) {
+        if (section == "source") continue;
+        if (section == "rules") {
+            for (const auto& [id, rule] : table.items()) {
+                out += "[rules." + id + "]\n";
+                body(rule);
+            }
+            continue;
+        }
+        out += "[" + section + "]\n";
+        body(table);
+    }
+    return out;
+}
+
+const std::string kRuleIds =
+    "port_down, netdev_down, port_rate_low, mtu_low, roce_mtu_low, no_roce_v2_gid, gid_on_bond, bond_slave_down, "
+    "bond_degraded, bond_link_failures, bond_mode_reorders, subnet_overlap, error_counters, congestion, "
+    "link_flapping, peermem_missing";
+
+const char* kEveryKey = R"(
+[daemon]
+listen = "[::1]:19879"
+interval = "250ms"
+state_dir = "/tmp/rw-state"
+sysfs_root = "/srv/fixtures/sys"
+procfs_root = "/srv/fixtures/proc"
+log_level = "debug"
+http_threads = 8
+http_timeout = "2s"
+history_limit = 50
+
+[expect]
+mtu = 4200
+port_rate_gbps = 200.5
+roce_active_mtu = 1024
+rails = ["rocep1s0f0", "rocep1s0f1"]
+ignore_devices = ["roceP2p1s0f0"]
+interfaces = ["bond0", "enp1s0f0np0"]
+
+[thresholds]
+symbol_error_per_hour = 60
+local_ack_timeout_per_second = 0.5
+cnp_per_second = 2000
+ecn_marked_per_second = 3000.25
+flap_transitions = 4
+flap_window = "1h30m"
+counter_window = "2m"
+
+[rules.mtu_low]
+enabled = false
+for = "30s"
+clear_after = "1m"
+severity = "critical"
+)";
+
+}  // namespace
+
+// ---------------------------------------------------------------- defaults and keys
+
+TEST(ConfigDefaults, MatchTheModel) {
+    Config c = default_config();
+    EXPECT_EQ(c.source, "");
+    EXPECT_EQ(c.daemon.listen, "0.0.0.0:9879");
+    EXPECT_EQ(c.daemon.interval, 5s);
+    EXPECT_EQ(c.daemon.state_dir, "/var/lib/rocewatch");
+    EXPECT_EQ(c.daemon.sysfs_root, "/sys");
+    EXPECT_EQ(c.daemon.procfs_root, "/proc");
+    EXPECT_EQ(c.daemon.log_level, "info");
+    EXPECT_EQ(c.daemon.http_threads, 4);
+    EXPECT_EQ(c.daemon.http_timeout, 5s);
+    EXPECT_EQ(c.daemon.history_limit, 1000u);
+    EXPECT_EQ(c.expect.mtu, 9000u);
+    EXPECT_FALSE(c.expect.port_rate_gbps);
+    EXPECT_FALSE(c.expect.roce_active_mtu);
+    EXPECT_TRUE(c.expect.rails.empty());
+    EXPECT_TRUE(c.expect.ignore_devices.empty());
+    EXPECT_TRUE(c.expect.interfaces.empty());
+    EXPECT_EQ(c.thresholds.symbol_error_per_hour, 120);
+    EXPECT_EQ(c.thresholds.local_ack_timeout_per_second, 1);
+    EXPECT_EQ(c.thresholds.cnp_per_second, 1000);
+    EXPECT_EQ(c.thresholds.ecn_marked_per_second, 1000);
+    EXPECT_EQ(c.thresholds.flap_transitions, 6u);
+    EXPECT_EQ(c.thresholds.flap_window, 10min);
+    EXPECT_EQ(c.thresholds.counter_window, 5min);
+    EXPECT_TRUE(c.rules.empty());
+    EXPECT_EQ(effective(c), effective(Config{}));
+}
+
+TEST(ConfigDefaults, EmptyTextGivesTheDefaultsAndItsSource) {
+    auto r = parse_config("", "empty.toml");
+    ASSERT_TRUE(r.config);
+    EXPECT_TRUE(r.errors.empty());
+    EXPECT_EQ(r.config->source, "empty.toml");
+    EXPECT_EQ(effective(*r.config), effective(default_config()));
+    // Empty tables are fine too.
+    r = parse_config("[daemon]\n[expect]\n[thresholds]\n[rules]\n", "t.toml");
+    ASSERT_TRUE(r.config) << errors_of(r)[0];
+    EXPECT_EQ(effective(*r.config), effective(default_config()));
+}
+
+TEST(ConfigKeys, EveryKeyIsRead) {
+    auto r = parse_config(kEveryKey, "t.toml");
+    ASSERT_TRUE(r.config) << errors_of(r)[0];
+    const Config& c = *r.config;
+    EXPECT_EQ(c.daemon.listen, "[::1]:19879");
+    EXPECT_EQ(c.daemon.interval, 250ms);
+    EXPECT_EQ(c.daemon.state_dir, "/tmp/rw-state");
+    EXPECT_EQ(c.daemon.sysfs_root, "/srv/fixtures/sys");
+    EXPECT_EQ(c.daemon.procfs_root, "/srv/fixtures/proc");
+    EXPECT_EQ(c.daemon.log_level, "debug");
+    EXPECT_EQ(c.daemon.http_threads, 8);
+    EXPECT_EQ(c.daemon.http_timeout, 2s);
+    EXPECT_EQ(c.daemon.history_limit, 50u);
+    EXPECT_EQ(c.expect.mtu, 4200u);
+    EXPECT_EQ(c.expect.port_rate_gbps, 200.5);
+    EXPECT_EQ(c.expect.roce_active_mtu, 1024);
+    EXPECT_EQ(c.expect.rails, (Lines{"rocep1s0f0", "rocep1s0f1"}));
+    EXPECT_EQ(c.expect.ignore_devices, (Lines{"roceP2p1s0f0"}));
+    EXPECT_EQ(c.expect.interfaces, (Lines{"bond0", "enp1s0f0np0"}));
+    EXPECT_EQ(c.thresholds.symbol_error_per_hour, 60) << "an integer is fine where a number is asked";
+    EXPECT_EQ(c.thresholds.local_ack_timeout_per_second, 0.5);
+    EXPECT_EQ(c.thresholds.cnp_per_second, 2000);
+    EXPECT_EQ(c.thresholds.ecn_marked_per_second, 3000.25);
+    EXPECT_EQ(c.thresholds.flap_transitions, 4u);
+    EXPECT_EQ(c.thresholds.flap_window, 90min);
+    EXPECT_EQ(c.thresholds.counter_window, 2min);
+    ASSERT_EQ(c.rules.size(), 1u);
+    const RuleSettings& rule = c.rules.at("mtu_low");
+    EXPECT_FALSE(rule.enabled);
+    EXPECT_EQ(rule.for_duration, 30s);
+    EXPECT_EQ(rule.clear_after, 1min);
+    EXPECT_EQ(rule.severity, Severity::critical);
+}
+
+TEST(ConfigKeys, EveryKeyDiffersFromItsDefaultInTheTestConfig) {
+    // Guards the test above: a key added to the schema but not to kEveryKey shows up here.
+    auto r = parse_config(kEveryKey, "t.toml");
+    ASSERT_TRUE(r.config);
+    auto got = effective(*r.config);
+    auto def = effective(default_config());
+    for (const char* section : {"daemon", "expect", "thresholds"}) {
+        for (const auto& [k, v] : def[section].items())
+            EXPECT_NE(got[section][k], v) << section << "." << k << " is not exercised";
+    }
+    for (const auto& [k, v] : def["rules"]["mtu_low"].items())
+        EXPECT_NE(got["rules"]["mtu_low"][k], v) << "rules.mtu_low." << k << " is not exercised";
+}
+
+TEST(ConfigKeys, RoundTripThroughJsonAndBack) {
+    // Config -> JSON -> TOML -> Config is the identity: the JSON view spells every key and
+    // value exactly as the file does.
+    auto first = parse_config(kEveryKey, "t.toml");
+    ASSERT_TRUE(first.config);
+    std::string toml = to_toml(config_to_json(*first.config));
+    auto second = parse_config(toml, "round-trip.toml");
+    ASSERT_TRUE(second.config) << errors_of(second)[0] << "\n" << toml;
+    EXPECT_EQ(effective(*second.config), effective(*first.config));
+
+    auto defaults = parse_config(to_toml(config_to_json(default_config())), "defaults.toml");
+    ASSERT_TRUE(defaults.config) << errors_of(defaults)[0];
+    EXPECT_EQ(effective(*defaults.config), effective(default_config()));
+}
+
+TEST(ConfigKeys, RuleTableAppliesOnlyWhatItSets) {
+    auto r = parse_config("[rules.port_down]\nfor = \"10s\"\n", "t.toml");
+    ASSERT_TRUE(r.config);
+    auto s = rule_settings(*r.config, "port_down");
+    EXPECT_EQ(s.for_duration, 10s);
+    EXPECT_TRUE(s.enabled);
+    EXPECT_EQ(s.clear_after, RuleSettings{}.clear_after);
+    EXPECT_FALSE(s.severity);
+}
+
+TEST(ConfigKeys, DurationsAcceptZeroOnlyWhereItMeansSomething) {
+    auto r = parse_config("[rules.port_down]\nfor = \"0s\"\nclear_after = \"0s\"\n", "t.toml");
+    ASSERT_TRUE(r.config);
+    EXPECT_EQ(r.config->rules.at("port_down").clear_after, 0s);
+    EXPECT_EQ(errors_of("[daemon]\ninterval = \"0s\"\n"),
+              (Lines{"t.toml:2: daemon.interval: 0s is below the minimum 100ms"}));
+}
+
+// ---------------------------------------------------------------- each class of error
+
+TEST(ConfigErrors, SyntaxErrorCarriesTomlsLine) {
+    auto r = parse_config("[daemon]\nlisten = \"0.0.0.0:9879\"\ninterval = \n", "t.toml");
+    EXPECT_FALSE(r.config);
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_EQ(r.errors[0].file, "t.toml");
+    EXPECT_EQ(r.errors[0].line, 3);
+    EXPECT_EQ(r.errors[0].key, "");
+    EXPECT_FALSE(r.errors[0].problem.empty());
+    EXPECT_TRUE(r.errors[0].to_string().starts_with("t.toml:3: ")) << r.errors[0].to_string();
+
+    EXPECT_EQ(errors_of("[daemon]\nhttp_threads = 1\nhttp_threads = 2\n").size(), 1u) << "duplicate key";
+    EXPECT_EQ(errors_of("[daemon]\n[daemon]\n").size(), 1u) << "duplicate table";
+}
+
+TEST(ConfigErrors, FieldsOfAnError) {
+    auto r = parse_config("\n[expect]\n\nmtu = \"9000\"\n", "dir/x.toml");
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_EQ(r.errors[0].file, "dir/x.toml");
+    EXPECT_EQ(r.errors[0].line, 4);
+    EXPECT_EQ(r.errors[0].key, "expect.mtu");
+    EXPECT_EQ(r.errors[0].problem, "expected an integer, got a string");
+}
+
+TEST(ConfigErrors, UnknownTopLevelTable) {
+    EXPECT_EQ(errors_of("[peers]\nspark-2 = \"192.168.100.12\"\n"),
+              (Lines{"t.toml:1: peers: unknown table; valid tables: daemon, expect, thresholds, rules"}));
+    EXPECT_EQ(errors_of("[probes]\n"),
+              (Lines{"t.toml:1: probes: unknown table; valid tables: daemon, expect, thresholds, rules"}));
+    EXPECT_EQ(errors_of("\n[deamon]\nlisten = \":1\"\n"),
+              (Lines{"t.toml:2: deamon: unknown table; did you mean \"daemon\"? "
+                     "Valid tables: daemon, expect, thresholds, rules"}));
+    EXPECT_EQ(errors_of("interval = \"5s\"\n"),
+              (Lines{"t.toml:1: interval: unknown key; settings belong in a table: "
+                     "daemon, expect, thresholds, rules"}));
+}
+
+TEST(ConfigErrors, KnownTableOfTheWrongType) {
+    EXPECT_EQ(errors_of("daemon = 5\n"), (Lines{"t.toml:1: daemon: expected a table, got an integer"}));
+    EXPECT_EQ(errors_of("[[expect]]\nmtu = 9000\n"), (Lines{"t.toml:1: expect: expected a table, got an array"}));
+    EXPECT_EQ(errors_of("[rules]\nmtu_low = true\n"),
+              (Lines{"t.toml:2: rules.mtu_low: expected a table, got a boolean"}));
+}
+
+TEST(ConfigErrors, UnknownKeyInKnownTable) {
+    EXPECT_EQ(errors_of("[daemon]\nlisten_on = \":1\"\n"),
+              (Lines{"t.toml:2: daemon.listen_on: unknown key; valid keys: listen, interval, state_dir, "
+                     "sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit"}));
+    EXPECT_EQ(errors_of("[expect]\nmtu = 9000\nrail = []\n"),
+              (Lines{"t.toml:3: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
+                     "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces"}));
+    EXPECT_EQ(errors_of("[thresholds]\ncnp = 5\n"),
+              (Lines{"t.toml:2: thresholds.cnp: unknown key; valid keys: symbol_error_per_hour, "
+                     "local_ack_timeout_per_second, cnp_per_second, ecn_marked_per_second, "
+                     "flap_transitions, flap_window, counter_window"}));
+    EXPECT_EQ(errors_of("[rules.mtu_low]\nfor_duration = \"1s\"\n"),
+              (Lines{"t.toml:2: rules.mtu_low.for_duration: unknown key; valid keys: enabled, for, "
+                     "clear_after, severity"}));
+    EXPECT_EQ(errors_of("[daemon.tls]\ncert = \"x\"\n"),
+              (Lines{"t.toml:1: daemon.tls: unknown key; valid keys: listen, interval, state_dir, "
+                     "sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit"}));
+}
+
+TEST(ConfigErrors, WrongType) {
+    EXPECT_EQ(errors_of("[expect]\nmtu = \"9000\"\n"), (Lines{"t.toml:2: expect.mtu: expected an integer, got a string"}));
+    EXPECT_EQ(errors_of("[expect]\nmtu = 9000.0\n"),
+              (Lines{"t.toml:2: expect.mtu: expected an integer, got a floating-point number"}));
+    EXPECT_EQ(errors_of("[expect]\nport_rate_gbps = \"100G\"\n"),
+              (Lines{"t.toml:2: expect.port_rate_gbps: expected a number, got a string"}));
+    EXPECT_EQ(errors_of("[expect]\nrails = \"rocep1s0f0\"\n"),
+              (Lines{"t.toml:2: expect.rails: expected an array of names, got a string"}));
+    EXPECT_EQ(errors_of("[expect]\nrails = [\n  \"rocep1s0f0\",\n  1,\n]\n"),
+              (Lines{"t.toml:4: expect.rails[1]: expected a string, got an integer"}));
+    EXPECT_EQ(errors_of("[daemon]\nlisten = 9879\n"), (Lines{"t.toml:2: daemon.listen: expected a string, got an integer"}));
+    EXPECT_EQ(errors_of("[daemon]\ninterval = 5\n"),
+              (Lines{"t.toml:2: daemon.interval: expected a duration string such as \"5s\", got an integer"}));
+    EXPECT_EQ(errors_of("[daemon]\ninterval = 00:00:05\n"),
+              (Lines{"t.toml:2: daemon.interval: expected a duration string such as \"5s\", got a time"}));
+    EXPECT_EQ(errors_of("[rules.port_down]\nenabled = \"no\"\n"),
+              (Lines{"t.toml:2: rules.port_down.enabled: expected a boolean (true or false), got a string"}));
+    EXPECT_EQ(errors_of("[rules.port_down]\nseverity = 2\n"),
+              (Lines{"t.toml:2: rules.port_down.severity: expected a string, got an integer"}));
+    EXPECT_EQ(errors_of("[daemon]\nstate_dir = { path = \"/x\" }\n"),
+              (Lines{"t.toml:2: daemon.state_dir: expected a string, got a table"}));
+}
+
+TEST(ConfigErrors, OutOfRange) {
+    EXPECT_EQ(errors_of("[expect]\nmtu = 67\n"), (Lines{"t.toml:2: expect.mtu: 67 is out of range 68..65535"}));
+    EXPECT_EQ(errors_of("[expect]\nmtu = 65536\n"), (Lines{"t.toml:2: expect.mtu: 65536 is out of range 68..65535"}));
+    EXPECT_TRUE(errors_of("[expect]\nmtu = 68\n").empty());
+    EXPECT_TRUE(errors_of("[expect]\nmtu = 65535\n").empty());
+    EXPECT_EQ(errors_of("[daemon]\ninterval = \"99ms\"\n"),
+              (Lines{"t.toml:2: daemon.interval: 99ms is below the minimum 100ms"}));
+    EXPECT_TRUE(errors_of("[daemon]\ninterval = \"100ms\"\n").empty());
+    EXPECT_EQ(errors_of("[daemon]\nhttp_threads = 0\n"), (Lines{"t.toml:2: daemon.http_threads: 0 is out of range 1..64"}));
+    EXPECT_EQ(errors_of("[daemon]\nhttp_threads = 65\n"), (Lines{"t.toml:2: daemon.http_threads: 65 is out of range 1..64"}));
+    EXPECT_TRUE(errors_of("[daemon]\nhttp_threads = 64\n").empty());
+    EXPECT_EQ(errors_of("[daemon]\nhttp_timeout = \"10ms\"\n"),
+              (Lines{"t.toml:2: daemon.http_timeout: 10ms is below the minimum 100ms"}));
+    EXPECT_EQ(errors_of("[daemon]\nhistory_limit = -1\n"),
+              (Lines{"t.toml:2: daemon.history_limit: -1 is out of range 0..1000000"}));
+    EXPECT_EQ(errors_of("[daemon]\nlisten = \":65536\"\n"),
+              (Lines{"t.toml:2: daemon.listen: \":65536\" is not a listen address: port 65536 is out of range 1..65535"}));
+    EXPECT_EQ(errors_of("[daemon]\nlisten = \":0\"\n"),
+              (Lines{"t.toml:2: daemon.listen: \":0\" is not a listen address: port 0 is out of range 1..65535"}));
+    EXPECT_EQ(errors_of("[thresholds]\ncnp_per_second = -1\n"),
+              (Lines{"t.toml:2: thresholds.cnp_per_second: -1 is out of range (must be >= 0)"}));
+    EXPECT_EQ(errors_of("[thresholds]\nlocal_ack_timeout_per_second = -0.5\n"),
+              (Lines{"t.toml:2: thresholds.local_ack_timeout_per_second: -0.5 is out of range (must be >= 0)"}));
+    EXPECT_EQ(errors_of("[thresholds]\necn_marked_per_second = nan\n"),
+              (Lines{"t.toml:2: thresholds.ecn_marked_per_second: nan is not a finite number"}));
+    EXPECT_TRUE(errors_of("[thresholds]\nsymbol_error_per_hour = 0\n").empty()) << "0 = any error counts";
+    EXPECT_TRUE(errors_of("[thresholds]\ncnp_per_second = 9223372036854775807\n").empty())
+        << "an integer no double holds exactly is still a number";
+    EXPECT_EQ(errors_of("[thresholds]\nflap_transitions = 0\n"),
+              (Lines{"t.toml:2: thresholds.flap_transitions: 0 is out of range 1..4294967295"}));
+    EXPECT_EQ(errors_of("[thresholds]\nflap_window = \"500ms\"\n"),
+              (Lines{"t.toml:2: thresholds.flap_window: 500ms is below the minimum 1s"}));
+    EXPECT_EQ(errors_of("[expect]\nport_rate_gbps = 0\n"),
+              (Lines{"t.toml:2: expect.port_rate_gbps: 0 is out of range (must be > 0)"}));
+    EXPECT_EQ(errors_of("[expect]\nroce_active_mtu = 1500\n"),
+              (Lines{"t.toml:2: expect.roce_active_mtu: 1500 is not a RoCE MTU (256, 512, 1024, 2048, 4096)"}));
+}
+
+TEST(ConfigErrors, BadDuration) {
+    for (const char* bad : {"5 s", "5", "1.5s", "-1m", "1d", "30m1h", "0m"}) {
+        EXPECT_EQ(errors_of("[thresholds]\ncounter_window = \"" + std::string(bad) + "\"\n"),
+                  (Lines{"t.toml:2: thresholds.counter_window: \"" + std::string(bad) +
+                         "\" is not a duration (write e.g. \"500ms\", \"5s\", \"1m\", \"1h30m\"; zero is \"0s\")"}));
+    }
+    EXPECT_EQ(errors_of("[rules.congestion]\nfor = \"soon\"\n"),
+              (Lines{"t.toml:2: rules.congestion.for: \"soon\" is not a duration (write e.g. \"500ms\", \"5s\", "
+                     "\"1m\", \"1h30m\"; zero is \"0s\")"}));
+}
+
+TEST(ConfigErrors, BadListenAddress) {
+    for (const char* good : {"0.0.0.0:9879", ":9879", "[::]:9879", "[::1]:1", "localhost:8080", "127.0.0.1:65535"})
+        EXPECT_TRUE(errors_of("[daemon]\nlisten = \"" + std::string(good) + "\"\n").empty()) << good;
+    EXPECT_EQ(errors_of("[daemon]\nlisten = \"9879\"\n"),
+              (Lines{"t.toml:2: daemon.listen: \"9879\" is not a listen address: expected \"host:port\", "
+                     "\"[v6]:port\" or \":port\""}));
+    EXPECT_EQ(errors_of("[daemon]\nlisten = \"::1:9879\"\n"),
+              (Lines{"t.toml:2: daemon.listen: \"::1:9879\" is not a listen address: an IPv6 address needs "
+                     "brackets: \"[address]:port\""}));
+    EXPECT_EQ(errors_of("[daemon]\nlisten = \"[fe80::zz]:80\"\n"),
+              (Lines{"t.toml:2: daemon.listen: \"[fe80::zz]:80\" is not a listen address: \"fe80::zz\" is not "
+                     "an IPv6 address"}));
+    EXPECT_EQ(errors_of("[daemon]\nlisten = \"256.0.0.1:80\"\n"),
+              (Lines{"t.toml:2: daemon.listen: \"256.0.0.1:80\" is not a listen address: \"256.0.0.1\" is not "
+                     "a host name or IPv4 address"}));
+    EXPECT_EQ(errors_of("[daemon]\nlisten = \"host:http\"\n"),
+              (Lines{"t.toml:2: daemon.listen: \"host:http\" is not a listen address: \"http\" is not a port number"}));
+}
+
+TEST(ConfigErrors, BadLogLevel) {
+    for (const char* good : {"trace", "debug", "info", "warn", "error", "critical", "off"})
+        EXPECT_TRUE(errors_of("[daemon]\nlog_level = \"" + std::string(good) + "\"\n").empty()) << good;
+    EXPECT_EQ(errors_of("[daemon]\nlog_level = \"warning\"\n"),
+              (Lines{"t.toml:2: daemon.log_level: \"warning\" is not a log level (trace, debug, info, warn, "
+                     "error, critical, off)"}));
+}
+
+TEST(ConfigErrors, UnknownRuleIdListsTheValidOnes) {
+    const std::string valid = kRuleIds;
+    EXPECT_EQ(errors_of("[rules.mtu_lo]\nenabled = false\n"),
+              (Lines{"t.toml:1: rules.mtu_lo: unknown rule id; did you mean \"mtu_low\"? Valid rule ids: " + valid}));
+    EXPECT_EQ(errors_of("[rules.everything]\nenabled = false\n"),
+              (Lines{"t.toml:1: rules.everything: unknown rule id; valid rule ids: " + valid}));
+    for (const auto& id : all_rule_ids())
+        EXPECT_TRUE(errors_of("[rules." + id + "]\nenabled = false\n").empty()) << id;
+}
+
+TEST(ConfigErrors, BadSeverity) {
+    EXPECT_EQ(errors_of("[rules.peermem_missing]\nseverity = \"fatal\"\n"),
+              (Lines{"t.toml:2: rules.peermem_missing.severity: \"fatal\" is not a severity (info, warning, critical)"}));
+    for (const char* good : {"info", "warning", "critical"})
+        EXPECT_TRUE(errors_of("[rules.port_down]\nseverity = \"" + std::string(good) + "\"\n").empty()) << good;
+}
+
+TEST(ConfigErrors, BadNamesAndEmptyPaths) {
+    EXPECT_EQ(errors_of("[expect]\nignore_devices = [\"../../etc\", \"\", \"ok\", \"a b\"]\n"),
+              (Lines{"t.toml:2: expect.ignore_devices[0]: \"../../etc\" is not a device or interface name",
+                     "t.toml:2: expect.ignore_devices[1]: \"\" is not a device or interface name",
+                     "t.toml:2: expect.ignore_devices[3]: \"a b\" is not a device or interface name"}));
+    EXPECT_EQ(errors_of("[daemon]\nsysfs_root = \"\"\n"), (Lines{"t.toml:2: daemon.sysfs_root: must not be empty"}));
+}
+
+TEST(ConfigErrors, AllReportedAtOnceInFileOrder) {
+    auto errors = errors_of(R"([thresholds]
+flap_transitions = -3
+cnp_per_second = "many"
+
+[daemon]
+listen = "nowhere"
+log_level = "loud"
+interval = "1x"
+
+[rules.port_down]
+severity = "urgent"
+
+[rules.port_up]
+
+[extras]
+)");
+    EXPECT_EQ(errors, (Lines{
+                          "t.toml:2: thresholds.flap_transitions: -3 is out of range 1..4294967295",
+                          "t.toml:3: thresholds.cnp_per_second: expected a number, got a string",
+                          "t.toml:6: daemon.listen: \"nowhere\" is not a listen address: expected \"host:port\", "
+                          "\"[v6]:port\" or \":port\"",
+                          "t.toml:7: daemon.log_level: \"loud\" is not a log level (trace, debug, info, warn, "
+                          "error, critical, off)",
+                          "t.toml:8: daemon.interval: \"1x\" is not a duration (write e.g. \"500ms\", \"5s\", "
+                          "\"1m\", \"1h30m\"; zero is \"0s\")",
+                          "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
+                          "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " +
+                              kRuleIds,
+                          "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules",
+                      }));
+}
+
+// ---------------------------------------------------------------- files
+
+TEST(ConfigFile, UnreadableFileIsOneErrorNamingIt) {
+    std::string missing = rocewatch::testing::fixtures_dir() + "/config/does-not-exist.toml";
+    auto r = load_config_file(missing);
+    EXPECT_FALSE(r.config);
+    EXPECT_EQ(errors_of(r), (Lines{missing + ": cannot read: No such file or directory"}));
+    EXPECT_EQ(errors_of(load_config_file(rocewatch::testing::fixtures_dir())),
+              (Lines{rocewatch::testing::fixtures_dir() + ": cannot read: Is a directory"}));
+    EXPECT_EQ(errors_of(load_config_file("/dev/zero")), (Lines{"/dev/zero: larger than 1 MiB; not a config file"}));
+}
+
+TEST(ConfigFile, ErrorsNameTheFile) {
+    auto errors = errors_of(load_config_file(rocewatch::testing::fixtures_dir() + "/config/bad-types.toml"));
+    ASSERT_FALSE(errors.empty());
+    EXPECT_TRUE(errors[0].starts_with(rocewatch::testing::fixtures_dir() + "/config/bad-types.toml:3: "))
+        << errors[0];
+}
+
+TEST(ConfigFile, ExampleConfigsParseCleanly) {
+    auto minimal = load_config_file(source_root() + "/config/minimal.toml");
+    ASSERT_TRUE(minimal.config) << errors_of(minimal)[0];
+    EXPECT_EQ(effective(*minimal.config), effective(default_config()));
+
+    auto example = load_config_file(source_root() + "/config/rocewatch.toml");
+    ASSERT_TRUE(example.config) << errors_of(example)[0];
+    EXPECT_EQ(example.config->source, source_root() + "/config/rocewatch.toml");
+    // The example shows every key at its default, except what it says about the DGX Spark pair.
+    Config spark = default_config();
+    spark.expect.port_rate_gbps = 100;
+    spark.expect.rails = {"rocep1s0f0", "rocep1s0f1"};
+    spark.expect.ignore_devices = {"roceP2p1s0f0"};
+    EXPECT_EQ(effective(*example.config), effective(spark));
+}
+
+TEST(ConfigFile, BadSyntaxFixture) {
+    auto errors = fixture_errors("bad-syntax.toml");
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_TRUE(errors[0].starts_with("bad-syntax.toml:4: ")) << errors[0];
+}
+
+TEST(ConfigFile, UnknownKeyFixture) {
+    EXPECT_EQ(fixture_errors("unknown-key.toml"),
+              (Lines{
+                  "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, thresholds, rules",
+                  "unknown-key.toml:5: daemon.intervall: unknown key; did you mean \"interval\"? Valid keys: listen, "
+                  "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit",
+                  "unknown-key.toml:9: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
+                  "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces",
+                  "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, thresholds, rules",
+              }));
+}
+
+TEST(ConfigFile, BadTypesFixture) {
+    EXPECT_EQ(fixture_errors("bad-types.toml"),
+              (Lines{
+                  "bad-types.toml:3: daemon.interval: expected a duration string such as \"5s\", got an integer",
+                  "bad-types.toml:4: daemon.http_threads: expected an integer, got a string",
+                  "bad-types.toml:7: expect.mtu: expected an integer, got a floating-point number",
+                  "bad-types.toml:8: expect.rails: expected an array of names, got a string",
+                  "bad-types.toml:9: expect.ignore_devices[1]: expected a string, got an integer",
+                  "bad-types.toml:12: thresholds.cnp_per_second: expected a number, got a string",
+                  "bad-types.toml:15: rules.mtu_low.enabled: expected a boolean (true or false), got a string",
+              }));
+}
+
+TEST(ConfigFile, OutOfRangeFixture) {
+    EXPECT_EQ(fixture_errors("out-of-range.toml"),
+              (Lines{
+                  "out-of-range.toml:3: daemon.listen: \"0.0.0.0:98790\" is not a listen address: port 98790 is "
+                  "out of range 1..65535",
+                  "out-of-range.toml:4: daemon.interval: 50ms is below the minimum 100ms",
+                  "out-of-range.toml:5: daemon.http_threads: 0 is out of range 1..64",
+                  "out-of-range.toml:6: daemon.history_limit: -1 is out of range 0..1000000",
+                  "out-of-range.toml:9: expect.mtu: 67 is out of range 68..65535",
+                  "out-of-range.toml:10: expect.roce_active_mtu: 1500 is not a RoCE MTU (256, 512, 1024, 2048, 4096)",
+                  "out-of-range.toml:11: expect.port_rate_gbps: 0 is out of range (must be > 0)",
+                  "out-of-range.toml:14: thresholds.cnp_per_second: -1 is out of range (must be >= 0)",
+                  "out-of-range.toml:15: thresholds.symbol_error_per_hour: -0.5 is out of range (must be >= 0)",
+                  "out-of-range.toml:16: thresholds.flap_transitions: 0 is out of range 1..4294967295",
+              }));
+}
+
+TEST(ConfigFile, BadValuesFixture) {
+    auto errors = fixture_errors("bad-values.toml");
+    ASSERT_EQ(errors.size(), 7u);
+    EXPECT_EQ(errors[0], "bad-values.toml:3: daemon.listen: \"localhost\" is not a listen address: expected "
+                         "\"host:port\", \"[v6]:port\" or \":port\"");
+    EXPECT_TRUE(errors[1].starts_with("bad-values.toml:4: daemon.interval: \"5 seconds\" is not a duration"));
+    EXPECT_TRUE(errors[2].starts_with("bad-values.toml:5: daemon.log_level: \"verbose\" is not a log level"));
+    EXPECT_TRUE(errors[3].starts_with("bad-values.toml:8: thresholds.flap_window: \"1h1h\" is not a duration"));
+    EXPECT_TRUE(errors[4].starts_with("bad-values.toml:10: rules.mtu_lo: unknown rule id; did you mean \"mtu_low\"?"));
+    EXPECT_EQ(errors[5], "bad-values.toml:14: rules.port_down.severity: \"fatal\" is not a severity (info, warning, critical)");
+    EXPECT_TRUE(errors[6].starts_with("bad-values.toml:15: rules.port_down.clear_after: \"-1m\" is not a duration"));
+}
