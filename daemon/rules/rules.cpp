@@ -1,0 +1,815 @@
+// The pure rules: a snapshot and a config in, plain-words findings out.
+#include "rules/rules.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "rules/ipv4.hpp"
+
+namespace rocewatch {
+namespace {
+
+// ---------------------------------------------------------------- what is judged
+
+struct JudgedPort {
+    const RdmaDevice* dev = nullptr;
+    const RdmaPort* port = nullptr;
+    std::string object;  // "rocep1s0f0/1"
+    std::string netdev;  // "" when unknown
+    bool roce = true;    // Ethernet link layer: the netdev rules apply
+};
+
+struct Context {
+    const Snapshot& s;
+    const Config& c;
+    std::vector<JudgedPort> ports;
+    std::vector<std::string> missing_rails;
+    // Netdevs held to the up/MTU/flap rules: judged RoCE ports' netdevs, then
+    // expect.interfaces; each once.
+    std::vector<std::string> netdevs;
+    std::set<std::string> expected_interfaces;
+};
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string port_netdev(const RdmaDevice& d, const RdmaPort& p) {
+    if (!p.netdev.empty()) return p.netdev;
+    // Single-port devices name their netdev at device level only on some drivers.
+    if (d.ports.size() == 1 && d.netdevs.size() == 1) return d.netdevs.front();
+    return "";
+}
+
+Context make_context(const Snapshot& s, const Config& c) {
+    Context ctx{.s = s, .c = c};
+    const auto& ignore = c.expect.ignore_devices;
+    std::vector<const RdmaDevice*> devices;
+    if (!c.expect.rails.empty()) {
+        for (const auto& name : c.expect.rails) {
+            if (contains(ignore, name)) continue;
+            if (const auto* d = find_device(s, name)) devices.push_back(d);
+            else ctx.missing_rails.push_back(name);
+        }
+    } else {
+        for (const auto& d : s.devices)
+            if (!contains(ignore, d.name)) devices.push_back(&d);
+    }
+    for (const auto* d : devices) {
+        for (const auto& p : d->ports) {
+            JudgedPort jp{.dev = d, .port = &p, .object = d->name + "/" + std::to_string(p.port),
+                          .netdev = port_netdev(*d, p), .roce = p.link_layer != "InfiniBand"};
+            if (jp.roce && !jp.netdev.empty() && !contains(ctx.netdevs, jp.netdev)) ctx.netdevs.push_back(jp.netdev);
+            ctx.ports.push_back(std::move(jp));
+        }
+    }
+    for (const auto& name : c.expect.interfaces) {
+        ctx.expected_interfaces.insert(name);
+        if (!contains(ctx.netdevs, name)) ctx.netdevs.push_back(name);
+    }
+    return ctx;
+}
+
+// ---------------------------------------------------------------- wording helpers
+
+std::string num(double v) {
+    char buf[64];
+    // Whole numbers and large rates read best without decimals; small rates keep two.
+    if (std::isfinite(v) && std::fabs(v) < 1e15 && (v == std::floor(v) || std::fabs(v) >= 100))
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f", v);
+    return buf;
+}
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+std::string plural(uint64_t n, const char* one, const char* many) { return num(n) + " " + (n == 1 ? one : many); }
+
+std::string window_words(Duration d) {
+    using namespace std::chrono;
+    const auto ms = d.count();
+    if (ms > 0 && ms % 3'600'000 == 0) return plural(static_cast<uint64_t>(ms / 3'600'000), "hour", "hours");
+    if (ms > 0 && ms % 60'000 == 0) return plural(static_cast<uint64_t>(ms / 60'000), "minute", "minutes");
+    return num(static_cast<double>(ms) / 1000.0) + " seconds";
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+    std::string out;
+    for (const auto& x : v) {
+        if (!out.empty()) out += sep;
+        out += x;
+    }
+    return out;
+}
+
+std::string port_words(const JudgedPort& jp) {
+    std::string w = "RDMA port " + jp.object;
+    if (!jp.netdev.empty()) w += " (" + jp.netdev + ")";
+    return w;
+}
+
+Finding make(const char* rule, Severity sev, std::string object, std::string summary, std::string action,
+             std::map<std::string, std::string> details = {}) {
+    return Finding{.rule = rule, .object = std::move(object), .severity = sev, .summary = std::move(summary),
+                   .action = std::move(action), .details = std::move(details)};
+}
+
+struct V4 {
+    uint32_t address = 0;
+    int prefixlen = 32;
+    std::string text;  // "192.168.100.11/24"
+};
+
+// IPv4 addresses worth comparing: not host scope (127/8), not zeroconf (169.254/16,
+// which every interface may share by design).
+std::vector<V4> ipv4_of(const Link& l) {
+    std::vector<V4> out;
+    for (const auto& a : l.addresses) {
+        if (a.family != AF_INET || a.scope == "host") continue;
+        auto v = ipv4::parse(a.address);
+        if (!v || ipv4::is_link_local(*v)) continue;
+        out.push_back({*v, a.prefixlen, a.address + "/" + std::to_string(a.prefixlen)});
+    }
+    return out;
+}
+
+bool is_bond(const Link* l) { return l && (l->kind == "bond" || l->bond.has_value()); }
+
+// Whether a bond slave carries traffic: the bond's own MII view when it has one.
+bool slave_up(const Link& l) {
+    if (l.slave && !l.slave->mii_status.empty()) return l.slave->mii_status == "up";
+    return l.carrier && (l.operstate == "up" || l.operstate == "unknown");
+}
+
+std::vector<const Link*> bond_slaves(const Snapshot& s, const Link& bond) {
+    std::vector<const Link*> out;
+    auto add = [&](const Link* l) {
+        if (l && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+    };
+    if (bond.bond)
+        for (const auto& name : bond.bond->slaves) add(find_link(s, name));
+    for (const auto& l : s.links)
+        if (l.master == bond.name) add(&l);
+    return out;
+}
+
+// Largest RoCE MTU a netdev MTU allows: the kernel (iboe_get_mtu) takes off 96 bytes of
+// headers (GRH 40, UDP 8, BTH 12, XRC 4, AtomicETH 28, ICRC 4) and rounds down to an IB MTU.
+constexpr int kRoceHeaderBytes = 96;
+int roce_mtu_for(uint32_t netdev_mtu) {
+    const long usable = static_cast<long>(netdev_mtu) - kRoceHeaderBytes;
+    for (int m : {4096, 2048, 1024, 512, 256})
+        if (usable >= m) return m;
+    return 0;
+}
+
+// ---------------------------------------------------------------- the rules
+
+using Findings = std::vector<Finding>;
+
+void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& name : ctx.missing_rails)
+        out.push_back(make("port_down", sev, name, "RDMA device " + name + " listed in expect.rails is not present",
+                           "Check that the driver is loaded (`lsmod | grep mlx5`, `dmesg | grep -i mlx5`) and what "
+                           "`rdma link show` lists; if the device was renamed, update expect.rails.",
+                           {{"expected", "present"}, {"actual", "missing"}}));
+    for (const auto& jp : ctx.ports) {
+        const auto& p = *jp.port;
+        // Unreadable state is not judged: an unknown is not a "down".
+        const bool active = p.state ? *p.state == 4 : (p.state_name.empty() || p.state_name == "ACTIVE");
+        const bool link_up =
+            p.phys_state ? *p.phys_state == 5 : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
+        if (active && link_up) continue;
+
+        const std::string state = p.state_name.empty() ? (p.state ? num(uint64_t(*p.state)) : "?") : p.state_name;
+        const std::string phys =
+            p.phys_state_name.empty() ? (p.phys_state ? num(uint64_t(*p.phys_state)) : "?") : p.phys_state_name;
+        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        std::string action;
+        if (p.phys_state == 3 || p.phys_state_name == "Disabled")
+            action = "The port is disabled, usually because its netdev is administratively down: `ip link set " + nd +
+                     " up`.";
+        else if (p.phys_state == 2 || p.phys_state_name == "Polling")
+            action = "No link partner: check the cable and transceiver (`ethtool " + nd + "`, `ethtool -m " + nd +
+                     "`) and that the peer's port is up.";
+        else if (link_up && !jp.roce)
+            action = "The physical link is up but the port is not ACTIVE: InfiniBand needs a running subnet "
+                     "manager (`sminfo`, `systemctl status opensm`).";
+        else
+            action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
+                     "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
+        action += " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
+        out.push_back(make("port_down", sev, jp.object,
+                           port_words(jp) + " is down: port state " + state + ", physical state " + phys, action,
+                           {{"state", state},
+                            {"phys_state", phys},
+                            {"expected", "ACTIVE / LinkUp"},
+                            {"netdev", jp.netdev}}));
+    }
+}
+
+void rule_netdev_down(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& name : ctx.netdevs) {
+        const Link* l = find_link(ctx.s, name);
+        if (!l) {
+            // An RDMA port's netdev that netlink does not show is a collector gap, not a
+            // verdict; an interface the operator listed must exist.
+            if (ctx.expected_interfaces.count(name))
+                out.push_back(make("netdev_down", sev, name,
+                                   "Interface " + name + " listed in expect.interfaces does not exist",
+                                   "Check `ip link show` for the interface name (it may have been renamed) and "
+                                   "the driver; update expect.interfaces if the name changed.",
+                                   {{"expected", "present"}, {"actual", "missing"}}));
+            continue;
+        }
+        const bool oper_ok = l->operstate == "up" || l->operstate == "unknown";
+        if (l->admin_up && l->carrier && oper_ok) continue;
+
+        std::string why;
+        std::string action;
+        if (!l->admin_up) {
+            why = "administratively down";
+            action = "Bring it up: `ip link set " + name + " up` (and make it persistent in netplan or "
+                     "NetworkManager).";
+        } else if (!l->carrier) {
+            why = "up but has no carrier (no link)";
+            action = "Check the cable and transceiver (`ethtool " + name + "`, `ethtool -m " + name +
+                     "`) and that the peer's port is up.";
+        } else {
+            why = "operationally " + l->operstate;
+            action = is_bond(l) ? "The bond has no working slave: check its slaves (`cat /proc/net/bonding/" + name +
+                                      "`)."
+                                : "Check `ip link show " + name + "` and `dmesg | grep " + name +
+                                      "`; a lower device it depends on is down or it waits for authentication.";
+        }
+        out.push_back(make("netdev_down", sev, name, "Interface " + name + " is " + why, action,
+                           {{"operstate", l->operstate.empty() ? "?" : l->operstate},
+                            {"admin_up", l->admin_up ? "yes" : "no"},
+                            {"carrier", l->carrier ? "yes" : "no"},
+                            {"expected", "admin up, carrier, operstate up"}}));
+    }
+}
+
+void rule_port_rate_low(const Context& ctx, Severity sev, Findings& out) {
+    const auto& want = ctx.c.expect.port_rate_gbps;
+    if (!want) return;
+    for (const auto& jp : ctx.ports) {
+        const auto& p = *jp.port;
+        // A down port reports a meaningless rate; port_down speaks for it.
+        if (!p.rate_gbps || (p.state && *p.state != 4)) continue;
+        if (*p.rate_gbps >= *want) continue;
+        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        out.push_back(make("port_rate_low", sev, jp.object,
+                           port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) +
+                               " Gb/s",
+                           "The link negotiated a lower speed. Check the cable and transceiver rating and the "
+                           "peer's port speed (`ethtool " + nd + "`, `ethtool -m " + nd +
+                               "`); reseat or replace the cable; make sure neither end forces a lower speed "
+                               "(`ethtool -s " + nd + " autoneg on`).",
+                           {{"expected_gbps", num(*want)},
+                            {"actual_gbps", num(*p.rate_gbps)},
+                            {"rate", p.rate_text}}));
+    }
+}
+
+void rule_mtu_low(const Context& ctx, Severity sev, Findings& out) {
+    const uint32_t want = ctx.c.expect.mtu;
+    if (want == 0) return;
+    for (const auto& name : ctx.netdevs) {
+        const Link* l = find_link(ctx.s, name);
+        if (!l || l->mtu == 0 || l->mtu >= want) continue;
+        // A bond sets its slaves' MTU, so the fix goes on the master.
+        const bool via_bond = !l->master.empty() && is_bond(find_link(ctx.s, l->master));
+        const std::string target = via_bond ? l->master : name;
+        std::string action = "`ip link set " + target + " mtu " + num(uint64_t(want)) + "`";
+        if (via_bond) action += " (" + name + " is a slave of " + l->master + ", which sets its slaves' MTU)";
+        action += ", and the same on the peer: both ends must match. Make it persistent (netplan `mtu: " +
+                  num(uint64_t(want)) + "`).";
+        out.push_back(make("mtu_low", sev, name,
+                           "Interface " + name + " has MTU " + num(uint64_t(l->mtu)) + ", expected " +
+                               num(uint64_t(want)) +
+                               ": TCP over a fast link is throttled and RoCE packets are limited to " +
+                               num(uint64_t(roce_mtu_for(l->mtu))) + " bytes",
+                           action,
+                           {{"expected_mtu", num(uint64_t(want))},
+                            {"actual_mtu", num(uint64_t(l->mtu))},
+                            {"roce_mtu_allowed", num(uint64_t(roce_mtu_for(l->mtu)))}}));
+    }
+}
+
+void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        const auto& p = *jp.port;
+        if (!p.active_mtu) continue;
+        const std::optional<int> want = ctx.c.expect.roce_active_mtu ? ctx.c.expect.roce_active_mtu : p.max_mtu;
+        if (!want || *p.active_mtu >= *want) continue;
+
+        std::map<std::string, std::string> details{{"expected_active_mtu", num(uint64_t(*want))},
+                                                   {"active_mtu", num(uint64_t(*p.active_mtu))}};
+        if (p.max_mtu) details["max_mtu"] = num(uint64_t(*p.max_mtu));
+        const int needed = *want + kRoceHeaderBytes;
+        std::string action;
+        const Link* l = jp.roce && !jp.netdev.empty() ? find_link(ctx.s, jp.netdev) : nullptr;
+        if (l && l->mtu > 0) {
+            details["netdev_mtu"] = num(uint64_t(l->mtu));
+            if (static_cast<int>(l->mtu) < needed)
+                action = "The RoCE MTU follows the netdev MTU: " + num(uint64_t(*want)) +
+                         " needs a netdev MTU of at least " + num(uint64_t(needed)) + " (" + num(uint64_t(*want)) +
+                         " plus " + num(uint64_t(kRoceHeaderBytes)) + " bytes of RoCE headers), " + jp.netdev +
+                         " has " + num(uint64_t(l->mtu)) + ". Run `ip link set " + jp.netdev +
+                         " mtu 9000` on both nodes, then check `ibv_devinfo -d " + jp.dev->name + "`.";
+            else
+                action = jp.netdev + " already has MTU " + num(uint64_t(l->mtu)) +
+                         ", enough for " + num(uint64_t(*want)) + ": bounce the link (`ip link set " + jp.netdev +
+                         " down && ip link set " + jp.netdev + " up`) and check `ibv_devinfo -d " + jp.dev->name +
+                         "`; the peer must allow the same MTU.";
+        } else if (!jp.roce) {
+            action = "On InfiniBand the subnet manager sets the MTU: raise it in the partition configuration "
+                     "(opensm partitions.conf, `mtu=5` for 4096) and check `ibv_devinfo -d " + jp.dev->name + "`.";
+        } else {
+            action = "Raise the MTU of the port's netdev (9000 allows RoCE MTU 4096) on both nodes, then check "
+                     "`ibv_devinfo -d " + jp.dev->name + "`.";
+        }
+        out.push_back(make("roce_mtu_low", sev, jp.object,
+                           port_words(jp) + " runs RDMA MTU " + num(uint64_t(*p.active_mtu)) + ", expected " +
+                               num(uint64_t(*want)) + ": every message is cut into smaller packets",
+                           action, std::move(details)));
+    }
+}
+
+void rule_no_roce_v2_gid(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        if (!jp.roce || jp.netdev.empty()) continue;
+        const Link* l = find_link(ctx.s, jp.netdev);
+        if (!l) continue;
+        const auto addrs = ipv4_of(*l);
+        if (addrs.empty()) continue;
+        const auto& p = *jp.port;
+
+        std::vector<std::string> missing;
+        std::vector<std::string> v2;
+        for (const auto& g : p.gids)
+            if (g.type == "RoCE v2" && !g.ipv4.empty()) v2.push_back(std::to_string(g.index) + "=" + g.ipv4);
+        for (const auto& a : addrs) {
+            const std::string addr = ipv4::format(a.address);
+            const bool held = std::any_of(p.gids.begin(), p.gids.end(),
+                                          [&](const GidEntry& g) { return g.type == "RoCE v2" && g.ipv4 == addr; });
+            if (!held) missing.push_back(a.text);
+        }
+        if (missing.empty() && p.roce_v2_ipv4_gid_index) continue;
+        if (missing.empty()) missing.push_back(addrs.front().text);  // index unset though an entry exists
+
+        const std::string first = missing.front().substr(0, missing.front().find('/'));
+        out.push_back(make(
+            "no_roce_v2_gid", sev, jp.object,
+            port_words(jp) + " has no RoCE v2 GID for " + join(missing) +
+                ": RDMA connections to this address (rdma_cm, perftest, NCCL, UCX) will fail",
+            "The kernel adds one RoCE v2 GID per IP address of the netdev. Check `show_gids " + jp.dev->name +
+                "` (or `grep . /sys/class/infiniband/" + jp.dev->name + "/ports/" + std::to_string(p.port) +
+                "/gid_attrs/types/*`); make sure " + jp.netdev + " is not enslaved to a bond, then re-add the "
+                "address (`ip addr del " + missing.front() + " dev " + jp.netdev + " && ip addr add " +
+                missing.front() + " dev " + jp.netdev + "`). Once a RoCE v2 entry holds " + first +
+                ", both ends must use its index: `ib_write_bw -d " + jp.dev->name + " -x <index>`.",
+            {{"netdev", jp.netdev},
+             {"ipv4_without_gid", join(missing)},
+             {"roce_v2_ipv4_gids", v2.empty() ? "none" : join(v2)},
+             {"roce_v2_ipv4_gid_index", p.roce_v2_ipv4_gid_index ? std::to_string(*p.roce_v2_ipv4_gid_index) : "unset"}}));
+    }
+}
+
+void rule_gid_on_bond(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        if (!jp.roce) continue;
+        const Link* own = jp.netdev.empty() ? nullptr : find_link(ctx.s, jp.netdev);
+        // RoCE LAG: the RDMA device sits on the bond itself (mlx5_bond_0 -> bond0); its GIDs
+        // belong on the bond and RDMA works.
+        if (is_bond(own)) continue;
+
+        std::string bond;
+        if (own && !own->master.empty() && is_bond(find_link(ctx.s, own->master))) bond = own->master;
+        std::vector<std::string> on_bond;
+        for (const auto& g : jp.port->gids) {
+            if (g.netdev.empty() || g.netdev == jp.netdev || !is_bond(find_link(ctx.s, g.netdev))) continue;
+            on_bond.push_back(std::to_string(g.index));
+            if (bond.empty()) bond = g.netdev;
+        }
+        if (bond.empty()) continue;
+
+        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        std::string summary = port_words(jp) + ": ";
+        if (own && own->master == bond) summary += nd + " is enslaved to " + bond;
+        if (!on_bond.empty()) {
+            if (own && own->master == bond) summary += " and ";
+            summary += "its GID entries point at " + bond;
+        }
+        summary += "; RDMA on " + jp.dev->name + " (memory registration, connections) fails";
+
+        // The bond's address can go back to one former slave only; the others need their own.
+        std::string addr_hint = "<ip>/<prefix>";
+        std::string addr_note;
+        if (const Link* b = find_link(ctx.s, bond); b) {
+            if (auto a = ipv4_of(*b); !a.empty()) {
+                const bool first_slave = b->bond && !b->bond->slaves.empty() && b->bond->slaves.front() == nd;
+                if (first_slave) addr_hint = a.front().text;
+                else addr_note = "; " + bond + " holds " + a.front().text + " now, and each rail wants its own subnet";
+            }
+        }
+        out.push_back(make(
+            "gid_on_bond", sev, jp.object, summary,
+            "To use RDMA on " + jp.dev->name + ", release the interface from the bond on both nodes: `ip link set " +
+                nd + " nomaster` (`ip link delete " + bond + "` when no longer needed), give " + nd +
+                " its address back (`ip addr add " + addr_hint + " dev " + nd + "`" + addr_note +
+                ") and check `show_gids` points at " +
+                nd + ". Or configure RoCE LAG (mlx5 bond offload) so RDMA runs on the bond. Bonding for TCP can stay "
+                "on interfaces RDMA does not use.",
+            {{"bond", bond},
+             {"netdev", jp.netdev},
+             {"gid_indices_on_bond", on_bond.empty() ? "none" : join(on_bond)},
+             {"expected_gid_netdev", jp.netdev}}));
+    }
+}
+
+void for_each_bond(const Snapshot& s, auto&& fn) {
+    for (const auto& l : s.links)
+        if (is_bond(&l)) fn(l, bond_slaves(s, l));
+}
+
+void rule_bond_slave_down(const Context& ctx, Severity sev, Findings& out) {
+    for_each_bond(ctx.s, [&](const Link& bond, const std::vector<const Link*>& slaves) {
+        const auto up = static_cast<size_t>(std::count_if(slaves.begin(), slaves.end(), [](const Link* l) { return slave_up(*l); }));
+        for (const Link* sl : slaves) {
+            if (slave_up(*sl)) continue;
+            // Losing redundancy is a warning; losing the last link is the rule's full severity.
+            const Severity s = up == 0 ? sev : Severity::warning;
+            const std::string mii = sl->slave && !sl->slave->mii_status.empty() ? sl->slave->mii_status : "n/a";
+            out.push_back(make(
+                "bond_slave_down", s, sl->name,
+                "Bond " + bond.name + " slave " + sl->name + " is down (MII " + mii + "): " + bond.name +
+                    (up == 0 ? " has no working link left"
+                             : " runs on " + num(uint64_t(up)) + " of " + num(uint64_t(slaves.size())) + " links"),
+                "Check `cat /proc/net/bonding/" + bond.name + "`, bring the slave up (`ip link set " + sl->name +
+                    " up`) and check its cable and the peer's port (`ethtool " + sl->name + "`).",
+                {{"bond", bond.name},
+                 {"mii_status", mii},
+                 {"slaves_up", num(uint64_t(up))},
+                 {"slaves", num(uint64_t(slaves.size()))}}));
+        }
+    });
+}
+
+void rule_bond_degraded(const Context& ctx, Severity sev, Findings& out) {
+    for_each_bond(ctx.s, [&](const Link& bond, const std::vector<const Link*>& slaves) {
+        std::vector<std::string> down;
+        for (const Link* sl : slaves)
+            if (!slave_up(*sl)) down.push_back(sl->name);
+        if (down.empty()) return;
+        const size_t up = slaves.size() - down.size();
+        out.push_back(make("bond_degraded", sev, bond.name,
+                           "Bond " + bond.name + " is degraded: " + num(uint64_t(up)) + " of " +
+                               num(uint64_t(slaves.size())) + " slaves up (" + join(down) + " down)",
+                           "Bandwidth and redundancy are reduced. Check `cat /proc/net/bonding/" + bond.name +
+                               "` and bring the down slaves back (`ip link set " + down.front() +
+                               " up`, cable, peer port).",
+                           {{"slaves_up", num(uint64_t(up))},
+                            {"slaves", num(uint64_t(slaves.size()))},
+                            {"down", join(down)}}));
+    });
+}
+
+void rule_bond_link_failures(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& l : ctx.s.links) {
+        if (!l.slave || !l.slave->link_failure_increase || *l.slave->link_failure_increase == 0) continue;
+        const uint64_t n = *l.slave->link_failure_increase;
+        const std::string bond = l.master.empty() ? "its bond" : l.master;
+        out.push_back(make("bond_link_failures", sev, l.name,
+                           "Bond slave " + l.name + " (of " + bond + ") lost its link " + plural(n, "time", "times") +
+                               " in the last " + window_words(ctx.c.thresholds.counter_window),
+                           "An unstable link: check the cable and transceiver (`ethtool -m " + l.name +
+                               "`), the peer's port, and `dmesg | grep -i " + l.name + "`.",
+                           {{"bond", l.master},
+                            {"link_failures_in_window", num(n)},
+                            {"window", window_words(ctx.c.thresholds.counter_window)},
+                            {"link_failure_count",
+                             l.slave->link_failure_count ? num(uint64_t(*l.slave->link_failure_count)) : "?"}}));
+    }
+}
+
+void rule_bond_mode_reorders(const Context& ctx, Severity sev, Findings& out) {
+    for_each_bond(ctx.s, [&](const Link& bond, const std::vector<const Link*>& slaves) {
+        if (!bond.bond || (bond.bond->mode != "balance-rr" && bond.bond->mode != "0")) return;
+        std::string release;
+        std::string enslave;
+        for (const Link* sl : slaves) {
+            release += "ip link set " + sl->name + " nomaster; ";
+            enslave += "; ip link set " + sl->name + " master " + bond.name;
+        }
+        out.push_back(make(
+            "bond_mode_reorders", sev, bond.name,
+            "Bond " + bond.name + " uses balance-rr: packets of one TCP connection alternate between links and "
+                "arrive out of order, which throttles TCP",
+            "For direct-connected nodes use balance-xor with xmit_hash_policy layer3+4 (the mode changes only "
+            "with the bond down and empty): `ip link set " + bond.name + " down; " + release + "ip link set " +
+                bond.name + " type bond mode balance-xor xmit_hash_policy layer3+4" + enslave + "; ip link set " +
+                bond.name + " up` (netplan: `mode: balance-xor`, `transmit-hash-policy: layer3+4`). One TCP stream "
+                "still uses one link only; parallel streams spread across both.",
+            {{"mode", bond.bond->mode},
+             {"expected_mode", "balance-xor"},
+             {"xmit_hash_policy", bond.bond->xmit_hash_policy}}));
+    });
+}
+
+void rule_subnet_overlap(const Context& ctx, Severity sev, Findings& out) {
+    std::set<std::string> done;
+    for (const auto& jp : ctx.ports) {
+        if (!jp.roce || jp.netdev.empty() || !done.insert(jp.netdev).second) continue;
+        const Link* l = find_link(ctx.s, jp.netdev);
+        if (!l) continue;
+        const auto mine = ipv4_of(*l);
+        if (mine.empty()) continue;
+
+        std::vector<std::string> conflicts;
+        std::string first_cmd;
+        bool other_rail = false;
+        for (const auto& other : ctx.s.links) {
+            // The bond that holds the netdev (or, for RoCE LAG, its slaves) is the same path.
+            if (other.name == l->name || other.name == "lo" || other.name == l->master || other.master == l->name)
+                continue;
+            for (const auto& theirs : ipv4_of(other)) {
+                const bool hit = std::any_of(mine.begin(), mine.end(), [&](const V4& m) {
+                    return ipv4::overlap(m.address, m.prefixlen, theirs.address, theirs.prefixlen);
+                });
+                if (!hit) continue;
+                conflicts.push_back(other.name + " " + theirs.text);
+                if (first_cmd.empty()) first_cmd = "ip addr del " + theirs.text + " dev " + other.name;
+                if (contains(ctx.netdevs, other.name)) other_rail = true;
+            }
+        }
+        if (conflicts.empty()) continue;
+
+        std::vector<std::string> my_text;
+        for (const auto& m : mine) my_text.push_back(m.text);
+        std::string action = "Remove the address that does not belong there (`" + first_cmd +
+                             "`) or move it to another subnet";
+        if (other_rail) action += "; give each RDMA rail its own subnet (e.g. 192.168.100.0/24 and 192.168.200.0/24)";
+        action += ". If both must stay, pin UCX to the RDMA device: `UCX_NET_DEVICES=" + jp.dev->name + ":" +
+                  std::to_string(jp.port->port) + "`.";
+        out.push_back(make("subnet_overlap", sev, jp.netdev,
+                           "Interface " + jp.netdev + " (" + join(my_text) + ") shares its subnet with " +
+                               join(conflicts) + ": traffic and UCX may pick the wrong interface",
+                           action,
+                           {{"addresses", join(my_text)}, {"conflicts", join(conflicts)}, {"rdma_device", jp.dev->name}}));
+    }
+}
+
+// Counters any increase of which is fatal (NVSentinel's list, plus rxe's names for the
+// same two retry failures).
+struct CounterAdvice {
+    const char* name;
+    const char* meaning;
+    const char* action;
+};
+
+constexpr CounterAdvice kFatalCounters[] = {
+    {"link_downed", "the link went down and recovered",
+     "Check the cable and transceiver (`ethtool -m NETDEV`) and the peer's port; see also link_flapping."},
+    {"excessive_buffer_overrun_errors", "receive buffers overran",
+     "Lossless flow control is missing or misconfigured: check PFC on the RoCE priority on both ends and the "
+     "switch (`mlnx_qos -i NETDEV`)."},
+    {"local_link_integrity_errors", "the physical link exceeded its error limit",
+     "Reseat or replace the cable or transceiver (`ethtool -m NETDEV` for optical power)."},
+    {"rnr_nak_retry_err", "the peer was not ready to receive too many times",
+     "The receiving application does not post receive buffers fast enough; check the peer application."},
+    {"req_transport_retries_exceeded", "requests got no acknowledgement after all retries",
+     "The peer or the path stopped answering: check the peer's port, that both ends use the same GID index "
+     "and MTU, and packet loss on the path."},
+    {"retry_exceeded_err", "requests got no acknowledgement after all retries (Soft-RoCE)",
+     "The peer or the path stopped answering: check the peer, GID index and MTU on both ends."},
+    {"retry_rnr_exceeded_err", "the peer was not ready to receive too many times (Soft-RoCE)",
+     "The receiving application does not post receive buffers fast enough; check the peer application."},
+};
+
+// Counters whose rise is worth a warning but not an outage.
+constexpr CounterAdvice kRisingCounters[] = {
+    {"port_rcv_errors", "received packets were malformed",
+     "Check the cable and transceiver (`ethtool -m NETDEV`) and that both ends use the same MTU."},
+    {"port_xmit_discards", "outgoing packets were discarded",
+     "The port could not send: congestion without working PFC/ECN, or the link went down. Check "
+     "`mlnx_qos -i NETDEV` and the switch."},
+    // Not on NVSentinel's list, but each increment is a link retrain that stalls traffic.
+    {"link_error_recovery", "the link retrained after errors",
+     "Check the cable and transceiver (`ethtool -m NETDEV`) and the peer's port."},
+};
+
+std::string with_netdev(const char* text, const std::string& netdev) {
+    std::string s = text;
+    const std::string nd = netdev.empty() ? "<netdev>" : netdev;
+    for (size_t pos; (pos = s.find("NETDEV")) != std::string::npos;) s.replace(pos, 6, nd);
+    return s;
+}
+
+void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
+    const auto& t = ctx.c.thresholds;
+    const std::string window = window_words(t.counter_window);
+    const double window_hours = std::chrono::duration<double>(t.counter_window).count() / 3600.0;
+    for (const auto& jp : ctx.ports) {
+        const auto& p = *jp.port;
+        auto counter_finding = [&](Severity s, const std::string& counter, std::string summary, std::string action,
+                                   std::map<std::string, std::string> details) {
+            details["counter"] = counter;
+            out.push_back(make("error_counters", s, jp.object + ":" + counter, std::move(summary), std::move(action),
+                               std::move(details)));
+        };
+        // ACK timeouts and rising receive errors degrade; they are not the outage the others are.
+        const Severity warn = Severity::warning;
+
+        for (const auto& c : kFatalCounters) {
+            auto it = p.window_increase.find(c.name);
+            if (it == p.window_increase.end() || it->second == 0) continue;
+            counter_finding(sev, c.name,
+                            port_words(jp) + ": " + c.name + " rose by " + num(it->second) + " in the last " + window +
+                                " (" + c.meaning + ")",
+                            with_netdev(c.action, jp.netdev),
+                            {{"increase", num(it->second)}, {"window", window}, {"expected", "0"}});
+        }
+
+        if (auto it = p.window_increase.find("symbol_error"); it != p.window_increase.end() && window_hours > 0) {
+            const double per_hour = static_cast<double>(it->second) / window_hours;
+            if (per_hour > t.symbol_error_per_hour)
+                counter_finding(sev, "symbol_error",
+                                port_words(jp) + ": " + num(per_hour) + " symbol errors per hour (threshold " +
+                                    num(t.symbol_error_per_hour) + "/hour): the bit error rate is too high",
+                                with_netdev("Reseat or replace the cable or transceiver (`ethtool -m NETDEV` for "
+                                            "optical power and temperature), and check the peer's port.",
+                                            jp.netdev),
+                                {{"per_hour", num(per_hour)},
+                                 {"threshold_per_hour", num(t.symbol_error_per_hour)},
+                                 {"increase", num(it->second)},
+                                 {"window", window}});
+        }
+
+        if (auto it = p.rates.find("local_ack_timeout_err"); it != p.rates.end() && it->second > t.local_ack_timeout_per_second)
+            counter_finding(warn, "local_ack_timeout_err",
+                            port_words(jp) + ": " + num(it->second) + " ACK timeouts per second (threshold " +
+                                num(t.local_ack_timeout_per_second) + "/s): packets are being lost and retransmitted",
+                            with_netdev("Packet loss on the RoCE path: enable PFC or ECN for the RoCE priority on "
+                                        "both ends and the switch (`mlnx_qos -i NETDEV`), check for drops and for "
+                                        "MTU mismatches.",
+                                        jp.netdev),
+                            {{"per_second", num(it->second)}, {"threshold_per_second", num(t.local_ack_timeout_per_second)}});
+
+        for (const auto& c : kRisingCounters) {
+            auto it = p.window_increase.find(c.name);
+            if (it == p.window_increase.end() || it->second == 0) continue;
+            counter_finding(warn, c.name,
+                            port_words(jp) + ": " + c.name + " rose by " + num(it->second) + " in the last " + window +
+                                " (" + c.meaning + ")",
+                            with_netdev(c.action, jp.netdev),
+                            {{"increase", num(it->second)}, {"window", window}, {"expected", "0"}});
+        }
+    }
+}
+
+void rule_congestion(const Context& ctx, Severity sev, Findings& out) {
+    const auto& t = ctx.c.thresholds;
+    struct Check {
+        const char* name;
+        const char* words;
+        double threshold;
+    };
+    const Check checks[] = {
+        {"np_cnp_sent", "congestion notifications sent (this node receives marked packets)", t.cnp_per_second},
+        {"rp_cnp_handled", "congestion notifications handled (this node's sends are being slowed)", t.cnp_per_second},
+        {"np_ecn_marked_roce_packets", "ECN-marked RoCE packets received", t.ecn_marked_per_second},
+    };
+    for (const auto& jp : ctx.ports) {
+        std::vector<std::string> over;
+        std::map<std::string, std::string> details;
+        for (const auto& c : checks) {
+            auto it = jp.port->rates.find(c.name);
+            if (it == jp.port->rates.end() || it->second <= c.threshold) continue;
+            over.push_back(num(it->second) + "/s " + c.words);
+            details[std::string(c.name) + "_per_second"] = num(it->second);
+            details[std::string(c.name) + "_threshold"] = num(c.threshold);
+        }
+        if (over.empty()) continue;
+        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        out.push_back(make("congestion", sev, jp.object, port_words(jp) + " is congested: " + join(over, "; "),
+                           "A link on the path is oversubscribed and DCQCN is throttling senders. Check switch port "
+                           "utilisation and the PFC/ECN settings on both ends (`mlnx_qos -i " + nd +
+                               "`); spread traffic over more rails or fewer senders per receiver.",
+                           std::move(details)));
+    }
+}
+
+void rule_link_flapping(const Context& ctx, Severity sev, Findings& out) {
+    const auto& t = ctx.c.thresholds;
+    if (t.flap_transitions == 0) return;
+    std::vector<std::string> names = ctx.netdevs;
+    for (const auto& l : ctx.s.links)
+        if (l.slave && !contains(names, l.name)) names.push_back(l.name);
+    for (const auto& name : names) {
+        const Link* l = find_link(ctx.s, name);
+        if (!l || l->transitions_in_window < t.flap_transitions) continue;
+        const std::string window = window_words(t.flap_window);
+        out.push_back(make("link_flapping", sev, name,
+                           "Interface " + name + " is flapping: " + num(uint64_t(l->transitions_in_window)) +
+                               " carrier changes in the last " + window + " (threshold " +
+                               num(uint64_t(t.flap_transitions)) + ")",
+                           "The link keeps going down and up: reseat or replace the cable or transceiver (`ethtool "
+                           "-m " + name + "`), check the peer's port and `dmesg | grep -i " + name +
+                               "`; make sure autonegotiation agrees on both ends.",
+                           {{"transitions_in_window", num(uint64_t(l->transitions_in_window))},
+                            {"threshold", num(uint64_t(t.flap_transitions))},
+                            {"window", window}}));
+    }
+}
+
+void rule_peermem_missing(const Context& ctx, Severity sev, Findings& out) {
+    const auto& h = ctx.s.host;
+    // GPUDirect RDMA only matters where there is RDMA to do.
+    if (!h.nvidia_gpu_present || h.nvidia_peermem_loaded || ctx.ports.empty()) return;
+    out.push_back(make(
+        "peermem_missing", sev, "nvidia_peermem",
+        "An NVIDIA GPU is present but nvidia_peermem is not loaded: GPUDirect RDMA is off, and GPU buffers "
+        "bounce through host memory (3.5-4.9 Gbps instead of 80+)",
+        "`modprobe nvidia_peermem`, and load it at boot (`echo nvidia_peermem > "
+        "/etc/modules-load.d/nvidia-peermem.conf`). If modprobe fails with 'Invalid argument', this platform does "
+        "not support GPUDirect RDMA (e.g. DGX Spark's unified memory): register host-pinned buffers "
+        "(cudaHostAlloc) instead and disable this rule ([rules.peermem_missing] enabled = false).",
+        {{"nvidia_gpu_present", "yes"}, {"nvidia_peermem_loaded", "no"}}));
+}
+
+// ---------------------------------------------------------------- the table
+
+using RuleFn = void (*)(const Context&, Severity, Findings&);
+
+struct RuleDef {
+    const char* id;
+    Severity severity;
+    const char* description;
+    RuleFn fn;
+};
+
+constexpr RuleDef kRules[] = {
+    {"port_down", Severity::critical, "RDMA port not ACTIVE/LinkUp, or an expected rail missing", rule_port_down},
+    {"netdev_down", Severity::critical, "netdev of an RDMA port (or expected interface) admin down, no carrier or not up",
+     rule_netdev_down},
+    {"port_rate_low", Severity::warning, "RDMA port rate below expect.port_rate_gbps", rule_port_rate_low},
+    {"mtu_low", Severity::warning, "netdev MTU below expect.mtu", rule_mtu_low},
+    {"roce_mtu_low", Severity::warning, "RDMA active_mtu below expect.roce_active_mtu (default: max_mtu)",
+     rule_roce_mtu_low},
+    {"no_roce_v2_gid", Severity::critical, "netdev IPv4 address without a RoCE v2 GID entry", rule_no_roce_v2_gid},
+    {"gid_on_bond", Severity::critical, "RDMA device's netdev enslaved to a bond / GIDs pointing at a bond",
+     rule_gid_on_bond},
+    {"bond_slave_down", Severity::critical, "bond slave MII down (warning while another slave is up)",
+     rule_bond_slave_down},
+    {"bond_degraded", Severity::warning, "bond with fewer slaves up than enslaved", rule_bond_degraded},
+    {"bond_link_failures", Severity::warning, "bond slave link failures inside the counter window",
+     rule_bond_link_failures},
+    {"bond_mode_reorders", Severity::warning, "bond in balance-rr mode (TCP reordering)", rule_bond_mode_reorders},
+    {"subnet_overlap", Severity::warning, "another interface holds an address in an RDMA netdev's IPv4 subnet",
+     rule_subnet_overlap},
+    {"error_counters", Severity::critical,
+     "fatal RDMA error counters rising, symbol errors or ACK timeouts above threshold, receive errors or discards "
+     "rising (warning)",
+     rule_error_counters},
+    {"congestion", Severity::warning, "CNP or ECN-marked packet rates above threshold", rule_congestion},
+    {"link_flapping", Severity::warning, "carrier changes inside the flap window at or above threshold",
+     rule_link_flapping},
+    {"peermem_missing", Severity::warning, "NVIDIA GPU present without nvidia_peermem (no GPUDirect RDMA)",
+     rule_peermem_missing},
+};
+
+}  // namespace
+
+const std::vector<RuleInfo>& rule_catalog() {
+    static const std::vector<RuleInfo> catalog = [] {
+        std::vector<RuleInfo> v;
+        for (const auto& r : kRules) v.push_back({r.id, r.severity, r.description});
+        return v;
+    }();
+    return catalog;
+}
+
+std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {
+    const Context ctx = make_context(s, c);
+    std::vector<Finding> out;
+    for (const auto& r : kRules) {
+        const RuleSettings settings = rule_settings(c, r.id);
+        if (!settings.enabled) continue;
+        const size_t first = out.size();
+        r.fn(ctx, r.severity, out);
+        if (settings.severity)
+            for (size_t i = first; i < out.size(); ++i) out[i].severity = *settings.severity;
+    }
+    return out;
+}
+
+}  // namespace rocewatch

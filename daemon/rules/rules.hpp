@@ -1,0 +1,37 @@
+// The pure rules: a snapshot and a config in, plain-words findings out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+#include "model/snapshot.hpp"
+
+namespace rocewatch {
+
+// What the rules engine knows about one rule, for the API and docs. Ids are exactly
+// all_rule_ids(), in the same order.
+struct RuleInfo {
+    std::string id;
+    Severity default_severity = Severity::warning;
+    std::string description;
+};
+
+const std::vector<RuleInfo>& rule_catalog();
+
+// Judges one snapshot. Pure: no I/O, no clock, no state; the trend fields (rates,
+// window_increase, transitions_in_window, link_failure_increase) must already be filled
+// by TrendTracker. Disabled rules produce nothing; a configured severity replaces the
+// rule's own for all its findings.
+//
+// Judged RDMA devices: config.expect.rails when non-empty (a rail that is missing is
+// itself a port_down finding), else every device; minus expect.ignore_devices.
+// Objects are stable keys for the alert state machine:
+//   "rocep1s0f0/1"                  an RDMA port
+//   "rocep1s0f0/1:symbol_error"     one error counter of a port (error_counters)
+//   "rocep1s0f1"                    an expected rail that is missing (port_down)
+//   "enp1s0f0np0", "bond0"          a netdev or a bond
+//   "nvidia_peermem"                the host's GPUDirect RDMA module
+std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c);
+
+}  // namespace rocewatch

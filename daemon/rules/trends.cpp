@@ -1,0 +1,148 @@
+// Turns raw counters of successive snapshots into rates and windowed increases.
+#include "rules/trends.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <utility>
+
+namespace rocewatch {
+namespace {
+
+// counters/port_xmit_data and port_rcv_data count 4-byte words (IB PMA convention).
+uint64_t unit_scale(const std::string& name) {
+    return (name == "port_xmit_data" || name == "port_rcv_data") ? 4 : 1;
+}
+
+std::string port_key(const RdmaDevice& d, const RdmaPort& p) {
+    return d.name + "/" + std::to_string(p.port);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- CounterSeries
+
+CounterSeries::Step CounterSeries::add(TimePoint now, uint64_t value, Duration window) {
+    Step out;
+    const bool went_down = (last_ && value < last_->value) || (!ring_.empty() && value < ring_.back().value);
+    const bool clock_back = (last_ && now < last_->at) || (!ring_.empty() && now < ring_.back().at);
+    if (went_down || clock_back) {
+        last_.reset();
+        ring_.clear();
+    }
+
+    if (last_ && now > last_->at) {
+        out.delta = value - last_->value;
+        out.seconds = std::chrono::duration<double>(now - last_->at).count();
+    }
+
+    // Keep one sample at or before the window start as the baseline, so the increase
+    // covers the whole window rather than only the samples inside it.
+    const TimePoint start = now - window;
+    while (ring_.size() >= 2 && ring_[1].at <= start) ring_.pop_front();
+    if (!ring_.empty()) out.window_increase = value - ring_.front().value;
+
+    const auto spacing = window / static_cast<Duration::rep>(kMaxSamples - 2);
+    if (ring_.empty() || now - ring_.back().at >= spacing) {
+        ring_.push_back({now, value});
+        if (ring_.size() > kMaxSamples) ring_.pop_front();
+    }
+    last_ = Sample{now, value};
+    return out;
+}
+
+bool CounterSeries::stale(TimePoint now, Duration window) const {
+    return !last_ && (ring_.empty() || ring_.back().at < now - window);
+}
+
+// ---------------------------------------------------------------- TrendTracker
+
+TrendTracker::TrendTracker(Thresholds thresholds) : thresholds_(std::move(thresholds)) {}
+
+void TrendTracker::apply(Snapshot& current, TimePoint now, const Thresholds& thresholds) {
+    thresholds_ = thresholds;
+    apply(current, now);
+}
+
+void TrendTracker::apply(Snapshot& current, TimePoint now) {
+    apply_ports(current, now);
+    apply_links(current, now);
+}
+
+void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
+    const Duration window = thresholds_.counter_window;
+    std::set<std::string> seen_ports;
+    for (auto& dev : s.devices) {
+        for (auto& port : dev.ports) {
+            const std::string key = port_key(dev, port);
+            seen_ports.insert(key);
+            auto& series = ports_[key];
+            port.rates.clear();
+            port.window_increase.clear();
+
+            // One value per name: counters/ first, hw_counters/ only for names it lacks.
+            std::map<std::string, uint64_t> values = port.counters;
+            for (const auto& [name, v] : port.hw_counters) values.emplace(name, v);
+
+            for (const auto& [name, v] : values) {
+                const auto step = series[name].add(now, v, window);
+                const uint64_t scale = unit_scale(name);
+                if (step.delta && step.seconds > 0)
+                    port.rates[name] = static_cast<double>(*step.delta) * static_cast<double>(scale) / step.seconds;
+                if (step.window_increase) port.window_increase[name] = *step.window_increase * scale;
+            }
+            for (auto it = series.begin(); it != series.end();) {
+                if (values.count(it->first)) {
+                    ++it;
+                    continue;
+                }
+                it->second.miss();
+                it = it->second.stale(now, window) ? series.erase(it) : std::next(it);
+            }
+        }
+    }
+    std::erase_if(ports_, [&](const auto& kv) { return !seen_ports.count(kv.first); });
+}
+
+void TrendTracker::apply_links(Snapshot& s, TimePoint now) {
+    std::set<std::string> seen_links;
+    std::set<std::string> seen_slaves;
+    for (auto& link : s.links) {
+        seen_links.insert(link.name);
+        link.transitions_in_window = 0;
+        auto& track = links_[link.name];
+        // A link recreated under the same name (bond deleted and added again) starts over.
+        if (track.ifindex != link.ifindex) track = LinkTrack{.ifindex = link.ifindex};
+        if (link.carrier_changes) {
+            const auto step = track.carrier_changes.add(now, *link.carrier_changes, thresholds_.flap_window);
+            if (step.window_increase)
+                link.transitions_in_window = static_cast<uint32_t>(
+                    std::min<uint64_t>(*step.window_increase, std::numeric_limits<uint32_t>::max()));
+        } else {
+            track.carrier_changes.miss();
+        }
+
+        if (!link.slave) continue;
+        seen_slaves.insert(link.name);
+        link.slave->link_failure_increase.reset();
+        auto& failures = slave_failures_[link.name];
+        if (link.slave->link_failure_count) {
+            const auto step = failures.add(now, *link.slave->link_failure_count, thresholds_.counter_window);
+            if (step.window_increase)
+                link.slave->link_failure_increase = static_cast<uint32_t>(
+                    std::min<uint64_t>(*step.window_increase, std::numeric_limits<uint32_t>::max()));
+        } else {
+            failures.miss();
+        }
+    }
+    std::erase_if(links_, [&](const auto& kv) { return !seen_links.count(kv.first); });
+    std::erase_if(slave_failures_, [&](const auto& kv) { return !seen_slaves.count(kv.first); });
+}
+
+size_t TrendTracker::tracked_series() const {
+    size_t n = links_.size() + slave_failures_.size();
+    for (const auto& [key, series] : ports_) n += series.size();
+    return n;
+}
+
+}  // namespace rocewatch

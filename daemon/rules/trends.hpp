@@ -1,0 +1,88 @@
+// Turns raw counters of successive snapshots into rates and windowed increases.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "model/config.hpp"
+#include "model/snapshot.hpp"
+
+namespace rocewatch {
+
+// The history of one monotonic counter: the last value (for the rate over the last
+// interval) and a thinned ring of older values (for the increase over a window).
+//
+// A value lower than the previous one is a reset (driver reload, device reset, 32-bit
+// wrap): it yields no rate and restarts the baseline, so the increase before the reset
+// is forgotten rather than turned into a negative or bogus number. A clock that steps
+// backwards is treated the same way.
+class CounterSeries {
+public:
+    struct Step {
+        std::optional<uint64_t> delta;           // since the previous value; unset on reset/gap
+        double seconds = 0;                      // over this many seconds
+        std::optional<uint64_t> window_increase; // unset until there is a baseline
+    };
+
+    // At most this many samples are kept, however short the interval: samples closer
+    // together than window / (kMaxSamples - 2) are not stored, which leaves room for a
+    // full window plus its baseline. The last value is always kept for the rate.
+    static constexpr size_t kMaxSamples = 128;
+
+    Step add(TimePoint now, uint64_t value, Duration window);
+    // The counter could not be read this round; the next value gets no rate.
+    void miss() { last_.reset(); }
+    // Nothing worth keeping: unread this round and every sample older than the window.
+    [[nodiscard]] bool stale(TimePoint now, Duration window) const;
+    [[nodiscard]] size_t samples() const { return ring_.size(); }
+
+private:
+    struct Sample {
+        TimePoint at;
+        uint64_t value;
+    };
+    std::optional<Sample> last_;
+    std::deque<Sample> ring_;  // oldest first, non-decreasing values
+};
+
+// Fills the trend fields of each new snapshot from the previous ones:
+//  - RdmaPort::rates: per second over the interval since the previous snapshot, per
+//    counter name (counters/ wins over hw_counters/ when both have a name);
+//    port_xmit_data / port_rcv_data in bytes per second (the raw unit is 4 bytes).
+//  - RdmaPort::window_increase: increase over thresholds.counter_window, same names, the
+//    two data counters in bytes too. Absent until the counter has a baseline.
+//  - Link::transitions_in_window: carrier_changes increase over thresholds.flap_window.
+//  - BondSlaveInfo::link_failure_increase: over thresholds.counter_window.
+// A counter missing now or in the previous snapshot gets no rate (missing is not zero).
+// Ports and links that disappear are forgotten, so memory follows the node's inventory.
+class TrendTracker {
+public:
+    explicit TrendTracker(Thresholds thresholds = {});
+
+    void apply(Snapshot& current, TimePoint now);
+    // Same, adopting new thresholds first (config reload).
+    void apply(Snapshot& current, TimePoint now, const Thresholds& thresholds);
+
+    // Series currently held (ports x counters + links + slaves): for tests of boundedness.
+    [[nodiscard]] size_t tracked_series() const;
+
+private:
+    struct LinkTrack {
+        int ifindex = 0;
+        CounterSeries carrier_changes;
+    };
+
+    void apply_ports(Snapshot& s, TimePoint now);
+    void apply_links(Snapshot& s, TimePoint now);
+
+    Thresholds thresholds_;
+    std::map<std::string, std::map<std::string, CounterSeries>> ports_;  // "dev/port" -> name -> series
+    std::map<std::string, LinkTrack> links_;                              // by netdev name
+    std::map<std::string, CounterSeries> slave_failures_;                 // by slave name
+};
+
+}  // namespace rocewatch

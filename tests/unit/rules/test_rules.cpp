@@ -1,0 +1,585 @@
+// Every rule fires on the failure it names and stays silent on the healthy node.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "rules/rules.hpp"
+#include "spark_node.hpp"
+
+using namespace rocewatch;
+using namespace rocewatch::testing;
+
+namespace {
+
+std::vector<Finding> of_rule(const std::vector<Finding>& all, const std::string& rule) {
+    std::vector<Finding> out;
+    std::copy_if(all.begin(), all.end(), std::back_inserter(out), [&](const Finding& f) { return f.rule == rule; });
+    return out;
+}
+
+// A copy, so that find(evaluate_rules(...), ...) does not point into a dead temporary.
+std::optional<Finding> find(const std::vector<Finding>& all, const std::string& rule, const std::string& object) {
+    for (const auto& f : all)
+        if (f.rule == rule && f.object == object) return f;
+    return std::nullopt;
+}
+
+std::string dump(const std::vector<Finding>& all) {
+    std::string s;
+    for (const auto& f : all) s += "\n  " + f.rule + " " + f.object + ": " + f.summary;
+    return s;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+// ---------------------------------------------------------------- table and config
+
+TEST(Rules, CatalogIsExactlyTheModelsRuleIds) {
+    const auto& cat = rule_catalog();
+    ASSERT_EQ(cat.size(), all_rule_ids().size());
+    for (size_t i = 0; i < cat.size(); ++i) {
+        EXPECT_EQ(cat[i].id, all_rule_ids()[i]);
+        EXPECT_FALSE(cat[i].description.empty());
+    }
+}
+
+TEST(Rules, HealthySparkNodeIsSilent) {
+    const auto f = evaluate_rules(healthy_spark(), spark_config());
+    EXPECT_TRUE(f.empty()) << dump(f);
+}
+
+TEST(Rules, EveryFindingSaysWhatWhereAndWhatToDo) {
+    // Break everything at once; every finding must carry its words and figures.
+    Snapshot s = bonded_spark();
+    link_of(s, "bond0").bond->mode = "balance-rr";
+    link_of(s, "enp1s0f1np1").slave->mii_status = "down";
+    link_of(s, "enp1s0f1np1").slave->link_failure_increase = 1;
+    link_of(s, "enp1s0f0np0").mtu = 1500;
+    port_of(s, "rocep1s0f0").active_mtu = 1024;
+    port_of(s, "rocep1s0f0").window_increase["link_downed"] = 1;
+    port_of(s, "rocep1s0f0").rates["np_cnp_sent"] = 1e6;
+    link_of(s, "enP2p1s0f0np0").addresses = {v4("192.168.100.15", 24)};
+    s.host.nvidia_peermem_loaded = false;
+    const auto all = evaluate_rules(s, spark_config());
+    std::set<std::string> rules;
+    for (const auto& f : all) {
+        rules.insert(f.rule);
+        EXPECT_FALSE(f.object.empty()) << f.rule;
+        EXPECT_FALSE(f.summary.empty()) << f.rule;
+        EXPECT_FALSE(f.action.empty()) << f.rule;
+        EXPECT_FALSE(f.details.empty()) << f.rule;
+    }
+    EXPECT_GE(rules.size(), 10u) << dump(all);
+}
+
+TEST(Rules, DisabledRuleIsSilent) {
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f0np0").mtu = 1500;
+    Config c = spark_config();
+    ASSERT_EQ(of_rule(evaluate_rules(s, c), "mtu_low").size(), 1u);
+    c.rules["mtu_low"].enabled = false;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, c), "mtu_low").empty());
+}
+
+TEST(Rules, SeverityOverrideReplacesTheRulesOwn) {
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f0np0").mtu = 1500;
+    Config c = spark_config();
+    ASSERT_EQ(of_rule(evaluate_rules(s, c), "mtu_low").at(0).severity, Severity::warning);
+    c.rules["mtu_low"].severity = Severity::critical;
+    EXPECT_EQ(of_rule(evaluate_rules(s, c), "mtu_low").at(0).severity, Severity::critical);
+
+    // Also over severities a rule picks per finding.
+    port_of(s, "rocep1s0f0").rates["local_ack_timeout_err"] = 5;
+    c.rules["error_counters"].severity = Severity::info;
+    const auto f = find(evaluate_rules(s, c), "error_counters", "rocep1s0f0/1:local_ack_timeout_err");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::info);
+}
+
+TEST(Rules, IgnoredDeviceIsNotJudged) {
+    Snapshot s = healthy_spark();
+    port_of(s, "roceP2p1s0f0").state = 1;
+    port_of(s, "roceP2p1s0f0").state_name = "DOWN";
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "port_down", "roceP2p1s0f0/1"));
+    Config c;  // no ignore list: every device is judged
+    EXPECT_TRUE(find(evaluate_rules(s, c), "port_down", "roceP2p1s0f0/1"));
+}
+
+TEST(Rules, RailsListLimitsJudgedDevices) {
+    Snapshot s = healthy_spark();
+    port_of(s, "roceP2p1s0f0").state = 1;
+    Config c;
+    c.expect.rails = {"rocep1s0f0", "rocep1s0f1"};
+    EXPECT_TRUE(evaluate_rules(s, c).empty()) << dump(evaluate_rules(s, c));
+}
+
+// ---------------------------------------------------------------- port_down, netdev_down
+
+TEST(PortDown, DisabledPortSaysBringTheNetdevUp) {
+    // ibdev2netdev: "rocep1s0f1 port 1 ==> enp1s0f1np1 (Down)"
+    Snapshot s = healthy_spark();
+    auto& p = port_of(s, "rocep1s0f1");
+    p.state = 1;
+    p.state_name = "DOWN";
+    p.phys_state = 3;
+    p.phys_state_name = "Disabled";
+    const auto all = evaluate_rules(s, spark_config());
+    const auto f = find(all, "port_down", "rocep1s0f1/1");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_TRUE(has(f->summary, "rocep1s0f1/1")) << f->summary;
+    EXPECT_TRUE(has(f->summary, "enp1s0f1np1")) << f->summary;
+    EXPECT_TRUE(has(f->action, "ip link set enp1s0f1np1 up")) << f->action;
+    EXPECT_EQ(f->details.at("state"), "DOWN");
+    EXPECT_EQ(f->details.at("phys_state"), "Disabled");
+    EXPECT_EQ(of_rule(all, "port_down").size(), 1u);
+}
+
+TEST(PortDown, PollingPortSaysCheckTheCable) {
+    Snapshot s = healthy_spark();
+    auto& p = port_of(s, "rocep1s0f0");
+    p.state = 1;
+    p.state_name = "DOWN";
+    p.phys_state = 2;
+    p.phys_state_name = "Polling";
+    const auto f = find(evaluate_rules(s, spark_config()), "port_down", "rocep1s0f0/1");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->action, "cable")) << f->action;
+}
+
+TEST(PortDown, UnreadableStateIsNotDown) {
+    Snapshot s = healthy_spark();
+    auto& p = port_of(s, "rocep1s0f0");
+    p.state.reset();
+    p.state_name.clear();
+    p.phys_state.reset();
+    p.phys_state_name.clear();
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "port_down").empty());
+}
+
+TEST(PortDown, MissingRailIsReported) {
+    Snapshot s = healthy_spark();
+    s.devices.erase(s.devices.begin() + 1);  // rocep1s0f1 gone (driver did not bind)
+    Config c = spark_config();
+    c.expect.rails = {"rocep1s0f0", "rocep1s0f1"};
+    const auto f = find(evaluate_rules(s, c), "port_down", "rocep1s0f1");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "not present")) << f->summary;
+    EXPECT_TRUE(of_rule(evaluate_rules(healthy_spark(), c), "port_down").empty());
+}
+
+TEST(NetdevDown, SaysWhichKindOfDown) {
+    Config c = spark_config();
+    {
+        Snapshot s = healthy_spark();
+        auto& l = link_of(s, "enp1s0f1np1");
+        l.admin_up = false;
+        l.carrier = false;
+        l.operstate = "down";
+        const auto f = find(evaluate_rules(s, c), "netdev_down", "enp1s0f1np1");
+        ASSERT_TRUE(f);
+        EXPECT_EQ(f->severity, Severity::critical);
+        EXPECT_TRUE(has(f->summary, "administratively down")) << f->summary;
+        EXPECT_TRUE(has(f->action, "ip link set enp1s0f1np1 up")) << f->action;
+    }
+    {
+        Snapshot s = healthy_spark();
+        auto& l = link_of(s, "enp1s0f1np1");
+        l.carrier = false;
+        l.operstate = "down";
+        const auto f = find(evaluate_rules(s, c), "netdev_down", "enp1s0f1np1");
+        ASSERT_TRUE(f);
+        EXPECT_TRUE(has(f->summary, "no carrier")) << f->summary;
+        EXPECT_TRUE(has(f->action, "ethtool")) << f->action;
+    }
+    {
+        Snapshot s = healthy_spark();
+        link_of(s, "enp1s0f1np1").operstate = "lowerlayerdown";
+        const auto f = find(evaluate_rules(s, c), "netdev_down", "enp1s0f1np1");
+        ASSERT_TRUE(f);
+        EXPECT_TRUE(has(f->summary, "lowerlayerdown")) << f->summary;
+    }
+}
+
+TEST(NetdevDown, ExpectedInterfacesAreHeldToo) {
+    Config c = spark_config();
+    c.expect.interfaces = {"enP7s7", "bond9"};
+    Snapshot s = healthy_spark();
+    const auto all = evaluate_rules(s, c);
+    EXPECT_FALSE(find(all, "netdev_down", "enP7s7"));
+    const auto missing = find(all, "netdev_down", "bond9");
+    ASSERT_TRUE(missing) << dump(all);
+    EXPECT_TRUE(has(missing->summary, "does not exist"));
+    link_of(s, "enP7s7").admin_up = false;
+    EXPECT_TRUE(find(evaluate_rules(s, c), "netdev_down", "enP7s7"));
+}
+
+// ---------------------------------------------------------------- rates and MTUs
+
+TEST(PortRateLow, FiresBelowExpectation) {
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f1").rate_gbps = 25;
+    const auto f = find(evaluate_rules(s, spark_config()), "port_rate_low", "rocep1s0f1/1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_EQ(f->details.at("expected_gbps"), "100");
+    EXPECT_EQ(f->details.at("actual_gbps"), "25");
+    EXPECT_TRUE(of_rule(evaluate_rules(s, Config{}), "port_rate_low").empty()) << "no expectation, no verdict";
+    port_of(s, "rocep1s0f1").state = 1;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "port_rate_low").empty()) << "port_down speaks for it";
+}
+
+TEST(FieldNotes, Mtu1500OnA100GRail) {
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f0np0").mtu = 1500;
+    const auto all = evaluate_rules(s, spark_config());
+    const auto f = find(all, "mtu_low", "enp1s0f0np0");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "1500")) << f->summary;
+    EXPECT_TRUE(has(f->summary, "9000")) << f->summary;
+    EXPECT_TRUE(has(f->action, "ip link set enp1s0f0np0 mtu 9000")) << f->action;
+    EXPECT_TRUE(has(f->action, "both ends")) << f->action;
+    EXPECT_EQ(f->details.at("actual_mtu"), "1500");
+    EXPECT_EQ(f->details.at("roce_mtu_allowed"), "1024");
+    EXPECT_EQ(of_rule(all, "mtu_low").size(), 1u) << "enP7s7 is not an RDMA netdev";
+}
+
+TEST(MtuLow, BondSlaveIsFixedOnTheBond) {
+    Snapshot s = bonded_spark();
+    for (auto& l : s.links)
+        if (l.name == "bond0" || l.master == "bond0") l.mtu = 1500;
+    const auto f = find(evaluate_rules(s, spark_config()), "mtu_low", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->action, "ip link set bond0 mtu 9000")) << f->action;
+}
+
+TEST(MtuLow, ExpectedInterfacesAreHeldToo) {
+    Config c = spark_config();
+    c.expect.interfaces = {"enP7s7"};
+    EXPECT_TRUE(find(evaluate_rules(healthy_spark(), c), "mtu_low", "enP7s7"));
+}
+
+TEST(FieldNotes, ActiveMtu1024WhileMax4096) {
+    // ibv_devinfo in the notebook: max_mtu 4096 (5), active_mtu 1024 (3), netdev MTU 1500.
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f0np0").mtu = 1500;
+    port_of(s, "rocep1s0f0").active_mtu = 1024;
+    const auto f = find(evaluate_rules(s, spark_config()), "roce_mtu_low", "rocep1s0f0/1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_EQ(f->details.at("active_mtu"), "1024");
+    EXPECT_EQ(f->details.at("expected_active_mtu"), "4096");
+    EXPECT_EQ(f->details.at("netdev_mtu"), "1500");
+    EXPECT_TRUE(has(f->action, "follows the netdev MTU")) << f->action;
+    EXPECT_TRUE(has(f->action, "4192")) << f->action;
+    EXPECT_TRUE(has(f->action, "ip link set enp1s0f0np0 mtu 9000")) << f->action;
+}
+
+TEST(RoceMtuLow, NetdevAlreadyLargeEnough) {
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f0").active_mtu = 1024;
+    const auto f = find(evaluate_rules(s, spark_config()), "roce_mtu_low", "rocep1s0f0/1");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->action, "already has MTU 9000")) << f->action;
+}
+
+TEST(RoceMtuLow, ConfiguredTargetWins) {
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f0").active_mtu = 2048;
+    Config c = spark_config();
+    c.expect.roce_active_mtu = 2048;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, c), "roce_mtu_low").empty());
+    c.expect.roce_active_mtu.reset();
+    EXPECT_EQ(of_rule(evaluate_rules(s, c), "roce_mtu_low").size(), 1u);
+    port_of(s, "rocep1s0f0").active_mtu.reset();
+    EXPECT_TRUE(of_rule(evaluate_rules(s, c), "roce_mtu_low").empty()) << "unknown is not low";
+}
+
+// ---------------------------------------------------------------- GIDs and bonds
+
+TEST(NoRoceV2Gid, IPv4WithoutV2EntryIsCritical) {
+    Snapshot s = healthy_spark();
+    auto& p = port_of(s, "rocep1s0f0");
+    p.gids.resize(3);  // index 3 (RoCE v2, 192.168.100.11) gone
+    p.roce_v2_ipv4_gid_index.reset();
+    const auto all = evaluate_rules(s, spark_config());
+    const auto f = find(all, "no_roce_v2_gid", "rocep1s0f0/1");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_TRUE(has(f->summary, "192.168.100.11/24")) << f->summary;
+    EXPECT_TRUE(has(f->action, "-x <index>")) << f->action;
+    EXPECT_EQ(f->details.at("roce_v2_ipv4_gid_index"), "unset");
+    EXPECT_EQ(of_rule(all, "no_roce_v2_gid").size(), 1u);
+}
+
+TEST(NoRoceV2Gid, IndexUnsetAloneFires) {
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f0").roce_v2_ipv4_gid_index.reset();
+    EXPECT_TRUE(find(evaluate_rules(s, spark_config()), "no_roce_v2_gid", "rocep1s0f0/1"));
+}
+
+TEST(NoRoceV2Gid, SecondaryAddressWithoutEntryFires) {
+    // The dual-rail experiment added 192.168.100.12/24 to enp1s0f1np1.
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f1np1").addresses.push_back(v4("192.168.100.12", 24));
+    const auto f = find(evaluate_rules(s, spark_config()), "no_roce_v2_gid", "rocep1s0f1/1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->details.at("ipv4_without_gid"), "192.168.100.12/24");
+}
+
+TEST(NoRoceV2Gid, NoAddressNoVerdict) {
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f0np0").addresses.clear();
+    port_of(s, "rocep1s0f0").gids.resize(2);
+    port_of(s, "rocep1s0f0").roce_v2_ipv4_gid_index.reset();
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "no_roce_v2_gid").empty());
+}
+
+TEST(FieldNotes, Bond0HoldsTheGids) {
+    const auto all = evaluate_rules(bonded_spark(), spark_config());
+    for (const char* port : {"rocep1s0f0/1", "rocep1s0f1/1"}) {
+        const auto f = find(all, "gid_on_bond", port);
+        ASSERT_TRUE(f) << port << dump(all);
+        EXPECT_EQ(f->severity, Severity::critical);
+        EXPECT_TRUE(has(f->summary, "bond0")) << f->summary;
+        EXPECT_EQ(f->details.at("bond"), "bond0");
+        EXPECT_EQ(f->details.at("gid_indices_on_bond"), "0, 1, 2, 3");
+        EXPECT_TRUE(has(f->action, "RoCE LAG")) << f->action;
+    }
+    EXPECT_TRUE(has(find(all, "gid_on_bond", "rocep1s0f0/1")->action, "ip link set enp1s0f0np0 nomaster"));
+    EXPECT_TRUE(has(find(all, "gid_on_bond", "rocep1s0f0/1")->action, "ip addr add 192.168.100.11/24 dev enp1s0f0np0"));
+    // The bond's one address can go back to one rail only.
+    EXPECT_TRUE(has(find(all, "gid_on_bond", "rocep1s0f1/1")->action, "ip addr add <ip>/<prefix> dev enp1s0f1np1"));
+    // The slaves have no address of their own, so this is not also a missing-GID case,
+    // and bond0's address is the same path, not an overlapping subnet.
+    EXPECT_TRUE(of_rule(all, "no_roce_v2_gid").empty()) << dump(all);
+    EXPECT_TRUE(of_rule(all, "subnet_overlap").empty()) << dump(all);
+    EXPECT_TRUE(of_rule(all, "bond_mode_reorders").empty()) << "balance-xor is the documented mode";
+}
+
+TEST(GidOnBond, EnslavedWithoutGidsStillFires) {
+    Snapshot s = bonded_spark();
+    port_of(s, "rocep1s0f0").gids.clear();
+    const auto f = find(evaluate_rules(s, spark_config()), "gid_on_bond", "rocep1s0f0/1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->details.at("gid_indices_on_bond"), "none");
+}
+
+TEST(GidOnBond, RoceLagDeviceIsFine) {
+    // mlx5 RoCE LAG: one RDMA device on the bond itself, its GIDs rightly on bond0.
+    Snapshot s = bonded_spark();
+    s.devices.erase(s.devices.begin(), s.devices.begin() + 2);
+    RdmaDevice lag = rail(0, "192.168.100.11", "c0a8:640b");
+    lag.name = "mlx5_bond_0";
+    lag.netdevs = {"bond0"};
+    lag.ports[0].netdev = "bond0";
+    for (auto& g : lag.ports[0].gids) g.netdev = "bond0";
+    s.devices.insert(s.devices.begin(), lag);
+    const auto all = evaluate_rules(s, spark_config());
+    EXPECT_TRUE(all.empty()) << dump(all);
+}
+
+TEST(BondSlaveDown, WarningWhileAnotherSlaveCarries) {
+    Snapshot s = bonded_spark();
+    link_of(s, "enp1s0f1np1").slave->mii_status = "down";
+    const auto all = evaluate_rules(s, spark_config());
+    const auto f = find(all, "bond_slave_down", "enp1s0f1np1");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "1 of 2")) << f->summary;
+    const auto d = find(all, "bond_degraded", "bond0");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->severity, Severity::warning);
+    EXPECT_EQ(d->details.at("down"), "enp1s0f1np1");
+    EXPECT_EQ(d->details.at("slaves_up"), "1");
+}
+
+TEST(BondSlaveDown, CriticalWhenNoSlaveIsLeft) {
+    Snapshot s = bonded_spark();
+    link_of(s, "enp1s0f0np0").slave->mii_status = "down";
+    link_of(s, "enp1s0f1np1").slave->mii_status = "down";
+    const auto all = evaluate_rules(s, spark_config());
+    ASSERT_EQ(of_rule(all, "bond_slave_down").size(), 2u);
+    for (const auto& f : of_rule(all, "bond_slave_down")) EXPECT_EQ(f.severity, Severity::critical);
+    EXPECT_TRUE(has(find(all, "bond_slave_down", "enp1s0f0np0")->summary, "no working link"));
+}
+
+TEST(BondSlaveDown, HealthyBondIsSilent) {
+    const auto all = evaluate_rules(bonded_spark(), spark_config());
+    EXPECT_TRUE(of_rule(all, "bond_slave_down").empty());
+    EXPECT_TRUE(of_rule(all, "bond_degraded").empty());
+    EXPECT_TRUE(of_rule(all, "bond_link_failures").empty());
+}
+
+TEST(BondLinkFailures, FiresOnIncreaseInWindow) {
+    Snapshot s = bonded_spark();
+    link_of(s, "enp1s0f0np0").slave->link_failure_increase = 0;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "bond_link_failures").empty());
+    link_of(s, "enp1s0f0np0").slave->link_failure_increase = 2;
+    const auto f = find(evaluate_rules(s, spark_config()), "bond_link_failures", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "2 times in the last 5 minutes")) << f->summary;
+}
+
+TEST(BondModeReorders, BalanceRrIsFlagged) {
+    Snapshot s = bonded_spark();
+    link_of(s, "bond0").bond->mode = "balance-rr";
+    const auto f = find(evaluate_rules(s, spark_config()), "bond_mode_reorders", "bond0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "out of order")) << f->summary;
+    EXPECT_TRUE(has(f->action, "mode balance-xor xmit_hash_policy layer3+4")) << f->action;
+    EXPECT_TRUE(has(f->action, "ip link set enp1s0f0np0 nomaster")) << f->action;
+    EXPECT_TRUE(has(f->action, "One TCP stream still uses one link")) << f->action;
+}
+
+// ---------------------------------------------------------------- subnets
+
+TEST(FieldNotes, P2PInterfaceInTheRoceSubnet) {
+    Snapshot s = healthy_spark();
+    link_of(s, "enP2p1s0f0np0").addresses = {v4("192.168.100.15", 24)};
+    const auto all = evaluate_rules(s, spark_config());
+    const auto f = find(all, "subnet_overlap", "enp1s0f0np0");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "enP2p1s0f0np0 192.168.100.15/24")) << f->summary;
+    EXPECT_TRUE(has(f->action, "ip addr del 192.168.100.15/24 dev enP2p1s0f0np0")) << f->action;
+    EXPECT_TRUE(has(f->action, "UCX_NET_DEVICES=rocep1s0f0:1")) << f->action;
+    EXPECT_EQ(of_rule(all, "subnet_overlap").size(), 1u) << "rail 2 is in 192.168.200.0/24";
+}
+
+TEST(SubnetOverlap, OtherSubnetsAndLoopbackAreFine) {
+    Snapshot s = healthy_spark();
+    link_of(s, "enP2p1s0f0np0").addresses = {v4("192.168.101.15", 24), v4("169.254.3.4", 16)};
+    link_of(s, "enp1s0f0np0").addresses.push_back(v4("169.254.9.9", 16));
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "subnet_overlap").empty());
+}
+
+TEST(SubnetOverlap, TwoRailsInOneSubnet) {
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f1np1").addresses = {v4("192.168.100.12", 32)};
+    const auto all = evaluate_rules(s, spark_config());
+    const auto f = find(all, "subnet_overlap", "enp1s0f0np0");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_TRUE(has(f->action, "own subnet")) << f->action;
+}
+
+// ---------------------------------------------------------------- counters
+
+TEST(ErrorCounters, AnyIncreaseOfAFatalCounter) {
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f0").window_increase = {{"link_downed", 0}, {"symbol_error", 0}};
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "error_counters").empty());
+    port_of(s, "rocep1s0f0").window_increase["link_downed"] = 1;
+    port_of(s, "rocep1s0f1").window_increase["req_transport_retries_exceeded"] = 3;
+    const auto all = evaluate_rules(s, spark_config());
+    const auto f = find(all, "error_counters", "rocep1s0f0/1:link_downed");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_TRUE(has(f->summary, "rose by 1 in the last 5 minutes")) << f->summary;
+    EXPECT_TRUE(has(f->action, "ethtool -m enp1s0f0np0")) << f->action;
+    EXPECT_TRUE(find(all, "error_counters", "rocep1s0f1/1:req_transport_retries_exceeded"));
+}
+
+TEST(ErrorCounters, SoftRoceNames) {
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f0").window_increase["retry_exceeded_err"] = 1;
+    port_of(s, "rocep1s0f0").window_increase["retry_rnr_exceeded_err"] = 1;
+    const auto all = evaluate_rules(s, spark_config());
+    EXPECT_TRUE(find(all, "error_counters", "rocep1s0f0/1:retry_exceeded_err"));
+    EXPECT_TRUE(find(all, "error_counters", "rocep1s0f0/1:retry_rnr_exceeded_err"));
+}
+
+TEST(ErrorCounters, SymbolErrorsPerHourOverTheWindow) {
+    // 5-minute window, 120/hour threshold: 10 in 5 min is 120/h (not above), 11 is 132/h.
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f0").window_increase["symbol_error"] = 10;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "error_counters").empty());
+    port_of(s, "rocep1s0f0").window_increase["symbol_error"] = 11;
+    const auto f = find(evaluate_rules(s, spark_config()), "error_counters", "rocep1s0f0/1:symbol_error");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_EQ(f->details.at("per_hour"), "132");
+}
+
+TEST(ErrorCounters, AckTimeoutsAboveOnePerSecondAreAWarning) {
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f0").rates["local_ack_timeout_err"] = 1.0;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "error_counters").empty());
+    port_of(s, "rocep1s0f0").rates["local_ack_timeout_err"] = 2.5;
+    const auto f = find(evaluate_rules(s, spark_config()), "error_counters", "rocep1s0f0/1:local_ack_timeout_err");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_EQ(f->details.at("per_second"), "2.50");
+}
+
+TEST(ErrorCounters, RisingReceiveErrorsAndDiscardsAreWarnings) {
+    Snapshot s = healthy_spark();
+    port_of(s, "rocep1s0f1").window_increase["port_rcv_errors"] = 4;
+    port_of(s, "rocep1s0f1").window_increase["port_xmit_discards"] = 7;
+    const auto all = evaluate_rules(s, spark_config());
+    for (const char* obj : {"rocep1s0f1/1:port_rcv_errors", "rocep1s0f1/1:port_xmit_discards"}) {
+        const auto f = find(all, "error_counters", obj);
+        ASSERT_TRUE(f) << obj;
+        EXPECT_EQ(f->severity, Severity::warning);
+    }
+}
+
+TEST(Congestion, CnpAndEcnRatesAboveThreshold) {
+    Snapshot s = healthy_spark();
+    auto& p = port_of(s, "rocep1s0f0");
+    p.rates = {{"np_cnp_sent", 500}, {"rp_cnp_handled", 999}, {"np_ecn_marked_roce_packets", 1000}};
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "congestion").empty());
+    p.rates["rp_cnp_handled"] = 5000;
+    p.rates["np_ecn_marked_roce_packets"] = 2000;
+    const auto f = find(evaluate_rules(s, spark_config()), "congestion", "rocep1s0f0/1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_EQ(f->details.at("rp_cnp_handled_per_second"), "5000");
+    EXPECT_EQ(f->details.at("np_ecn_marked_roce_packets_per_second"), "2000");
+    EXPECT_EQ(f->details.count("np_cnp_sent_per_second"), 0u);
+}
+
+TEST(LinkFlapping, AtThresholdInWindow) {
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f0np0").transitions_in_window = 5;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "link_flapping").empty());
+    link_of(s, "enp1s0f0np0").transitions_in_window = 6;
+    const auto f = find(evaluate_rules(s, spark_config()), "link_flapping", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "6 carrier changes in the last 10 minutes")) << f->summary;
+    link_of(s, "enP7s7").transitions_in_window = 10;
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "link_flapping", "enP7s7")) << "not an RDMA netdev";
+}
+
+TEST(LinkFlapping, AnyBondSlaveIsWatched) {
+    Snapshot s = bonded_spark();
+    Link extra = netdev(20, "eno1", 1500);
+    extra.master = "bond0";
+    extra.slave = BondSlaveInfo{.state = "backup", .mii_status = "up"};
+    extra.transitions_in_window = 8;
+    s.links.push_back(extra);
+    EXPECT_TRUE(find(evaluate_rules(s, spark_config()), "link_flapping", "eno1"));
+}
+
+// ---------------------------------------------------------------- host
+
+TEST(FieldNotes, PeermemMissing) {
+    Snapshot s = healthy_spark();
+    s.host.nvidia_peermem_loaded = false;
+    const auto f = find(evaluate_rules(s, spark_config()), "peermem_missing", "nvidia_peermem");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "3.5-4.9 Gbps")) << f->summary;
+    EXPECT_TRUE(has(f->action, "modprobe nvidia_peermem")) << f->action;
+    s.host.nvidia_gpu_present = false;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "peermem_missing").empty());
+}

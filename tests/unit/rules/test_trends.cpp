@@ -1,0 +1,260 @@
+// Trend arithmetic: rates, byte units, resets, missing counters, windows, flaps; all by hand.
+#include <gtest/gtest.h>
+
+#include "rules/trends.hpp"
+#include "spark_node.hpp"
+
+using namespace rocewatch;
+using namespace rocewatch::testing;
+using std::chrono::seconds;
+
+namespace {
+
+const TimePoint t0 = TimePoint{} + std::chrono::hours(24 * 365 * 50);
+
+// One device, one port, with the given counters.
+Snapshot one_port(std::map<std::string, uint64_t> counters, std::map<std::string, uint64_t> hw = {}) {
+    Snapshot s;
+    RdmaDevice d{.name = "rocep1s0f0"};
+    RdmaPort p;
+    p.counters = std::move(counters);
+    p.hw_counters = std::move(hw);
+    d.ports.push_back(p);
+    s.devices.push_back(d);
+    return s;
+}
+
+Snapshot one_link(std::optional<uint32_t> carrier_changes, int ifindex = 3) {
+    Snapshot s;
+    Link l = netdev(ifindex, "enp1s0f0np0", 9000);
+    l.carrier_changes = carrier_changes;
+    s.links.push_back(l);
+    return s;
+}
+
+Thresholds windows(seconds counter, seconds flap) {
+    Thresholds t;
+    t.counter_window = counter;
+    t.flap_window = flap;
+    return t;
+}
+
+const RdmaPort& port(const Snapshot& s) { return s.devices.at(0).ports.at(0); }
+
+}  // namespace
+
+TEST(Trends, FirstSnapshotHasNoRatesAndNoIncrease) {
+    TrendTracker tr;
+    auto s = one_port({{"port_xmit_data", 1000}});
+    tr.apply(s, t0);
+    EXPECT_TRUE(port(s).rates.empty());
+    EXPECT_TRUE(port(s).window_increase.empty()) << "no baseline yet: not a zero";
+}
+
+TEST(Trends, RatesPerSecondWithDataCountersInBytes) {
+    TrendTracker tr;
+    auto a = one_port({{"port_xmit_data", 1000}, {"port_rcv_data", 0}, {"symbol_error", 2}}, {{"np_cnp_sent", 100}});
+    tr.apply(a, t0);
+    auto b = one_port({{"port_xmit_data", 2250}, {"port_rcv_data", 5}, {"symbol_error", 2}}, {{"np_cnp_sent", 600}});
+    tr.apply(b, t0 + seconds(5));
+    // (2250 - 1000) words x 4 bytes / 5 s = 1000 B/s; (5 - 0) x 4 / 5 = 4 B/s.
+    EXPECT_DOUBLE_EQ(port(b).rates.at("port_xmit_data"), 1000.0);
+    EXPECT_DOUBLE_EQ(port(b).rates.at("port_rcv_data"), 4.0);
+    EXPECT_DOUBLE_EQ(port(b).rates.at("symbol_error"), 0.0);
+    EXPECT_DOUBLE_EQ(port(b).rates.at("np_cnp_sent"), 100.0);  // hw_counters too, (600-100)/5
+    EXPECT_EQ(port(b).window_increase.at("port_xmit_data"), 5000u) << "bytes, like the rate";
+    EXPECT_EQ(port(b).window_increase.at("np_cnp_sent"), 500u);
+}
+
+TEST(Trends, DataRailAt93Gbps) {
+    // ib_write_bw one link: 11,679 MB/s. Over 5 s that is 58,395,000,000 bytes = 14,598,750,000 words.
+    TrendTracker tr;
+    auto a = one_port({{"port_xmit_data", 0}});
+    tr.apply(a, t0);
+    auto b = one_port({{"port_xmit_data", 14'598'750'000ull}});
+    tr.apply(b, t0 + seconds(5));
+    EXPECT_NEAR(port(b).rates.at("port_xmit_data") * 8 / 1e9, 93.432, 1e-9);
+}
+
+TEST(Trends, CountersWinOverHwCountersOfTheSameName) {
+    TrendTracker tr;
+    auto a = one_port({{"link_downed", 1}}, {{"link_downed", 100}});
+    tr.apply(a, t0);
+    auto b = one_port({{"link_downed", 3}}, {{"link_downed", 900}});
+    tr.apply(b, t0 + seconds(2));
+    EXPECT_DOUBLE_EQ(port(b).rates.at("link_downed"), 1.0);  // (3-1)/2, not (900-100)/2
+    EXPECT_EQ(port(b).window_increase.at("link_downed"), 2u);
+}
+
+TEST(Trends, CounterThatWentDownIsAResetNotANegativeRate) {
+    TrendTracker tr;
+    auto a = one_port({{"link_downed", 50}});
+    tr.apply(a, t0);
+    auto b = one_port({{"link_downed", 2}});  // driver reload
+    tr.apply(b, t0 + seconds(5));
+    EXPECT_FALSE(port(b).rates.count("link_downed"));
+    EXPECT_FALSE(port(b).window_increase.count("link_downed")) << "baseline restarts at 2";
+    auto c = one_port({{"link_downed", 3}});
+    tr.apply(c, t0 + seconds(10));
+    EXPECT_DOUBLE_EQ(port(c).rates.at("link_downed"), 0.2);  // (3-2)/5
+    EXPECT_EQ(port(c).window_increase.at("link_downed"), 1u);
+}
+
+TEST(Trends, MissingCounterGivesNoRate) {
+    TrendTracker tr;
+    auto a = one_port({{"symbol_error", 10}, {"link_downed", 0}});
+    tr.apply(a, t0);
+    auto b = one_port({{"link_downed", 0}});  // symbol_error unreadable (EINVAL) this round
+    tr.apply(b, t0 + seconds(5));
+    EXPECT_FALSE(port(b).rates.count("symbol_error"));
+    EXPECT_FALSE(port(b).window_increase.count("symbol_error"));
+    auto c = one_port({{"symbol_error", 14}, {"link_downed", 0}});
+    tr.apply(c, t0 + seconds(10));
+    EXPECT_FALSE(port(c).rates.count("symbol_error")) << "absent before: no rate over this interval";
+    EXPECT_EQ(port(c).window_increase.at("symbol_error"), 4u) << "the window still has its t0 baseline";
+    auto d = one_port({{"symbol_error", 24}, {"link_downed", 0}});
+    tr.apply(d, t0 + seconds(15));
+    EXPECT_DOUBLE_EQ(port(d).rates.at("symbol_error"), 2.0);
+}
+
+TEST(Trends, WindowIncreaseCoversTheWholeWindow) {
+    // 60 s window, a sample every 10 s. Values: t0..t70 = 0 1 1 3 3 3 3 4.
+    TrendTracker tr(windows(seconds(60), seconds(60)));
+    const uint64_t values[] = {0, 1, 1, 3, 3, 3, 3, 4};
+    std::vector<uint64_t> inc;
+    for (int i = 0; i < 8; ++i) {
+        auto s = one_port({{"port_rcv_errors", values[i]}});
+        tr.apply(s, t0 + seconds(10 * i));
+        inc.push_back(port(s).window_increase.count("port_rcv_errors") ? port(s).window_increase.at("port_rcv_errors")
+                                                                        : 999);
+    }
+    // t0: no baseline. t10..t60: baseline t0 (=0). t70: baseline t10 (=1) -> 4 - 1.
+    EXPECT_EQ(inc, (std::vector<uint64_t>{999, 1, 1, 3, 3, 3, 3, 3}));
+    // Quiet for a full window: the increase returns to 0.
+    for (int i = 8; i < 16; ++i) {
+        auto s = one_port({{"port_rcv_errors", 4}});
+        tr.apply(s, t0 + seconds(10 * i));
+        if (i == 14) {
+            EXPECT_EQ(port(s).window_increase.at("port_rcv_errors"), 0u);  // baseline t80 = 4
+        }
+    }
+}
+
+TEST(Trends, RingStaysBoundedWhateverTheInterval) {
+    CounterSeries c;
+    const Duration window = std::chrono::minutes(10);
+    for (int i = 0; i < 100'000; ++i) c.add(t0 + std::chrono::milliseconds(10 * i), uint64_t(i), window);
+    EXPECT_LE(c.samples(), CounterSeries::kMaxSamples);
+    // Still a sensible increase: the value counts 10 ms ticks, so the 600 s window holds
+    // 60,000; the thinned baseline may sit up to one spacing (600 s / 126 = 477 ticks) early.
+    const auto step = c.add(t0 + std::chrono::milliseconds(10 * 100'000), 100'000, window);
+    ASSERT_TRUE(step.window_increase);
+    EXPECT_GE(*step.window_increase, 60'000u);
+    EXPECT_LE(*step.window_increase, 60'000u + 477u);
+}
+
+TEST(Trends, ClockSteppingBackRestartsTheSeries) {
+    CounterSeries c;
+    const Duration w = std::chrono::minutes(5);
+    c.add(t0, 10, w);
+    const auto back = c.add(t0 - seconds(30), 12, w);
+    EXPECT_FALSE(back.delta);
+    EXPECT_FALSE(back.window_increase);
+    const auto next = c.add(t0 - seconds(25), 13, w);
+    EXPECT_EQ(next.delta, 1u);
+    EXPECT_DOUBLE_EQ(next.seconds, 5.0);
+}
+
+TEST(Trends, SameTimestampGivesNoRate) {
+    CounterSeries c;
+    c.add(t0, 10, seconds(60));
+    EXPECT_FALSE(c.add(t0, 11, seconds(60)).delta);
+}
+
+TEST(Trends, FlapTransitionsInsideTheFlapWindow) {
+    TrendTracker tr(windows(seconds(300), seconds(60)));
+    // carrier_changes: 10 at t0 (since boot: not counted), 12 at t10, 14 at t20, steady after.
+    const std::pair<int, uint32_t> samples[] = {{0, 10}, {10, 12}, {20, 14}, {60, 14}, {70, 14}, {80, 14}};
+    std::vector<uint32_t> got;
+    for (auto [t, v] : samples) {
+        auto s = one_link(v);
+        tr.apply(s, t0 + seconds(t));
+        got.push_back(s.links[0].transitions_in_window);
+    }
+    // t60: baseline t0 (10) -> 4. t70: baseline t10 (12) -> 2. t80: baseline t20 (14) -> 0.
+    EXPECT_EQ(got, (std::vector<uint32_t>{0, 2, 4, 4, 2, 0}));
+}
+
+TEST(Trends, RecreatedLinkStartsOver) {
+    TrendTracker tr(windows(seconds(300), seconds(600)));
+    auto a = one_link(100, 3);
+    tr.apply(a, t0);
+    auto b = one_link(104, 3);
+    tr.apply(b, t0 + seconds(5));
+    EXPECT_EQ(b.links[0].transitions_in_window, 4u);
+    auto c = one_link(106, 9);  // same name, new ifindex
+    tr.apply(c, t0 + seconds(10));
+    EXPECT_EQ(c.links[0].transitions_in_window, 0u);
+    auto d = one_link(107, 9);
+    tr.apply(d, t0 + seconds(15));
+    EXPECT_EQ(d.links[0].transitions_in_window, 1u);
+}
+
+TEST(Trends, MissingCarrierChangesIsNoFlap) {
+    TrendTracker tr;
+    auto a = one_link(std::nullopt);
+    tr.apply(a, t0);
+    auto b = one_link(std::nullopt);
+    tr.apply(b, t0 + seconds(5));
+    EXPECT_EQ(b.links[0].transitions_in_window, 0u);
+}
+
+TEST(Trends, BondSlaveLinkFailureIncrease) {
+    TrendTracker tr(windows(seconds(60), seconds(600)));
+    auto make = [](uint32_t failures) {
+        Snapshot s = bonded_spark();
+        link_of(s, "enp1s0f1np1").slave->link_failure_count = failures;
+        return s;
+    };
+    auto a = make(3);
+    tr.apply(a, t0);
+    EXPECT_FALSE(link_of(a, "enp1s0f1np1").slave->link_failure_increase);
+    auto b = make(5);
+    tr.apply(b, t0 + seconds(10));
+    EXPECT_EQ(link_of(b, "enp1s0f1np1").slave->link_failure_increase, 2u);
+    EXPECT_EQ(link_of(b, "enp1s0f0np0").slave->link_failure_increase, 0u);
+    auto c = make(5);
+    tr.apply(c, t0 + seconds(80));  // baseline t10 (5)
+    EXPECT_EQ(link_of(c, "enp1s0f1np1").slave->link_failure_increase, 0u);
+}
+
+TEST(Trends, VanishedDevicesAndLinksAreForgotten) {
+    TrendTracker tr;
+    auto full = healthy_spark();
+    tr.apply(full, t0);
+    const size_t before = tr.tracked_series();
+    EXPECT_GT(before, 0u);
+    auto less = healthy_spark();
+    less.devices.resize(1);
+    less.links.resize(2);
+    tr.apply(less, t0 + seconds(5));
+    EXPECT_LT(tr.tracked_series(), before);
+    // A counter gone for longer than the window is dropped too.
+    auto fewer = less;
+    fewer.devices[0].ports[0].counters.clear();
+    fewer.devices[0].ports[0].hw_counters.clear();
+    tr.apply(fewer, t0 + std::chrono::hours(1));
+    EXPECT_EQ(tr.tracked_series(), 2u) << "only the two links remain";
+}
+
+TEST(Trends, ThresholdsFollowAReload) {
+    TrendTracker tr;  // 10-minute flap window
+    auto a = one_link(1);
+    tr.apply(a, t0);
+    auto b = one_link(3);
+    tr.apply(b, t0 + seconds(120));
+    EXPECT_EQ(b.links[0].transitions_in_window, 2u);
+    auto c = one_link(3);
+    tr.apply(c, t0 + seconds(190), windows(seconds(300), seconds(60)));  // window now 60 s: baseline t120
+    EXPECT_EQ(c.links[0].transitions_in_window, 0u);
+}
