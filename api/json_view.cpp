@@ -1,0 +1,325 @@
+// Builds the REST API's JSON documents from a Snapshot; no I/O, no clocks.
+#include "api/json_view.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <ctime>
+
+namespace rocewatch::api {
+
+using nlohmann::json;
+
+namespace {
+
+template <class T>
+json opt(const std::optional<T>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+
+json time_or_null(TimePoint t) {
+    auto s = format_rfc3339(t);
+    return s.empty() ? json(nullptr) : json(std::move(s));
+}
+
+double seconds_between(TimePoint from, TimePoint to) {
+    return std::chrono::duration<double>(to - from).count();
+}
+
+const char* family_name(int family) {
+    switch (family) {
+        case AF_INET: return "inet";
+        case AF_INET6: return "inet6";
+        default: return "unknown";
+    }
+}
+
+json gid_json(const GidEntry& g) {
+    return {{"index", g.index},
+            {"gid", g.gid},
+            {"type", g.type.empty() ? json(nullptr) : json(g.type)},
+            {"netdev", g.netdev.empty() ? json(nullptr) : json(g.netdev)},
+            {"ipv4", g.ipv4.empty() ? json(nullptr) : json(g.ipv4)}};
+}
+
+json port_json(const RdmaPort& p) {
+    json gids = json::array();
+    for (const auto& g : p.gids) gids.push_back(gid_json(g));
+    json roce_gid = nullptr;
+    if (p.roce_v2_ipv4_gid_index)
+        roce_gid = {{"index", *p.roce_v2_ipv4_gid_index}, {"address", p.roce_v2_ipv4_address}};
+    return {
+        {"port", p.port},
+        {"state", opt(p.state)},
+        {"state_name", p.state_name},
+        {"phys_state", opt(p.phys_state)},
+        {"phys_state_name", p.phys_state_name},
+        {"up", p.state ? json(*p.state == 4) : json(nullptr)},
+        {"rate_gbps", opt(p.rate_gbps)},
+        {"rate_text", p.rate_text},
+        {"link_layer", p.link_layer},
+        {"netdev", p.netdev.empty() ? json(nullptr) : json(p.netdev)},
+        {"active_mtu", opt(p.active_mtu)},
+        {"max_mtu", opt(p.max_mtu)},
+        {"active_speed", opt(p.active_speed)},
+        {"active_width", opt(p.active_width)},
+        {"roce_v2_gid", std::move(roce_gid)},
+        {"gids", std::move(gids)},
+        {"xmit_bytes", opt(p.xmit_bytes)},
+        {"rcv_bytes", opt(p.rcv_bytes)},
+        {"counters", p.counters},
+        {"hw_counters", p.hw_counters},
+        {"rates", p.rates},
+        {"window_increase", p.window_increase},
+    };
+}
+
+json device_object(const RdmaDevice& d) {
+    json ports = json::array();
+    for (const auto& p : d.ports) ports.push_back(port_json(p));
+    return {{"name", d.name},
+            {"driver", d.driver},
+            {"node_guid", d.node_guid},
+            {"sys_image_guid", d.sys_image_guid},
+            {"fw_ver", d.fw_ver},
+            {"board_id", d.board_id},
+            {"hca_type", d.hca_type},
+            {"node_type", d.node_type},
+            {"netdevs", d.netdevs},
+            {"ports", std::move(ports)}};
+}
+
+// Every list document carries the generation and time it was cut from, so a client
+// comparing two answers knows whether they came from the same collection.
+json envelope(const Snapshot& s, const char* key, json items) {
+    return {{"generation", s.generation}, {"collected_at", time_or_null(s.collected_at)}, {key, std::move(items)}};
+}
+
+json alert_object(const Alert& a) {
+    return {{"rule", a.rule},
+            {"object", a.object},
+            {"severity", to_string(a.severity)},
+            {"state", to_string(a.state)},
+            {"summary", a.summary},
+            {"action", a.action},
+            {"details", a.details},
+            {"since", time_or_null(a.since)},
+            {"first_seen", time_or_null(a.first_seen)},
+            {"last_seen", time_or_null(a.last_seen)}};
+}
+
+}  // namespace
+
+std::string format_rfc3339(TimePoint t) {
+    if (t == TimePoint{}) return {};
+    const auto ms = std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    const std::time_t secs = static_cast<std::time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+    const int millis = static_cast<int>(ms - static_cast<long long>(secs) * 1000);
+    std::tm tm{};
+    if (!gmtime_r(&secs, &tm)) return {};
+    std::array<char, 40> buf{};
+    const int n = std::snprintf(buf.data(), buf.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+    return n > 0 ? std::string(buf.data(), static_cast<size_t>(n)) : std::string{};
+}
+
+json status_json(const Snapshot& s, TimePoint now) {
+    size_t ports = 0, ports_up = 0, bonds = 0, links_up = 0;
+    for (const auto& d : s.devices)
+        for (const auto& p : d.ports) {
+            ++ports;
+            if (p.state == 4) ++ports_up;
+        }
+    for (const auto& l : s.links) {
+        if (l.bond) ++bonds;
+        if (l.operstate == "up") ++links_up;
+    }
+
+    json by_severity = {{"info", 0}, {"warning", 0}, {"critical", 0}};
+    json by_state = {{"pending", 0}, {"firing", 0}};
+    for (const auto& a : s.alerts) {
+        by_severity[to_string(a.severity)] = by_severity.value(to_string(a.severity), 0) + 1;
+        by_state[to_string(a.state)] = by_state.value(to_string(a.state), 0) + 1;
+    }
+
+    json collectors = json::array();
+    for (const auto& c : s.collectors)
+        collectors.push_back({{"name", c.name},
+                              {"success", c.success},
+                              {"duration_seconds", c.duration_seconds},
+                              {"read_errors", c.read_errors},
+                              {"last_error", c.last_error.empty() ? json(nullptr) : json(c.last_error)}});
+
+    const bool collected = s.collected_at != TimePoint{};
+    const bool started = s.daemon.started_at != TimePoint{};
+    return {
+        {"health", to_string(overall_health(s))},
+        {"hostname", s.host.hostname},
+        {"version", s.version},
+        {"generation", s.generation},
+        {"collected_at", time_or_null(s.collected_at)},
+        {"collection_age_seconds", collected ? json(seconds_between(s.collected_at, now)) : json(nullptr)},
+        {"counts",
+         {{"devices", s.devices.size()},
+          {"ports", ports},
+          {"ports_up", ports_up},
+          {"links", s.links.size()},
+          {"links_up", links_up},
+          {"bonds", bonds},
+          {"alerts", {{"total", s.alerts.size()}, {"by_severity", by_severity}, {"by_state", by_state}}}}},
+        {"daemon",
+         {{"started_at", time_or_null(s.daemon.started_at)},
+          {"uptime_seconds", started ? json(seconds_between(s.daemon.started_at, now)) : json(nullptr)},
+          {"ready", s.daemon.ready},
+          {"config_source", s.daemon.config_source.empty() ? json(nullptr) : json(s.daemon.config_source)},
+          {"config_loaded_at", time_or_null(s.daemon.config_last_reload)},
+          {"config_last_reload_ok", s.daemon.config_last_reload_ok},
+          {"config_last_errors", s.daemon.config_last_errors}}},
+        {"host",
+         {{"nvidia_gpu_present", s.host.nvidia_gpu_present},
+          {"nvidia_peermem_loaded", s.host.nvidia_peermem_loaded},
+          {"ucx_version", s.host.ucx_version.empty() ? json(nullptr) : json(s.host.ucx_version)}}},
+        {"netlink", {{"events", s.netlink_events}, {"resyncs", s.netlink_resyncs}}},
+        {"collectors", std::move(collectors)},
+    };
+}
+
+json devices_json(const Snapshot& s) {
+    json items = json::array();
+    for (const auto& d : s.devices) items.push_back(device_object(d));
+    return envelope(s, "devices", std::move(items));
+}
+
+std::optional<json> device_json(const Snapshot& s, const std::string& name) {
+    const RdmaDevice* d = find_device(s, name);
+    if (!d) return std::nullopt;
+    json j = device_object(*d);
+    j["generation"] = s.generation;
+    j["collected_at"] = time_or_null(s.collected_at);
+    return j;
+}
+
+json interfaces_json(const Snapshot& s) {
+    json items = json::array();
+    for (const auto& l : s.links) {
+        json addrs = json::array();
+        for (const auto& a : l.addresses)
+            addrs.push_back({{"family", family_name(a.family)},
+                             {"address", a.address},
+                             {"prefixlen", a.prefixlen},
+                             {"cidr", a.address + "/" + std::to_string(a.prefixlen)},
+                             {"scope", a.scope}});
+        // Which RDMA ports are bound to this netdev, and which GID entries name it: after
+        // enslaving to a bond the GIDs move to the bond while the port still names the
+        // physical netdev, and seeing both lists side by side is how that is spotted.
+        json rdma = json::array();
+        json gid_refs = json::array();
+        for (const auto& d : s.devices)
+            for (const auto& p : d.ports) {
+                if (p.netdev == l.name)
+                    rdma.push_back({{"device", d.name},
+                                    {"port", p.port},
+                                    {"state_name", p.state_name},
+                                    {"roce_v2_gid_index", opt(p.roce_v2_ipv4_gid_index)}});
+                for (const auto& g : p.gids)
+                    if (g.netdev == l.name)
+                        gid_refs.push_back({{"device", d.name},
+                                            {"port", p.port},
+                                            {"index", g.index},
+                                            {"type", g.type.empty() ? json(nullptr) : json(g.type)},
+                                            {"ipv4", g.ipv4.empty() ? json(nullptr) : json(g.ipv4)}});
+            }
+        items.push_back({{"name", l.name},
+                         {"ifindex", l.ifindex},
+                         {"kind", l.kind.empty() ? json(nullptr) : json(l.kind)},
+                         {"operstate", l.operstate},
+                         {"admin_up", l.admin_up},
+                         {"carrier", l.carrier},
+                         {"carrier_changes", opt(l.carrier_changes)},
+                         {"carrier_transitions_in_window", l.transitions_in_window},
+                         {"mtu", l.mtu},
+                         {"mac", l.mac},
+                         {"master", l.master.empty() ? json(nullptr) : json(l.master)},
+                         {"is_bond", l.bond.has_value()},
+                         {"addresses", std::move(addrs)},
+                         {"rdma", std::move(rdma)},
+                         {"gid_refs", std::move(gid_refs)}});
+    }
+    return envelope(s, "interfaces", std::move(items));
+}
+
+json bonds_json(const Snapshot& s) {
+    json items = json::array();
+    for (const auto& l : s.links) {
+        if (!l.bond) continue;
+        const BondInfo& b = *l.bond;
+        json slaves = json::array();
+        size_t up = 0;
+        for (const auto& name : b.slaves) {
+            const Link* sl = find_link(s, name);
+            const BondSlaveInfo* si = sl && sl->slave ? &*sl->slave : nullptr;
+            if (si && si->mii_status == "up") ++up;
+            slaves.push_back({{"name", name},
+                              {"state", si ? json(si->state) : json(nullptr)},
+                              {"mii_status", si ? json(si->mii_status) : json(nullptr)},
+                              {"link_failure_count", si ? opt(si->link_failure_count) : json(nullptr)},
+                              {"link_failure_increase", si ? opt(si->link_failure_increase) : json(nullptr)},
+                              {"perm_hwaddr", si ? json(si->perm_hwaddr) : json(nullptr)},
+                              {"operstate", sl ? json(sl->operstate) : json(nullptr)},
+                              {"carrier", sl ? json(sl->carrier) : json(nullptr)},
+                              {"mtu", sl ? json(sl->mtu) : json(nullptr)}});
+        }
+        items.push_back({{"name", l.name},
+                         {"mode", b.mode},
+                         {"xmit_hash_policy", b.xmit_hash_policy.empty() ? json(nullptr) : json(b.xmit_hash_policy)},
+                         {"miimon_ms", opt(b.miimon)},
+                         {"active_slave", b.active_slave.empty() ? json(nullptr) : json(b.active_slave)},
+                         {"operstate", l.operstate},
+                         {"mtu", l.mtu},
+                         {"slaves_total", b.slaves.size()},
+                         {"slaves_up", up},
+                         {"slaves", std::move(slaves)}});
+    }
+    return envelope(s, "bonds", std::move(items));
+}
+
+json alerts_json(const Snapshot& s) {
+    json items = json::array();
+    for (const auto& a : s.alerts) items.push_back(alert_object(a));
+    json j = envelope(s, "alerts", std::move(items));
+    j["health"] = to_string(overall_health(s));
+    return j;
+}
+
+json history_json(const Snapshot& s, std::optional<std::size_t> limit) {
+    json items = json::array();
+    if (s.history) {
+        const auto& h = *s.history;
+        const size_t skip = limit && *limit < h.size() ? h.size() - *limit : 0;
+        for (size_t i = skip; i < h.size(); ++i) {
+            const auto& t = h[i];
+            items.push_back({{"at", time_or_null(t.at)},
+                             {"rule", t.rule},
+                             {"object", t.object},
+                             {"severity", to_string(t.severity)},
+                             {"from", to_string(t.from)},
+                             {"to", to_string(t.to)},
+                             {"summary", t.summary}});
+        }
+    }
+    json j = envelope(s, "history", std::move(items));
+    j["total"] = s.history ? s.history->size() : 0;
+    return j;
+}
+
+json error_json(int status, const std::string& message) {
+    return {{"error", message}, {"status", status}};
+}
+
+std::string dump_json(const json& j) {
+    return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace rocewatch::api

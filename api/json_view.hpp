@@ -1,0 +1,48 @@
+// Pure views of a Snapshot as the JSON documents the REST API serves.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/snapshot.hpp"
+
+namespace rocewatch::api {
+
+// RFC 3339 in UTC with milliseconds ("2025-03-01T12:00:00.250Z"); the epoch, which the
+// model uses for "never", gives "" so callers can turn it into null.
+std::string format_rfc3339(TimePoint t);
+
+// Field names are snake_case and stable: scripts parse these documents. Values the
+// snapshot does not know (unset optionals, unset times) are null, never 0 or "".
+
+// Overall health, counts, collection time and age, daemon status. `now` is passed in
+// (not read from a clock) so the view stays a pure function tests can pin.
+nlohmann::json status_json(const Snapshot& s, TimePoint now);
+
+nlohmann::json devices_json(const Snapshot& s);
+// nullopt when no device has that name (the handler answers 404).
+std::optional<nlohmann::json> device_json(const Snapshot& s, const std::string& name);
+
+// Links with addresses, which RDMA device/port is bound to each, and which GIDs name it.
+nlohmann::json interfaces_json(const Snapshot& s);
+
+// Bonds with their slaves' MII status, state and failure counts.
+nlohmann::json bonds_json(const Snapshot& s);
+
+// Active (pending and firing) alerts.
+nlohmann::json alerts_json(const Snapshot& s);
+
+// Alert transitions, oldest first; `limit` keeps only the newest N.
+nlohmann::json history_json(const Snapshot& s, std::optional<std::size_t> limit = std::nullopt);
+
+// The error body every non-2xx answer carries: {"error": message, "status": status}.
+nlohmann::json error_json(int status, const std::string& message);
+
+// Serialises for the wire: indented for curl users, invalid UTF-8 (netdev names and
+// sysfs strings are bytes, not text) replaced instead of throwing.
+std::string dump_json(const nlohmann::json& j);
+
+}  // namespace rocewatch::api

@@ -1,0 +1,276 @@
+// Snapshot -> Prometheus metric families, and their text rendering for /metrics.
+#include "api/metrics.hpp"
+
+#include <deque>
+#include <sstream>
+
+#include <prometheus/text_serializer.h>
+
+namespace rocewatch::api {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+// Families in declaration order with stable addresses, so each section can hold on to
+// the families it fills while later ones are declared.
+class Builder {
+   public:
+    MetricFamily& gauge(std::string name, std::string help) { return make(std::move(name), std::move(help), MetricType::Gauge); }
+    MetricFamily& counter(std::string name, std::string help) {
+        return make(std::move(name), std::move(help), MetricType::Counter);
+    }
+
+    std::vector<MetricFamily> finish() && {
+        std::vector<MetricFamily> out;
+        for (auto& f : fams_)
+            if (!f.metric.empty()) out.push_back(std::move(f));
+        return out;
+    }
+
+   private:
+    MetricFamily& make(std::string name, std::string help, MetricType type) {
+        auto& f = fams_.emplace_back();
+        f.name = std::move(name);
+        f.help = std::move(help);
+        f.type = type;
+        return f;
+    }
+    std::deque<MetricFamily> fams_;
+};
+
+void add(MetricFamily& f, Labels labels, double value) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    if (f.type == MetricType::Counter)
+        m.counter.value = value;
+    else
+        m.gauge.value = value;
+    f.metric.push_back(std::move(m));
+}
+
+double b(bool v) { return v ? 1.0 : 0.0; }
+
+double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+// mlx5 lists `lifespan` among hw_counters, but it is a setting (how long counter values
+// are cached, in ms), not a count; exporting it as a _total would be a lie.
+bool is_counter_name(const std::string& hw_counter) { return hw_counter != "lifespan"; }
+
+void rdma_families(Builder& bld, const Snapshot& s) {
+    auto& dev_info = bld.gauge("rocewatch_rdma_device_info", "RDMA device metadata; always 1.");
+    auto& port_info = bld.gauge("rocewatch_rdma_port_info", "RDMA port metadata; always 1.");
+    auto& state = bld.gauge("rocewatch_rdma_port_state", "RDMA port logical state as sysfs numbers it (4 = ACTIVE).");
+    auto& phys = bld.gauge("rocewatch_rdma_port_phys_state", "RDMA port physical state as sysfs numbers it (5 = LinkUp).");
+    auto& up = bld.gauge("rocewatch_rdma_port_up", "1 when the RDMA port is ACTIVE, else 0.");
+    auto& rate = bld.gauge("rocewatch_rdma_port_rate_bytes_per_second", "Negotiated RDMA port rate in bytes per second.");
+    auto& amtu = bld.gauge("rocewatch_rdma_port_active_mtu_bytes", "Active RDMA path MTU in bytes.");
+    auto& mmtu = bld.gauge("rocewatch_rdma_port_max_mtu_bytes", "Largest RDMA path MTU the port supports, in bytes.");
+    auto& tx = bld.counter("rocewatch_rdma_port_data_transmitted_bytes_total",
+                           "Bytes transmitted by the RDMA port (port_xmit_data x 4).");
+    auto& rx = bld.counter("rocewatch_rdma_port_data_received_bytes_total",
+                           "Bytes received by the RDMA port (port_rcv_data x 4).");
+    auto& tx_rate = bld.gauge("rocewatch_rdma_port_transmit_bytes_per_second",
+                              "Transmit rate of the RDMA port over the last collection interval.");
+    auto& rx_rate = bld.gauge("rocewatch_rdma_port_receive_bytes_per_second",
+                              "Receive rate of the RDMA port over the last collection interval.");
+    // Plural "counters": promtool's lint refuses a type name ("_counter_") inside a metric name.
+    auto& counters = bld.counter("rocewatch_rdma_port_counters_total",
+                                 "RDMA port counter from counters/, raw value as read (data counters in 4-byte words).");
+    auto& hw = bld.counter("rocewatch_rdma_port_hw_counters_total", "RDMA port driver counter from hw_counters/, raw value.");
+    auto& gid = bld.gauge("rocewatch_rdma_gid_info", "Populated GID table entry; always 1.");
+    auto& roce_gid = bld.gauge("rocewatch_rdma_port_roce_v2_gid_index",
+                               "GID index of the RoCE v2 entry holding the netdev's IPv4 address (what perftest -x and UCX need).");
+
+    for (const auto& d : s.devices) {
+        add(dev_info,
+            {{"device", d.name}, {"driver", d.driver}, {"fw_ver", d.fw_ver}, {"node_guid", d.node_guid}, {"board_id", d.board_id}},
+            1);
+        for (const auto& p : d.ports) {
+            const std::string port = std::to_string(p.port);
+            const Labels dp = {{"device", d.name}, {"port", port}};
+            add(port_info, {{"device", d.name}, {"port", port}, {"link_layer", p.link_layer}, {"netdev", p.netdev}}, 1);
+            if (p.state) {
+                add(state, dp, *p.state);
+                add(up, dp, b(*p.state == 4));
+            }
+            if (p.phys_state) add(phys, dp, *p.phys_state);
+            if (p.rate_gbps) add(rate, dp, *p.rate_gbps * 1e9 / 8);
+            if (p.active_mtu) add(amtu, dp, *p.active_mtu);
+            if (p.max_mtu) add(mmtu, dp, *p.max_mtu);
+            if (p.xmit_bytes) add(tx, dp, static_cast<double>(*p.xmit_bytes));
+            if (p.rcv_bytes) add(rx, dp, static_cast<double>(*p.rcv_bytes));
+            if (auto it = p.rates.find("port_xmit_data"); it != p.rates.end()) add(tx_rate, dp, it->second);
+            if (auto it = p.rates.find("port_rcv_data"); it != p.rates.end()) add(rx_rate, dp, it->second);
+            for (const auto& [name, v] : p.counters)
+                add(counters, {{"device", d.name}, {"port", port}, {"counter", name}}, static_cast<double>(v));
+            for (const auto& [name, v] : p.hw_counters)
+                if (is_counter_name(name))
+                    add(hw, {{"device", d.name}, {"port", port}, {"counter", name}}, static_cast<double>(v));
+            for (const auto& g : p.gids)
+                add(gid,
+                    {{"device", d.name},
+                     {"port", port},
+                     {"index", std::to_string(g.index)},
+                     {"gid", g.gid},
+                     {"type", g.type},
+                     {"netdev", g.netdev}},
+                    1);
+            if (p.roce_v2_ipv4_gid_index)
+                add(roce_gid, {{"device", d.name}, {"port", port}, {"netdev", p.netdev}, {"address", p.roce_v2_ipv4_address}},
+                    *p.roce_v2_ipv4_gid_index);
+        }
+    }
+}
+
+void link_families(Builder& bld, const Snapshot& s) {
+    auto& info = bld.gauge("rocewatch_link_info", "Network interface metadata; always 1.");
+    auto& up = bld.gauge("rocewatch_link_up", "1 when the interface's operstate is up, else 0.");
+    auto& admin = bld.gauge("rocewatch_link_admin_up", "1 when the interface is administratively up (IFF_UP), else 0.");
+    auto& carrier = bld.gauge("rocewatch_link_carrier", "1 when the interface has carrier, else 0.");
+    auto& changes = bld.counter("rocewatch_link_carrier_changes_total", "Carrier changes the kernel counted on the interface.");
+    auto& mtu = bld.gauge("rocewatch_link_mtu_bytes", "Interface MTU in bytes.");
+    for (const auto& l : s.links) {
+        const Labels i = {{"interface", l.name}};
+        add(info, {{"interface", l.name}, {"kind", l.kind}, {"mac", l.mac}, {"master", l.master}}, 1);
+        add(up, i, b(l.operstate == "up"));
+        add(admin, i, b(l.admin_up));
+        add(carrier, i, b(l.carrier));
+        if (l.carrier_changes) add(changes, i, *l.carrier_changes);
+        add(mtu, i, l.mtu);
+    }
+}
+
+void bond_families(Builder& bld, const Snapshot& s) {
+    auto& info = bld.gauge("rocewatch_bond_info", "Bond configuration; always 1.");
+    auto& slaves = bld.gauge("rocewatch_bond_slaves", "Interfaces enslaved to the bond.");
+    auto& slaves_up = bld.gauge("rocewatch_bond_slaves_up", "Bond slaves whose MII status is up.");
+    auto& miimon = bld.gauge("rocewatch_bond_miimon_seconds", "Bond MII link monitoring interval in seconds (0 = off).");
+    auto& mii_up = bld.gauge("rocewatch_bond_slave_mii_up", "1 when the bond slave's MII status is up, else 0.");
+    auto& active = bld.gauge("rocewatch_bond_slave_active", "1 when the bond slave's state is active, 0 when backup.");
+    auto& failures = bld.counter("rocewatch_bond_slave_link_failures_total", "Link failures the bonding driver counted on the slave.");
+    for (const auto& l : s.links) {
+        if (!l.bond) continue;
+        const auto& bond = *l.bond;
+        add(info, {{"bond", l.name}, {"mode", bond.mode}, {"xmit_hash_policy", bond.xmit_hash_policy}}, 1);
+        add(slaves, {{"bond", l.name}}, static_cast<double>(bond.slaves.size()));
+        if (bond.miimon) add(miimon, {{"bond", l.name}}, *bond.miimon / 1000.0);
+        size_t n_up = 0;
+        for (const auto& name : bond.slaves) {
+            const Link* sl = find_link(s, name);
+            if (!sl || !sl->slave) continue;
+            const auto& si = *sl->slave;
+            const Labels bi = {{"bond", l.name}, {"interface", name}};
+            const bool is_up = si.mii_status == "up";
+            n_up += is_up ? 1 : 0;
+            add(mii_up, bi, b(is_up));
+            if (!si.state.empty()) add(active, bi, b(si.state == "active"));
+            if (si.link_failure_count) add(failures, bi, *si.link_failure_count);
+        }
+        add(slaves_up, {{"bond", l.name}}, static_cast<double>(n_up));
+    }
+}
+
+void alert_families(Builder& bld, const Snapshot& s) {
+    auto& active = bld.gauge("rocewatch_alert_active", "1 for every pending or firing alert.");
+    auto& counts = bld.gauge("rocewatch_alerts", "Active alerts by severity and state.");
+    auto& health = bld.gauge("rocewatch_health_status", "Overall node health: 0 healthy, 1 warning, 2 critical.");
+    for (const auto& a : s.alerts)
+        if (a.state == AlertState::pending || a.state == AlertState::firing)
+            add(active,
+                {{"rule", a.rule}, {"object", a.object}, {"severity", to_string(a.severity)}, {"state", to_string(a.state)}},
+                1);
+    // Every combination, zeros included: an alert query should see 0, not "no data".
+    for (auto sev : {Severity::info, Severity::warning, Severity::critical})
+        for (auto st : {AlertState::pending, AlertState::firing}) {
+            size_t n = 0;
+            for (const auto& a : s.alerts) n += (a.severity == sev && a.state == st) ? 1 : 0;
+            add(counts, {{"severity", to_string(sev)}, {"state", to_string(st)}}, static_cast<double>(n));
+        }
+    double h = 0;
+    switch (overall_health(s)) {
+        case Health::healthy: h = 0; break;
+        case Health::warning: h = 1; break;
+        case Health::critical: h = 2; break;
+    }
+    add(health, {}, h);
+}
+
+void host_families(Builder& bld, const Snapshot& s) {
+    add(bld.gauge("rocewatch_host_nvidia_gpu_present", "1 when an NVIDIA GPU is on the PCI bus, else 0."), {},
+        b(s.host.nvidia_gpu_present));
+    add(bld.gauge("rocewatch_host_nvidia_peermem_loaded", "1 when the nvidia_peermem module (GPUDirect RDMA) is loaded, else 0."),
+        {}, b(s.host.nvidia_peermem_loaded));
+    auto& ucx = bld.gauge("rocewatch_ucx_info", "UCX library version the daemon was built with; always 1.");
+    if (!s.host.ucx_version.empty()) add(ucx, {{"version", s.host.ucx_version}}, 1);
+}
+
+void self_families(Builder& bld, const Snapshot& s) {
+    auto& ok = bld.gauge("rocewatch_collector_success", "1 when the collector's last round succeeded, else 0.");
+    auto& dur = bld.gauge("rocewatch_collector_duration_seconds", "Duration of the collector's last round in seconds.");
+    auto& errs = bld.gauge("rocewatch_collector_read_errors", "Files the collector could not read in its last round (skipped).");
+    for (const auto& c : s.collectors) {
+        const Labels l = {{"collector", c.name}};
+        add(ok, l, b(c.success));
+        add(dur, l, c.duration_seconds);
+        add(errs, l, static_cast<double>(c.read_errors));
+    }
+    auto& last = bld.gauge("rocewatch_last_collection_timestamp_seconds", "Unix time of the collection the snapshot holds.");
+    if (s.collected_at != TimePoint{}) add(last, {}, unix_seconds(s.collected_at));
+    add(bld.gauge("rocewatch_snapshot_generation", "Sequence number of the snapshot served."), {},
+        static_cast<double>(s.generation));
+    add(bld.counter("rocewatch_netlink_events_total", "Netlink events received since start."), {},
+        static_cast<double>(s.netlink_events));
+    add(bld.counter("rocewatch_netlink_resyncs_total", "Full netlink re-dumps after socket buffer overruns since start."), {},
+        static_cast<double>(s.netlink_resyncs));
+    add(bld.gauge("rocewatch_config_last_reload_successful", "1 when the last configuration reload succeeded, else 0."), {},
+        b(s.daemon.config_last_reload_ok));
+    auto& reload_ts = bld.gauge("rocewatch_config_last_reload_success_timestamp_seconds",
+                                "Unix time the running configuration was loaded.");
+    if (s.daemon.config_last_reload != TimePoint{}) add(reload_ts, {}, unix_seconds(s.daemon.config_last_reload));
+#ifdef ROCEWATCH_VERSION
+    const std::string built = ROCEWATCH_VERSION;
+#else
+    const std::string built = "unknown";
+#endif
+    add(bld.gauge("rocewatch_build_info", "rocewatch version; always 1."), {{"version", s.version.empty() ? built : s.version}},
+        1);
+}
+
+}  // namespace
+
+std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
+    Builder bld;
+    rdma_families(bld, s);
+    link_families(bld, s);
+    bond_families(bld, s);
+    alert_families(bld, s);
+    host_families(bld, s);
+    self_families(bld, s);
+    return std::move(bld).finish();
+}
+
+std::vector<MetricFamily> http_families(const HttpStats& stats) {
+    Builder bld;
+    auto& req = bld.counter("rocewatch_http_requests_total", "HTTP requests answered, by route pattern and status code.");
+    for (const auto& r : stats.requests())
+        add(req, {{"handler", r.handler}, {"code", std::to_string(r.code)}}, static_cast<double>(r.count));
+    auto& rej = bld.counter("rocewatch_http_rejected_total",
+                            "Connections turned away before routing (hostile or malformed head, timeout, overload).");
+    for (const auto& [reason, n] : stats.rejected()) add(rej, {{"reason", to_string(reason)}}, static_cast<double>(n));
+    return std::move(bld).finish();
+}
+
+std::string render_metrics(const Snapshot& s, const HttpStats& stats) {
+    auto fams = snapshot_to_families(s);
+    auto http = http_families(stats);
+    fams.insert(fams.end(), std::make_move_iterator(http.begin()), std::make_move_iterator(http.end()));
+    std::ostringstream out;
+    prometheus::TextSerializer{}.Serialize(out, fams);
+    return out.str();
+}
+
+}  // namespace rocewatch::api

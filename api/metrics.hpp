@@ -1,0 +1,29 @@
+// Pure translation of a Snapshot (and the server's own counters) into Prometheus metric families.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "api/http_stats.hpp"
+#include "model/snapshot.hpp"
+
+namespace rocewatch::api {
+
+// Everything the snapshot says, as families named rocewatch_* (base units, _total on
+// counters, _info for metadata). Built fresh for every scrape, so a device or link that
+// has gone leaves no stale series behind. Values the snapshot does not have are left
+// out, never exported as 0; families without a sample are dropped.
+std::vector<prometheus::MetricFamily> snapshot_to_families(const Snapshot& s);
+
+// rocewatch_http_requests_total{handler,code} and rocewatch_http_rejected_total{reason}.
+std::vector<prometheus::MetricFamily> http_families(const HttpStats& stats);
+
+// The /metrics body in text exposition format 0.0.4.
+std::string render_metrics(const Snapshot& s, const HttpStats& stats);
+
+// Content-Type of render_metrics' output.
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+}  // namespace rocewatch::api

@@ -1,0 +1,55 @@
+// The one HTTP server: REST API, /metrics, health probes, behind a hardened front gate.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/logger.h>
+
+#include "api/options.hpp"
+#include "model/snapshot.hpp"
+
+namespace rocewatch::api {
+
+// Where handlers get the data they serve. Implementations hand out the latest published
+// snapshot (an atomic shared_ptr load); nullptr until the first one exists.
+class SnapshotSource {
+   public:
+    virtual ~SnapshotSource() = default;
+    virtual std::shared_ptr<const Snapshot> latest() const = 0;
+};
+
+// Effective configuration as JSON (the composition root wires config_to_json).
+using ConfigView = std::function<nlohmann::json()>;
+
+class ApiServer {
+   public:
+    // Binds at once, so a taken port fails here, loudly (std::runtime_error), not later
+    // on the listener thread. `src` must outlive the server.
+    static std::unique_ptr<ApiServer> create(ApiOptions opts, const SnapshotSource& src, ConfigView config_view,
+                                             std::shared_ptr<spdlog::logger> log);
+    ~ApiServer();
+    ApiServer(const ApiServer&) = delete;
+    ApiServer& operator=(const ApiServer&) = delete;
+
+    int port() const;  // the bound port (the ephemeral one when options said 0)
+    void start();      // serves on its own threads; returns once it accepts connections
+    void stop();       // idempotent; also done by the destructor
+
+    // Extension point (probe endpoints): extra routes, registered before start(). The
+    // pattern is an httplib regex and doubles as the `handler` label of the request
+    // counter, so keep it a fixed string, not something built from input.
+    void add_get(const std::string& pattern, httplib::Server::Handler h);
+    void add_post(const std::string& pattern, httplib::Server::Handler h);
+
+    struct Impl;
+
+   private:
+    explicit ApiServer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rocewatch::api

@@ -1,0 +1,194 @@
+// JSON views: field names, null for unknown values, counts and lookups on a sample node.
+#include <gtest/gtest.h>
+
+#include "api/json_view.hpp"
+#include "sample_snapshot.hpp"
+
+using namespace rocewatch;
+using namespace rocewatch::api;
+using nlohmann::json;
+
+TEST(JsonView, Rfc3339) {
+    EXPECT_EQ(format_rfc3339(api_sample::sample_time()), "2025-03-01T12:00:00.000Z");
+    EXPECT_EQ(format_rfc3339(api_sample::sample_time() + std::chrono::milliseconds(250)), "2025-03-01T12:00:00.250Z");
+    EXPECT_EQ(format_rfc3339(TimePoint{}), "") << "the epoch means never";
+}
+
+TEST(JsonView, StatusCountsAndHealth) {
+    const auto s = api_sample::sample_snapshot();
+    const json j = status_json(s, api_sample::sample_time() + std::chrono::milliseconds(1500));
+    EXPECT_EQ(j["health"], "critical");
+    EXPECT_EQ(j["hostname"], "spark-a");
+    EXPECT_EQ(j["version"], "0.1.0");
+    EXPECT_EQ(j["generation"], 42);
+    EXPECT_EQ(j["collected_at"], "2025-03-01T12:00:00.000Z");
+    EXPECT_DOUBLE_EQ(j["collection_age_seconds"].get<double>(), 1.5);
+    const auto& c = j["counts"];
+    EXPECT_EQ(c["devices"], 3);
+    EXPECT_EQ(c["ports"], 3);
+    EXPECT_EQ(c["ports_up"], 3);
+    EXPECT_EQ(c["links"], 7);
+    EXPECT_EQ(c["links_up"], 6);
+    EXPECT_EQ(c["bonds"], 1);
+    EXPECT_EQ(c["alerts"]["total"], 4);
+    EXPECT_EQ(c["alerts"]["by_severity"], json({{"info", 1}, {"warning", 2}, {"critical", 1}}));
+    EXPECT_EQ(c["alerts"]["by_state"], json({{"pending", 1}, {"firing", 3}}));
+    const auto& d = j["daemon"];
+    EXPECT_EQ(d["ready"], true);
+    EXPECT_EQ(d["config_source"], "/etc/rocewatch/rocewatch.toml");
+    EXPECT_EQ(d["config_last_reload_ok"], false);
+    EXPECT_EQ(d["config_last_errors"], json({"rules.mtu_lo: unknown rule"}));
+    EXPECT_EQ(d["started_at"], "2025-03-01T11:50:00.000Z");
+    EXPECT_DOUBLE_EQ(d["uptime_seconds"].get<double>(), 601.5);
+    EXPECT_EQ(j["host"]["ucx_version"], "1.16.0");
+    EXPECT_EQ(j["host"]["nvidia_peermem_loaded"], false);
+    EXPECT_EQ(j["netlink"]["resyncs"], 1);
+    ASSERT_EQ(j["collectors"].size(), 4u);
+    EXPECT_EQ(j["collectors"][1]["last_error"], nullptr);
+    EXPECT_EQ(j["collectors"][3]["success"], false);
+}
+
+TEST(JsonView, StatusOfEmptySnapshotHasNulls) {
+    const json j = status_json(Snapshot{}, api_sample::sample_time());
+    EXPECT_EQ(j["health"], "healthy");
+    EXPECT_EQ(j["collected_at"], nullptr);
+    EXPECT_EQ(j["collection_age_seconds"], nullptr);
+    EXPECT_EQ(j["daemon"]["uptime_seconds"], nullptr);
+    EXPECT_EQ(j["counts"]["alerts"]["by_severity"]["critical"], 0);
+}
+
+TEST(JsonView, DevicesAndMissingValues) {
+    const auto s = api_sample::sample_snapshot();
+    const json j = devices_json(s);
+    EXPECT_EQ(j["generation"], 42);
+    ASSERT_EQ(j["devices"].size(), 3u);
+    const auto& rail = j["devices"][0];
+    EXPECT_EQ(rail["name"], "rocep1s0f0");
+    EXPECT_EQ(rail["fw_ver"], "28.45.1020");
+    const auto& port = rail["ports"][0];
+    EXPECT_EQ(port["port"], 1);
+    EXPECT_EQ(port["state"], 4);
+    EXPECT_EQ(port["up"], true);
+    EXPECT_EQ(port["rate_gbps"], 100.0);
+    EXPECT_EQ(port["active_mtu"], 1024);
+    EXPECT_EQ(port["roce_v2_gid"], json({{"index", 3}, {"address", "192.168.100.11"}}));
+    EXPECT_EQ(port["gids"].size(), 4u);
+    EXPECT_EQ(port["gids"][3]["type"], "RoCE v2");
+    EXPECT_EQ(port["counters"]["port_xmit_data"], 1522500000u);
+    EXPECT_EQ(port["hw_counters"]["np_cnp_sent"], 12);
+    EXPECT_EQ(port["xmit_bytes"], 6090000000u);
+
+    const auto& p2p = j["devices"][2]["ports"][0];
+    EXPECT_EQ(p2p["roce_v2_gid"], nullptr);
+    EXPECT_EQ(p2p["rcv_bytes"], nullptr) << "unreadable counter is null, never 0";
+    EXPECT_FALSE(p2p["counters"].contains("port_rcv_data"));
+    EXPECT_EQ(p2p["max_mtu"], nullptr);
+}
+
+TEST(JsonView, OneDevice) {
+    const auto s = api_sample::sample_snapshot();
+    auto d = device_json(s, "rocep1s0f1");
+    ASSERT_TRUE(d);
+    EXPECT_EQ((*d)["name"], "rocep1s0f1");
+    EXPECT_EQ((*d)["generation"], 42);
+    EXPECT_FALSE(device_json(s, "mlx5_9"));
+}
+
+TEST(JsonView, InterfacesMapRdmaPortsAndGids) {
+    const auto s = api_sample::sample_snapshot();
+    const json j = interfaces_json(s);
+    ASSERT_EQ(j["interfaces"].size(), 7u);
+    const auto find = [&](const std::string& name) {
+        for (const auto& i : j["interfaces"])
+            if (i["name"] == name) return i;
+        return json();
+    };
+    const auto e0 = find("enp1s0f0np0");
+    EXPECT_EQ(e0["kind"], nullptr);
+    EXPECT_EQ(e0["mtu"], 9000);
+    EXPECT_EQ(e0["addresses"][0]["cidr"], "192.168.100.11/24");
+    EXPECT_EQ(e0["addresses"][0]["family"], "inet");
+    EXPECT_EQ(e0["addresses"][1]["family"], "inet6");
+    ASSERT_EQ(e0["rdma"].size(), 1u);
+    EXPECT_EQ(e0["rdma"][0]["device"], "rocep1s0f0");
+    EXPECT_EQ(e0["rdma"][0]["roce_v2_gid_index"], 3);
+    EXPECT_EQ(e0["gid_refs"].size(), 4u);
+
+    // The bonding trap: the port names the physical netdev, the GIDs name the bond.
+    const auto slave = find("enP2p1s0f0np0");
+    EXPECT_EQ(slave["master"], "bond0");
+    EXPECT_EQ(slave["rdma"].size(), 1u);
+    EXPECT_EQ(slave["gid_refs"].size(), 0u);
+    const auto bond = find("bond0");
+    EXPECT_EQ(bond["is_bond"], true);
+    EXPECT_EQ(bond["gid_refs"].size(), 4u);
+    EXPECT_EQ(find("wlP9s9")["carrier_changes"], nullptr);
+}
+
+TEST(JsonView, Bonds) {
+    const auto s = api_sample::sample_snapshot();
+    const json j = bonds_json(s);
+    ASSERT_EQ(j["bonds"].size(), 1u);
+    const auto& b = j["bonds"][0];
+    EXPECT_EQ(b["name"], "bond0");
+    EXPECT_EQ(b["mode"], "balance-xor");
+    EXPECT_EQ(b["xmit_hash_policy"], "layer3+4");
+    EXPECT_EQ(b["miimon_ms"], 100);
+    EXPECT_EQ(b["active_slave"], nullptr);
+    EXPECT_EQ(b["slaves_total"], 2);
+    EXPECT_EQ(b["slaves_up"], 1);
+    EXPECT_EQ(b["slaves"][1]["name"], "enP2p1s0f1np1");
+    EXPECT_EQ(b["slaves"][1]["mii_status"], "down");
+    EXPECT_EQ(b["slaves"][1]["state"], "backup");
+    EXPECT_EQ(b["slaves"][1]["link_failure_count"], 3);
+    EXPECT_EQ(b["slaves"][1]["link_failure_increase"], 1);
+}
+
+TEST(JsonView, BondWithUnknownSlave) {
+    Snapshot s;
+    Link b;
+    b.name = "bond1";
+    b.kind = "bond";
+    b.bond = BondInfo{"active-backup", std::nullopt, "", "", {"gone0"}};
+    s.links = {b};
+    const json j = bonds_json(s);
+    EXPECT_EQ(j["bonds"][0]["miimon_ms"], nullptr);
+    EXPECT_EQ(j["bonds"][0]["slaves_up"], 0);
+    EXPECT_EQ(j["bonds"][0]["slaves"][0]["mii_status"], nullptr);
+}
+
+TEST(JsonView, AlertsAndHistory) {
+    const auto s = api_sample::sample_snapshot();
+    const json a = alerts_json(s);
+    EXPECT_EQ(a["health"], "critical");
+    ASSERT_EQ(a["alerts"].size(), 4u);
+    const auto& first = a["alerts"][0];
+    EXPECT_EQ(first["rule"], "bond_slave_down");
+    EXPECT_EQ(first["severity"], "critical");
+    EXPECT_EQ(first["state"], "firing");
+    EXPECT_EQ(first["since"], "2025-03-01T11:59:30.000Z");
+    EXPECT_EQ(first["details"]["observed"], "1");
+    EXPECT_EQ(first["action"], "see the runbook");
+
+    const json h = history_json(s);
+    EXPECT_EQ(h["total"], 3);
+    ASSERT_EQ(h["history"].size(), 3u);
+    EXPECT_EQ(h["history"][0]["from"], "inactive");
+    EXPECT_EQ(h["history"][0]["to"], "pending");
+    EXPECT_EQ(h["history"][2]["to"], "resolved");
+    const json last = history_json(s, 1);
+    ASSERT_EQ(last["history"].size(), 1u);
+    EXPECT_EQ(last["history"][0]["rule"], "port_down") << "limit keeps the newest";
+    EXPECT_EQ(history_json(Snapshot{})["history"].size(), 0u);
+}
+
+TEST(JsonView, DumpSurvivesInvalidUtf8) {
+    Snapshot s;
+    Link l;
+    l.name = std::string("eth\xff\xfe", 5);
+    s.links = {l};
+    std::string out;
+    EXPECT_NO_THROW(out = dump_json(interfaces_json(s)));
+    EXPECT_NE(out.find("eth"), std::string::npos);
+    EXPECT_EQ(error_json(404, "nope"), json({{"error", "nope"}, {"status", 404}}));
+}

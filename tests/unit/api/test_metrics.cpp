@@ -1,0 +1,242 @@
+// Metric families from snapshots, without HTTP; the rendered text must pass promtool.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "api/metrics.hpp"
+#include "sample_snapshot.hpp"
+#include "test_env.hpp"
+
+using namespace rocewatch;
+using namespace rocewatch::api;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+namespace {
+
+using LabelMap = std::map<std::string, std::string>;
+
+const MetricFamily* family(const std::vector<MetricFamily>& fams, const std::string& name) {
+    for (const auto& f : fams)
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+LabelMap labels_of(const prometheus::ClientMetric& m) {
+    LabelMap out;
+    for (const auto& l : m.label) out[l.name] = l.value;
+    return out;
+}
+
+// Value of the sample whose labels include all of `want`; nullopt if none matches.
+std::optional<double> value(const std::vector<MetricFamily>& fams, const std::string& name, const LabelMap& want = {}) {
+    const auto* f = family(fams, name);
+    if (!f) return std::nullopt;
+    for (const auto& m : f->metric) {
+        const auto have = labels_of(m);
+        bool ok = true;
+        for (const auto& [k, v] : want) {
+            auto it = have.find(k);
+            if (it == have.end() || it->second != v) ok = false;
+        }
+        if (ok) return f->type == MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+    return std::nullopt;
+}
+
+size_t samples(const std::vector<MetricFamily>& fams, const std::string& name) {
+    const auto* f = family(fams, name);
+    return f ? f->metric.size() : 0;
+}
+
+}  // namespace
+
+TEST(Metrics, RdmaFamilies) {
+    const auto fams = snapshot_to_families(api_sample::sample_snapshot());
+    const LabelMap rail = {{"device", "rocep1s0f0"}, {"port", "1"}};
+    EXPECT_EQ(value(fams, "rocewatch_rdma_device_info",
+                    {{"device", "rocep1s0f0"}, {"driver", "mlx5_core"}, {"fw_ver", "28.45.1020"}, {"board_id", "NVD0000000087"}}),
+              1.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_info", {{"device", "rocep1s0f0"}, {"link_layer", "Ethernet"}, {"netdev", "enp1s0f0np0"}}),
+              1.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_state", rail), 4.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_phys_state", rail), 5.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_up", rail), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_rate_bytes_per_second", rail), 12.5e9);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_active_mtu_bytes", rail), 1024.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_max_mtu_bytes", rail), 4096.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_data_transmitted_bytes_total", rail), 6.09e9);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_data_received_bytes_total", rail), 6.0896e9);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_transmit_bytes_per_second", rail), 1.1679e10);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_receive_bytes_per_second", rail), 2.5e3);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_counters_total", {{"device", "rocep1s0f0"}, {"counter", "link_downed"}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_hw_counters_total", {{"device", "rocep1s0f1"}, {"counter", "rp_cnp_handled"}}),
+              40.0);
+    EXPECT_FALSE(value(fams, "rocewatch_rdma_port_hw_counters_total", {{"counter", "lifespan"}})) << "a setting, not a counter";
+    EXPECT_EQ(value(fams, "rocewatch_rdma_gid_info",
+                    {{"device", "rocep1s0f0"}, {"index", "3"}, {"type", "RoCE v2"}, {"netdev", "enp1s0f0np0"},
+                     {"gid", "0000:0000:0000:0000:0000:ffff:c0a8:640b"}}),
+              1.0);
+    EXPECT_EQ(samples(fams, "rocewatch_rdma_gid_info"), 12u);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_roce_v2_gid_index",
+                    {{"device", "rocep1s0f0"}, {"netdev", "enp1s0f0np0"}, {"address", "192.168.100.11"}}),
+              3.0);
+    EXPECT_EQ(samples(fams, "rocewatch_rdma_port_roce_v2_gid_index"), 2u) << "the P2P port has none";
+
+    // Missing is not zero: the P2P port's unreadable values are absent.
+    const LabelMap p2p = {{"device", "roceP2p1s0f0"}};
+    EXPECT_FALSE(value(fams, "rocewatch_rdma_port_data_received_bytes_total", p2p));
+    EXPECT_FALSE(value(fams, "rocewatch_rdma_port_max_mtu_bytes", p2p));
+    EXPECT_FALSE(value(fams, "rocewatch_rdma_port_counters_total", {{"device", "roceP2p1s0f0"}, {"counter", "port_rcv_data"}}));
+    EXPECT_TRUE(value(fams, "rocewatch_rdma_port_data_transmitted_bytes_total", p2p));
+}
+
+TEST(Metrics, LinkBondAlertHostSelfFamilies) {
+    const auto fams = snapshot_to_families(api_sample::sample_snapshot());
+    EXPECT_EQ(value(fams, "rocewatch_link_info", {{"interface", "bond0"}, {"kind", "bond"}, {"master", ""}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_link_info", {{"interface", "enP2p1s0f0np0"}, {"master", "bond0"}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_link_up", {{"interface", "enP2p1s0f1np1"}}), 0.0);
+    EXPECT_EQ(value(fams, "rocewatch_link_admin_up", {{"interface", "enP2p1s0f1np1"}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_link_carrier", {{"interface", "enp1s0f0np0"}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_link_carrier_changes_total", {{"interface", "enP2p1s0f1np1"}}), 5.0);
+    EXPECT_FALSE(value(fams, "rocewatch_link_carrier_changes_total", {{"interface", "wlP9s9"}}));
+    EXPECT_EQ(value(fams, "rocewatch_link_mtu_bytes", {{"interface", "enp1s0f1np1"}}), 1500.0);
+
+    EXPECT_EQ(value(fams, "rocewatch_bond_info", {{"bond", "bond0"}, {"mode", "balance-xor"}, {"xmit_hash_policy", "layer3+4"}}),
+              1.0);
+    EXPECT_EQ(value(fams, "rocewatch_bond_slaves", {{"bond", "bond0"}}), 2.0);
+    EXPECT_EQ(value(fams, "rocewatch_bond_slaves_up", {{"bond", "bond0"}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_bond_miimon_seconds", {{"bond", "bond0"}}), 0.1);
+    EXPECT_EQ(value(fams, "rocewatch_bond_slave_mii_up", {{"bond", "bond0"}, {"interface", "enP2p1s0f1np1"}}), 0.0);
+    EXPECT_EQ(value(fams, "rocewatch_bond_slave_active", {{"bond", "bond0"}, {"interface", "enP2p1s0f0np0"}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_bond_slave_link_failures_total", {{"interface", "enP2p1s0f1np1"}}), 3.0);
+
+    EXPECT_EQ(samples(fams, "rocewatch_alert_active"), 4u);
+    EXPECT_EQ(value(fams, "rocewatch_alert_active",
+                    {{"rule", "subnet_overlap"}, {"object", "wlP9s9"}, {"severity", "warning"}, {"state", "pending"}}),
+              1.0);
+    EXPECT_EQ(samples(fams, "rocewatch_alerts"), 6u) << "all severity x state combinations";
+    EXPECT_EQ(value(fams, "rocewatch_alerts", {{"severity", "warning"}, {"state", "firing"}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_alerts", {{"severity", "critical"}, {"state", "pending"}}), 0.0);
+    EXPECT_EQ(value(fams, "rocewatch_health_status"), 2.0);
+
+    EXPECT_EQ(value(fams, "rocewatch_host_nvidia_gpu_present"), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_host_nvidia_peermem_loaded"), 0.0);
+    EXPECT_EQ(value(fams, "rocewatch_ucx_info", {{"version", "1.16.0"}}), 1.0);
+
+    EXPECT_EQ(value(fams, "rocewatch_collector_success", {{"collector", "host"}}), 0.0);
+    EXPECT_EQ(value(fams, "rocewatch_collector_duration_seconds", {{"collector", "sysfs"}}), 0.012);
+    EXPECT_EQ(value(fams, "rocewatch_collector_read_errors", {{"collector", "host"}}), 2.0);
+    EXPECT_EQ(value(fams, "rocewatch_last_collection_timestamp_seconds"), 1740830400.0);
+    EXPECT_EQ(value(fams, "rocewatch_snapshot_generation"), 42.0);
+    EXPECT_EQ(value(fams, "rocewatch_netlink_events_total"), 17.0);
+    EXPECT_EQ(value(fams, "rocewatch_netlink_resyncs_total"), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_config_last_reload_successful"), 0.0);
+    EXPECT_EQ(value(fams, "rocewatch_config_last_reload_success_timestamp_seconds"), 1740830400.0 - 600);
+    EXPECT_EQ(value(fams, "rocewatch_build_info", {{"version", "0.1.0"}}), 1.0);
+}
+
+TEST(Metrics, NamingConventions) {
+    const auto fams = snapshot_to_families(api_sample::sample_snapshot());
+    std::set<std::string> names;
+    for (const auto& f : fams) {
+        EXPECT_TRUE(names.insert(f.name).second) << "duplicate family " << f.name;
+        EXPECT_EQ(f.name.rfind("rocewatch_", 0), 0u) << f.name;
+        EXPECT_FALSE(f.help.empty()) << f.name;
+        EXPECT_FALSE(f.metric.empty()) << "empty families are dropped: " << f.name;
+        const bool total = f.name.size() > 6 && f.name.compare(f.name.size() - 6, 6, "_total") == 0;
+        EXPECT_EQ(f.type == MetricType::Counter, total) << f.name << ": counters, and only counters, end in _total";
+        if (f.name.size() > 5 && f.name.compare(f.name.size() - 5, 5, "_info") == 0) {
+            for (const auto& m : f.metric) EXPECT_EQ(m.gauge.value, 1.0) << f.name;
+        }
+    }
+}
+
+TEST(Metrics, EmptySnapshotLeavesNoDeviceSeries) {
+    const auto fams = snapshot_to_families(Snapshot{});
+    EXPECT_FALSE(family(fams, "rocewatch_rdma_port_up"));
+    EXPECT_FALSE(family(fams, "rocewatch_link_up"));
+    EXPECT_FALSE(family(fams, "rocewatch_last_collection_timestamp_seconds"));
+    EXPECT_FALSE(family(fams, "rocewatch_ucx_info"));
+    EXPECT_EQ(value(fams, "rocewatch_health_status"), 0.0);
+    EXPECT_EQ(samples(fams, "rocewatch_alerts"), 6u);
+    EXPECT_TRUE(family(fams, "rocewatch_build_info"));
+}
+
+TEST(Metrics, HttpStatsFamilies) {
+    HttpStats stats({"/healthz", "/metrics"});
+    stats.count_request(stats.handler_index("/healthz"), 200);
+    stats.count_request(stats.handler_index("/healthz"), 200);
+    stats.count_request(stats.handler_index("/nope"), 404);
+    stats.count_rejected(RejectReason::overload);
+    const auto fams = http_families(stats);
+    EXPECT_EQ(value(fams, "rocewatch_http_requests_total", {{"handler", "/healthz"}, {"code", "200"}}), 2.0);
+    EXPECT_EQ(value(fams, "rocewatch_http_requests_total", {{"handler", "other"}, {"code", "404"}}), 1.0);
+    EXPECT_EQ(samples(fams, "rocewatch_http_requests_total"), 2u) << "zero rows are not emitted";
+    EXPECT_EQ(value(fams, "rocewatch_http_rejected_total", {{"reason", "overload"}}), 1.0);
+    EXPECT_EQ(value(fams, "rocewatch_http_rejected_total", {{"reason", "timeout"}}), 0.0);
+    EXPECT_EQ(samples(fams, "rocewatch_http_rejected_total"), all_reject_reasons().size());
+}
+
+TEST(Metrics, RenderedText) {
+    HttpStats stats({"/metrics"});
+    stats.count_request(0, 200);
+    const std::string text = render_metrics(api_sample::sample_snapshot(), stats);
+    EXPECT_NE(text.find("# HELP rocewatch_rdma_port_up "), std::string::npos);
+    EXPECT_NE(text.find("# TYPE rocewatch_rdma_port_data_transmitted_bytes_total counter"), std::string::npos);
+    EXPECT_NE(text.find("rocewatch_rdma_port_up{device=\"rocep1s0f0\",port=\"1\"} 1"), std::string::npos);
+    EXPECT_NE(text.find("rocewatch_http_requests_total{handler=\"/metrics\",code=\"200\"} 1"), std::string::npos);
+}
+
+namespace {
+
+// Writes `text` to a temp file and runs `promtool check metrics` on it; returns its exit
+// status and output.
+std::pair<int, std::string> promtool_check(const std::string& text) {
+    char path[] = "/tmp/rocewatch-metrics-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) return {-1, "mkstemp failed"};
+    ::close(fd);
+    { std::ofstream(path) << text; }
+    const std::string cmd = "promtool check metrics < " + std::string(path) + " 2>&1";
+    std::string out;
+    int rc = -1;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+        char buf[512];
+        while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+        rc = ::pclose(p);
+    }
+    std::filesystem::remove(path);
+    return {rc, out};
+}
+
+bool have_promtool() { return std::system("command -v promtool >/dev/null 2>&1") == 0; }
+
+}  // namespace
+
+TEST(Metrics, PromtoolAcceptsRichSnapshot) {
+    if (!have_promtool()) {
+        if (rocewatch::testing::in_ci()) FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";
+        GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check";
+    }
+    auto s = api_sample::sample_snapshot();
+    // Label values with every character the text format must escape.
+    s.devices[0].board_id = "weird \"quoted\" \\ back\nslash";
+    s.links[0].kind = "we\"ird";
+    HttpStats stats({"/metrics", R"(/api/v1/devices/([^/]+))"});
+    stats.count_request(0, 200);
+    stats.count_request(1, 404);
+    stats.count_rejected(RejectReason::timeout);
+    const auto [rc, out] = promtool_check(render_metrics(s, stats));
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out.find("error"), std::string::npos) << out;
+    // Lint findings (missing HELP, bad suffixes, non-base units) also fail the check.
+    EXPECT_TRUE(out.empty()) << out;
+}

@@ -1,0 +1,478 @@
+// ApiServer over real sockets: every route, and hostile clients the front gate must stop.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "api/server.hpp"
+#include "sample_snapshot.hpp"
+
+using namespace rocewatch;
+using namespace rocewatch::api;
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+class FakeSource final : public SnapshotSource {
+   public:
+    std::shared_ptr<const Snapshot> latest() const override {
+        std::lock_guard lk(mu_);
+        return snap_;
+    }
+    void set(std::shared_ptr<const Snapshot> s) {
+        std::lock_guard lk(mu_);
+        snap_ = std::move(s);
+    }
+
+   private:
+    mutable std::mutex mu_;
+    std::shared_ptr<const Snapshot> snap_;
+};
+
+ApiOptions test_options() {
+    ApiOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.threads = 2;
+    o.timeout = 500ms;
+    o.max_queued_connections = 4;
+    return o;
+}
+
+int connect_to(int port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw std::runtime_error("socket");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        throw std::runtime_error("connect");
+    }
+    return fd;
+}
+
+void send_best_effort(int fd, const std::string& data) {
+    size_t off = 0;
+    while (off < data.size()) {
+        const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+        if (n <= 0) return;  // the server may hang up mid-way: that is the point
+        off += static_cast<size_t>(n);
+    }
+}
+
+// Reads until EOF, error or `limit`.
+std::string read_all(int fd, std::chrono::milliseconds limit = 5000ms) {
+    std::string out;
+    const auto until = Steady::now() + limit;
+    char buf[4096];
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Steady::now()).count();
+        if (left <= 0) break;
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+}
+
+std::string raw_request(int port, const std::string& data) {
+    const int fd = connect_to(port);
+    send_best_effort(fd, data);
+    std::string r = read_all(fd);
+    ::close(fd);
+    return r;
+}
+
+std::string status_line(const std::string& response) { return response.substr(0, response.find("\r\n")); }
+
+json body_json(const std::string& response) {
+    const auto p = response.find("\r\n\r\n");
+    return p == std::string::npos ? json() : json::parse(response.substr(p + 4), nullptr, false);
+}
+
+class ApiServerTest : public ::testing::Test {
+   protected:
+    void SetUp() override {
+        source.set(std::make_shared<const Snapshot>(api_sample::sample_snapshot()));
+        server = make(test_options());
+        server->start();
+    }
+    void TearDown() override {
+        if (server) server->stop();
+    }
+
+    std::unique_ptr<ApiServer> make(ApiOptions o) {
+        auto s = ApiServer::create(std::move(o), source, [] { return json{{"daemon", {{"listen", "127.0.0.1:0"}}}}; }, nullptr);
+        s->add_get("/boom", [](const httplib::Request&, httplib::Response&) { throw std::runtime_error("kaboom"); });
+        s->add_post("/api/v1/echo", [](const httplib::Request& req, httplib::Response& res) {
+            res.set_content(json{{"got", req.body}, {"remote", req.remote_addr}}.dump(), "application/json");
+        });
+        return s;
+    }
+
+    httplib::Client client() const {
+        httplib::Client c("127.0.0.1", server->port());
+        c.set_connection_timeout(2s);
+        c.set_read_timeout(2s);
+        return c;
+    }
+
+    void expect_healthy() {
+        auto c = client();
+        auto r = c.Get("/healthz");
+        ASSERT_TRUE(r) << "server stopped answering: " << httplib::to_string(r.error());
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(r->body, "ok\n");
+    }
+
+    FakeSource source;
+    std::unique_ptr<ApiServer> server;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- routes
+
+TEST_F(ApiServerTest, HealthReadyAndIndex) {
+    expect_healthy();
+    auto c = client();
+    auto r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+
+    r = c.Get("/");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    const auto j = json::parse(r->body);
+    std::vector<std::string> paths;
+    for (const auto& e : j["endpoints"]) paths.push_back(e["path"]);
+    for (const char* p : {"/healthz", "/readyz", "/metrics", "/api/v1/status", "/api/v1/devices", "/api/v1/devices/{name}",
+                          "/api/v1/interfaces", "/api/v1/bonds", "/api/v1/alerts", "/api/v1/alerts/history", "/api/v1/config"})
+        EXPECT_NE(std::find(paths.begin(), paths.end(), p), paths.end()) << p;
+}
+
+TEST_F(ApiServerTest, JsonRoutes) {
+    auto c = client();
+    auto r = c.Get("/api/v1/status");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+    auto j = json::parse(r->body);
+    EXPECT_EQ(j["health"], "critical");
+    EXPECT_EQ(j["counts"]["devices"], 3);
+
+    r = c.Get("/api/v1/devices");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(json::parse(r->body)["devices"].size(), 3u);
+
+    r = c.Get("/api/v1/devices/rocep1s0f1");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(json::parse(r->body)["name"], "rocep1s0f1");
+
+    r = c.Get("/api/v1/devices/mlx5_9");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404);
+    j = json::parse(r->body);
+    EXPECT_EQ(j["status"], 404);
+    EXPECT_NE(j["error"].get<std::string>().find("mlx5_9"), std::string::npos);
+
+    r = c.Get("/api/v1/interfaces");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(json::parse(r->body)["interfaces"].size(), 7u);
+    r = c.Get("/api/v1/bonds");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(json::parse(r->body)["bonds"][0]["slaves_up"], 1);
+    r = c.Get("/api/v1/alerts");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(json::parse(r->body)["alerts"].size(), 4u);
+    r = c.Get("/api/v1/alerts/history?limit=1");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(json::parse(r->body)["history"].size(), 1u);
+    r = c.Get("/api/v1/alerts/history?limit=abc");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_EQ(json::parse(r->body)["status"], 400);
+    r = c.Get("/api/v1/config");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(json::parse(r->body)["daemon"]["listen"], "127.0.0.1:0");
+}
+
+TEST_F(ApiServerTest, MetricsEndpoint) {
+    auto c = client();
+    ASSERT_TRUE(c.Get("/api/v1/devices/nope"));
+    auto r = c.Get("/metrics");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
+    EXPECT_NE(r->body.find("rocewatch_health_status 2"), std::string::npos);
+    EXPECT_NE(r->body.find("rocewatch_http_requests_total{handler=\"/api/v1/devices/{name}\",code=\"404\"} 1"),
+              std::string::npos)
+        << "handler label is the route pattern, not the raw path";
+    EXPECT_EQ(r->body.find("/api/v1/devices/nope"), std::string::npos);
+}
+
+TEST_F(ApiServerTest, ErrorsAreJson) {
+    auto c = client();
+    auto r = c.Get("/no/such/thing");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404);
+    EXPECT_EQ(json::parse(r->body)["status"], 404);
+
+    r = c.Post("/api/v1/status", "x", "text/plain");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405);
+    EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD");
+    EXPECT_EQ(json::parse(r->body)["status"], 405);
+
+    r = c.Get("/api/v1/echo");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405);
+    EXPECT_EQ(r->get_header_value("Allow"), "POST");
+
+    r = c.Get("/boom");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 500);
+    EXPECT_EQ(json::parse(r->body)["status"], 500);
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, HeadAndPost) {
+    auto c = client();
+    auto r = c.Head("/api/v1/status");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->body.empty());
+    r = c.Head("/metrics");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+
+    r = c.Post("/api/v1/echo", R"({"x":1})", "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    const auto j = json::parse(r->body);
+    EXPECT_EQ(j["got"], R"({"x":1})");
+    EXPECT_EQ(j["remote"], "127.0.0.1");
+}
+
+TEST_F(ApiServerTest, NoSnapshotYet) {
+    source.set(nullptr);
+    auto c = client();
+    auto r = c.Get("/api/v1/status");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    EXPECT_EQ(json::parse(r->body)["status"], 503);
+    r = c.Get("/metrics");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    expect_healthy();
+
+    auto s = api_sample::sample_snapshot();
+    s.daemon.ready = false;
+    source.set(std::make_shared<const Snapshot>(s));
+    r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+}
+
+TEST_F(ApiServerTest, BindConflictThrows) {
+    auto o = test_options();
+    o.port = server->port();
+    try {
+        auto second = ApiServer::create(o, source, nullptr, nullptr);
+        FAIL() << "a second server bound the same port";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(std::to_string(o.port)), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(ApiServerTest, RoutesAfterStartAreRefused) {
+    EXPECT_THROW(server->add_get("/late", [](const httplib::Request&, httplib::Response&) {}), std::logic_error);
+}
+
+// ---------------------------------------------------------------- hostile clients
+
+TEST_F(ApiServerTest, ChunkedBodyRefused) {
+    const auto r = raw_request(server->port(),
+                               "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                               "5\r\nhello\r\nffffffff\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 411 Length Required");
+    EXPECT_EQ(body_json(r)["status"], 411);
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, TenThousandHeadersRefused) {
+    std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+    for (int i = 0; i < 10000; ++i) req += "X-H" + std::to_string(i) + ": v\r\n";
+    req += "\r\n";
+    const auto r = raw_request(server->port(), req);
+    EXPECT_EQ(status_line(r), "HTTP/1.1 431 Request Header Fields Too Large");
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, OversizedHeaderBlockRefused) {
+    const auto r = raw_request(server->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 431 Request Header Fields Too Large");
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, CompressedBodyRefused) {
+    // The first bytes of a gzip stream; the server must not try to inflate anything.
+    const std::string gz("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
+    const auto r = raw_request(server->port(), "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+                                               "Content-Length: 10\r\n\r\n" + gz);
+    EXPECT_EQ(status_line(r), "HTTP/1.1 415 Unsupported Media Type");
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, HugeContentLengthRefused) {
+    const auto r = raw_request(server->port(), "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 413 Payload Too Large");
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, SpoofedRemoteAddrRefused) {
+    const auto r = raw_request(server->port(), "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nREMOTE_ADDR: 10.9.9.9\r\n"
+                                               "Content-Length: 2\r\n\r\nhi");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(r.find("10.9.9.9"), std::string::npos);
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, MultiRangeAmplificationRefused) {
+    std::string ranges = "bytes=0-";
+    for (int i = 0; i < 500; ++i) ranges += ",0-";
+    const auto r = raw_request(server->port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nRange: " + ranges + "\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 416 Range Not Satisfiable");
+    EXPECT_LT(r.size(), 1000u);
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, PostWithoutLengthRefused) {
+    // httplib 0.11 would read this body until the client closes, however large.
+    const int fd = connect_to(server->port());
+    send_best_effort(fd, "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(100000, 'z'));
+    const auto r = read_all(fd);
+    ::close(fd);
+    EXPECT_EQ(status_line(r), "HTTP/1.1 411 Length Required");
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, OtherMethodsRefused) {
+    const auto r = raw_request(server->port(), "DELETE /api/v1/status HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 405 Method Not Allowed");
+    EXPECT_NE(r.find("Allow: GET, HEAD, POST"), std::string::npos);
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, KeepAliveServesOneRequestPerConnection) {
+    // A second request pipelined on the same connection never reaches httplib unjudged.
+    const auto r = raw_request(server->port(),
+                               "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nREMOTE_ADDR: 1.1.1.1\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
+    EXPECT_NE(r.find("Connection: close"), std::string::npos);
+    EXPECT_EQ(r.find("HTTP/1.1", 1), std::string::npos) << r;
+}
+
+TEST_F(ApiServerTest, SlowlorisCutOffByTimeout) {
+    const std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    const int fd = connect_to(server->port());
+    const auto t0 = Steady::now();
+    std::string resp;
+    for (char ch : req) {
+        if (::send(fd, &ch, 1, MSG_NOSIGNAL) != 1) break;
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 200) > 0) {  // one byte per 200 ms, until the server speaks
+            resp = read_all(fd, 2000ms);
+            break;
+        }
+    }
+    const auto took = Steady::now() - t0;
+    ::close(fd);
+    EXPECT_EQ(status_line(resp), "HTTP/1.1 408 Request Timeout");
+    EXPECT_GE(took, 400ms);
+    EXPECT_LT(took, 3000ms) << "the whole head has one deadline, not one per byte";
+    expect_healthy();
+}
+
+TEST_F(ApiServerTest, IdleConnectionTimesOut) {
+    const int fd = connect_to(server->port());
+    const auto r = read_all(fd, 3000ms);
+    ::close(fd);
+    EXPECT_EQ(status_line(r), "HTTP/1.1 408 Request Timeout");
+}
+
+TEST_F(ApiServerTest, ConnectionFloodBeyondQueueIsRefused) {
+    server->stop();
+    auto o = test_options();
+    o.threads = 1;
+    o.max_queued_connections = 2;
+    server = make(o);
+    server->start();
+
+    // Idle connections: each holds the single worker until its 500 ms timeout, so all
+    // but 1 + 2 of them find the queue full.
+    constexpr int kConns = 12;
+    std::vector<int> fds;
+    for (int i = 0; i < kConns; ++i) fds.push_back(connect_to(server->port()));
+    int refused = 0, timed_out = 0;
+    const auto t0 = Steady::now();
+    std::vector<std::string> statuses;
+    for (int fd : fds) {
+        const auto r = read_all(fd, 5000ms);
+        ::close(fd);
+        const auto st = status_line(r);
+        statuses.push_back(st);
+        if (st == "HTTP/1.1 503 Service Unavailable") ++refused;
+        if (st == "HTTP/1.1 408 Request Timeout") ++timed_out;
+    }
+    EXPECT_EQ(refused + timed_out, kConns);
+    EXPECT_GE(refused, kConns - 3 - 1) << "at most one worker + two queued (+1 for timing)";
+    EXPECT_LT(Steady::now() - t0, 4000ms);
+
+    // Recovered: a normal request is served again.
+    auto c = client();
+    httplib::Result r = c.Get("/healthz");
+    for (int i = 0; i < 20 && (!r || r->status != 200); ++i) {
+        std::this_thread::sleep_for(100ms);
+        r = c.Get("/healthz");
+    }
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    const auto line = "rocewatch_http_rejected_total{reason=\"overload\"} " + std::to_string(refused);
+    EXPECT_NE(m->body.find(line), std::string::npos) << line;
+}
+
+TEST_F(ApiServerTest, StopDoesNotWaitForSlowClients) {
+    server->stop();
+    auto o = test_options();
+    o.timeout = 10s;
+    server = make(o);
+    server->start();
+    const int fd = connect_to(server->port());
+    ::send(fd, "GET /", 5, MSG_NOSIGNAL);
+    std::this_thread::sleep_for(100ms);
+    const auto t0 = Steady::now();
+    server->stop();
+    EXPECT_LT(Steady::now() - t0, 2000ms);
+    ::close(fd);
+}
