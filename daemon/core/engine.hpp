@@ -1,0 +1,75 @@
+// The collection loop: read sysfs and netlink, judge, publish one immutable snapshot.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/snapshot_store.hpp"
+#include "model/config.hpp"
+#include "model/snapshot.hpp"
+#include "rules/alerts.hpp"
+#include "rules/state_store.hpp"
+#include "rules/trends.hpp"
+
+namespace rocewatch {
+
+// Where the engine gets what it does not read itself. Injected so tests and --once can
+// supply links without a live netlink watcher.
+struct EngineSources {
+    std::function<std::vector<Link>()> links;
+    std::function<uint64_t()> netlink_events = [] { return uint64_t{0}; };
+    std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
+    std::function<TimePoint()> now = [] { return Clock::now(); };
+    std::string ucx_version;  // of the UCX this binary is linked with, "" without UCX
+};
+
+class Engine {
+public:
+    Engine(std::shared_ptr<const Config> config, EngineSources sources, SnapshotStore& store,
+           std::shared_ptr<spdlog::logger> log);
+
+    // Runs one whole cycle and publishes its snapshot.
+    std::shared_ptr<const Snapshot> collect_once();
+
+    // Loops until stop(): a cycle every interval, or soon after wake().
+    void run();
+    void wake();
+    void stop();
+
+    // SIGHUP: a good config replaces the running one; a bad one is kept out and reported.
+    void apply_config(std::shared_ptr<const Config> config);
+    void reject_config(std::vector<std::string> errors);
+
+private:
+    std::shared_ptr<const Config> config() const;
+    void load_state();
+    void save_state_if_changed();
+
+    EngineSources src_;
+    SnapshotStore& store_;
+    std::shared_ptr<spdlog::logger> log_;
+
+    mutable std::mutex mu_;  // guards config_, daemon_, woken_, stopping_
+    std::condition_variable cv_;
+    std::shared_ptr<const Config> config_;
+    DaemonStatus daemon_;
+    bool woken_ = false;
+    bool stopping_ = false;
+
+    // Touched only by the collecting thread.
+    std::unique_ptr<TrendTracker> trends_;
+    std::unique_ptr<AlertTracker> alerts_;
+    std::unique_ptr<StateStore> state_;
+    size_t saved_history_size_ = 0;
+    TimePoint saved_last_transition_{};
+    uint64_t generation_ = 0;
+};
+
+}  // namespace rocewatch
