@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <utility>
@@ -177,13 +178,19 @@ void Engine::run() {
                 woken_ = false;
             }
         }
+        bool settling = false;
         try {
-            collect_once();
+            auto snap = collect_once();
+            // An alert waiting out its `for` or its `clear_after` is judged again within a second,
+            // not at the next full interval: verdicts should not lag the rules' own timing.
+            for (const auto& a : snap->alerts)
+                settling |= a.state == AlertState::pending || a.last_seen < snap->collected_at;
         } catch (const std::exception& e) {
             log_->error("collection cycle failed: {}", e.what());
         }
         auto now = std::chrono::steady_clock::now();
         if (now >= next) next = now + config()->daemon.interval;
+        if (settling) next = std::min(next, now + std::chrono::seconds(1));
     }
 }
 

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""End to end: --check-config on good and bad files, SIGHUP reload (a bad file is kept out and
+reported in a metric), and --once exit codes for cron and node-health-check scripts."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import rwtest  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def run(*args, ns=None):
+    cmd = [os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd"), *args]
+    if ns:
+        cmd = ["ip", "netns", "exec", ns.name] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+def metric(text, name):
+    m = re.search(rf"^{name} (\S+)$", text, re.M)
+    return m.group(1) if m else None
+
+
+def main():
+    t = rwtest.Results()
+    fx = rwtest.fixtures()
+
+    # --check-config: every bad file fails with file:line: key: problem lines; good files pass.
+    for good in (f"{ROOT}/config/rocewatch.toml", f"{ROOT}/config/minimal.toml"):
+        r = run("--check-config", "--config", good)
+        t.check(r.returncode == 0 and r.stderr == "", f"--check-config {os.path.basename(good)} passes")
+    expect = {
+        "bad-syntax.toml": [r"bad-syntax\.toml:4: "],
+        "unknown-key.toml": [r"unknown-key\.toml:\d+: daemon\.intervall: .*did you mean"],
+        "bad-types.toml": [r"bad-types\.toml:3: daemon\.interval: ", r"bad-types\.toml:4: daemon\.http_threads: "],
+        "bad-values.toml": [r"bad-values\.toml:3: daemon\.listen: ", r"bad-values\.toml:5: daemon\.log_level: "],
+        "out-of-range.toml": [r"out-of-range\.toml:3: daemon\.listen: ", r"out-of-range\.toml:5: daemon\.http_threads: "],
+    }
+    for name, patterns in expect.items():
+        r = run("--check-config", "--config", f"{fx}/config/{name}")
+        t.check(r.returncode == 1, f"--check-config {name} exits 1 (got {r.returncode})")
+        for p in patterns:
+            t.check(re.search(p, r.stderr), f"{name}: error matches /{p}/")
+        t.check(all(re.match(r"^\S+:(\d+: )?", line) for line in r.stderr.splitlines()),
+                f"{name}: every line starts with file:line")
+    r = run("--check-config", "--config", "/nonexistent/rocewatch.toml")
+    t.check(r.returncode == 1 and "/nonexistent/rocewatch.toml" in r.stderr, "a missing file is named")
+    r = run("--listen", "nowhere")
+    t.check(r.returncode == 1 and "--listen" in r.stderr, "a bad --listen flag is refused and named")
+    r = run("--bogus-flag")
+    t.check(r.returncode == 64 and "usage" in r.stderr, "an unknown flag prints usage and exits 64")
+
+    rwtest.require_root()
+    with rwtest.Netns("node") as node, rwtest.Netns("peer") as peer:
+        rwtest.dgx_spark_links(node, peer)
+        spark = ["--sysfs-root", f"{fx}/sysfs/dgx-spark", "--procfs-root", f"{fx}/procfs/dgx-spark"]
+        quiet = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+        quiet.write('[expect]\nrails = ["rocep1s0f0", "rocep1s0f1"]\n[rules.peermem_missing]\nenabled = false\n')
+        quiet.close()
+
+        # --once: 0 healthy, 1 warning, 2 critical.
+        r = run("--once", "--config", quiet.name, *spark, "--log-level", "warn", ns=node)
+        t.check(r.returncode == 0 and '"health": "healthy"' in r.stdout, f"--once on a healthy node exits 0 ({r.returncode})")
+        r = run("--once", *spark, "--log-level", "warn", ns=node)
+        t.check(r.returncode == 1, f"--once with peermem missing exits 1 (warning) ({r.returncode})")
+        node.ip("link", "set", "enp1s0f0np0", "down")
+        r = run("--once", "--config", quiet.name, *spark, "--log-level", "warn", ns=node)
+        t.check(r.returncode == 2 and "netdev_down" in r.stdout, f"--once with a rail down exits 2 ({r.returncode})")
+        node.ip("link", "set", "enp1s0f0np0", "up")
+
+        # SIGHUP: a good file replaces the config; a bad one is refused, reported, and the old one kept.
+        live = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+        live.write('[expect]\nmtu = 9000\n')
+        live.close()
+        with rwtest.Daemon(netns=node, config=live.name, extra=spark) as d:
+            _, m = d.get("/metrics")
+            t.check(metric(m, "rocewatch_config_last_reload_successful") == "1", "fresh start: reload metric is 1")
+            with open(live.name, "w") as f:
+                f.write('[expect]\nmtu = 4000\n')
+            d.signal(signal.SIGHUP)
+            rwtest.wait_for(lambda: d.json("/api/v1/config")["expect"]["mtu"] == 4000, 5, "reload to apply")
+            t.check(True, "SIGHUP applied a good config (expect.mtu 4000)")
+            with open(live.name, "w") as f:
+                f.write('[expect]\nmtu = "big"\nbogus = 1\n')
+            d.signal(signal.SIGHUP)
+            rwtest.wait_for(lambda: metric(d.get("/metrics")[1], "rocewatch_config_last_reload_successful") == "0",
+                            5, "the failed reload to show in /metrics")
+            t.check(d.json("/api/v1/config")["expect"]["mtu"] == 4000, "a bad reload keeps the running config")
+            st = d.json("/api/v1/status")
+            t.check("expect.mtu" in str(st), "status says why the reload was rejected")
+            t.check(d.proc.poll() is None, "the daemon survives a bad reload")
+        os.unlink(live.name)
+        os.unlink(quiet.name)
+    t.finish()
+
+
+if __name__ == "__main__":
+    main()
