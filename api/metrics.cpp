@@ -264,13 +264,20 @@ std::vector<MetricFamily> http_families(const HttpStats& stats) {
     return std::move(bld).finish();
 }
 
-std::string render_metrics(const Snapshot& s, const HttpStats& stats) {
-    auto fams = snapshot_to_families(s);
-    auto http = http_families(stats);
-    fams.insert(fams.end(), std::make_move_iterator(http.begin()), std::make_move_iterator(http.end()));
+std::string render_snapshot_metrics(const Snapshot& s) {
     std::ostringstream out;
-    prometheus::TextSerializer{}.Serialize(out, fams);
+    prometheus::TextSerializer{}.Serialize(out, snapshot_to_families(s));
     return out.str();
+}
+
+std::string render_http_metrics(const HttpStats& stats) {
+    std::ostringstream out;
+    prometheus::TextSerializer{}.Serialize(out, http_families(stats));
+    return out.str();
+}
+
+std::string render_metrics(const Snapshot& s, const HttpStats& stats) {
+    return render_snapshot_metrics(s) + render_http_metrics(stats);
 }
 
 }  // namespace rocewatch::api

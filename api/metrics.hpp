@@ -23,6 +23,11 @@ std::vector<prometheus::MetricFamily> http_families(const HttpStats& stats);
 // The /metrics body in text exposition format 0.0.4.
 std::string render_metrics(const Snapshot& s, const HttpStats& stats);
 
+// The two halves of render_metrics: the snapshot's part changes only when a new snapshot is
+// published, so the server renders it once per snapshot and appends the live HTTP part.
+std::string render_snapshot_metrics(const Snapshot& s);
+std::string render_http_metrics(const HttpStats& stats);
+
 // Content-Type of render_metrics' output.
 inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 

@@ -291,6 +291,20 @@ struct ApiServer::Impl {
 
     std::vector<Route> routes;
     std::unique_ptr<HttpStats> stats;  // made by start(), when the routes are final
+
+    // The snapshot's metrics text, rendered once per published snapshot: a scrape then costs
+    // a string copy, whatever the number of devices, and many scrapers cost no more work.
+    std::mutex metrics_mu;
+    std::shared_ptr<const Snapshot> metrics_for;
+    std::shared_ptr<const std::string> metrics_text;
+    std::shared_ptr<const std::string> snapshot_metrics(const std::shared_ptr<const Snapshot>& s) {
+        std::lock_guard lock(metrics_mu);
+        if (metrics_for != s) {
+            metrics_text = std::make_shared<const std::string>(render_snapshot_metrics(*s));
+            metrics_for = s;
+        }
+        return metrics_text;
+    }
     std::unique_ptr<GatedServer> server;
     std::thread listener;
     int port = 0;
@@ -502,7 +516,8 @@ void ApiServer::Impl::register_builtin_routes() {
               });
     add_route("/metrics", "/metrics", "GET", "Prometheus metrics",
               [this](const httplib::Request&, httplib::Response& res) {
-                  if (auto s = snapshot_or_503(res)) res.set_content(render_metrics(*s, *stats), kMetricsContentType);
+                  if (auto s = snapshot_or_503(res))
+                      res.set_content(*snapshot_metrics(s) + render_http_metrics(*stats), kMetricsContentType);
               });
     add_route("/api/v1/status", "/api/v1/status", "GET", "overall health, counts, collection and daemon status",
               [this](const httplib::Request&, httplib::Response& res) {

@@ -88,6 +88,17 @@ def dgx_spark_links(node, peer, mtu=9000, p2p_addr=None):
     wait_for(all_up, 5, "veth links to come up")
 
 
+def enter_netns(ns):
+    """Moves this process into ns's network namespace (for tight client loops without curl)."""
+    import ctypes
+    fd = os.open(f"/run/netns/{ns.name}", os.O_RDONLY)
+    try:
+        if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+            raise OSError(ctypes.get_errno(), "setns")
+    finally:
+        os.close(fd)
+
+
 def free_port():
     import socket
     s = socket.socket()
