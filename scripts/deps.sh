@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's archive, whatever of rocewatch's build, run and test needs is missing.
+# Usage: scripts/deps.sh build|test
+set -euo pipefail
+
+build_pkgs=(
+  meson ninja-build pkg-config g++
+  libibverbs-dev libucx-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev
+  nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libtomlplusplus-dev libsystemd-dev
+  rdma-core ibverbs-providers iproute2 curl
+)
+test_pkgs=(
+  libgtest-dev libgmock-dev
+  prometheus prometheus-node-exporter python3 kmod
+  # the QEMU test bed: Debian's own kernel has rdma_rxe and bonding; this host's may not
+  qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils perftest iperf3 ucx-utils
+)
+
+want=("${build_pkgs[@]}")
+[[ "${1:-build}" == test ]] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
