@@ -7,11 +7,11 @@ build_pkgs=(
   meson ninja-build pkg-config g++
   libibverbs-dev libucx-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev
   nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libtomlplusplus-dev libsystemd-dev
-  rdma-core ibverbs-providers iproute2 curl
+  rdma-core ibverbs-providers iproute2 curl jq
 )
 test_pkgs=(
   libgtest-dev libgmock-dev
-  prometheus prometheus-node-exporter python3 kmod
+  prometheus prometheus-node-exporter python3 kmod cpio
   # the QEMU test bed: Debian's own kernel has rdma_rxe and bonding; this host's may not
   qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils perftest iperf3 ucx-utils
 )
