@@ -1,6 +1,8 @@
 // Sysfs reader: pure parsers, the fixture trees field by field, GID choice, host facts, verbs.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <algorithm>
 #include <fstream>
 #include <string>
@@ -271,6 +273,33 @@ TEST(SysfsRead, Rxe) {
 }
 
 // ---------------------------------------------------------------- broken tree
+
+// A tree copied from a real Soft-RoCE guest (tests/vm/update-sysfs-fixture.sh): the layout the
+// kernel really shows, not the one we think it shows.
+TEST(SysfsRead, RxeRealKernelTree) {
+    const auto r = read_rdma_devices(sysfs_fixture("rxe-real"));
+    EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors.front());
+    ASSERT_EQ(r.devices.size(), 2u);
+    for (const auto& [dev, netdev, ip] : {std::tuple{0, "railA", "10.10.1.1"}, std::tuple{1, "railB", "10.10.2.1"}}) {
+        const auto& d = r.devices[dev];
+        EXPECT_EQ(d.driver, "rxe");
+        ASSERT_EQ(d.netdevs, std::vector<std::string>{netdev});
+        ASSERT_EQ(d.ports.size(), 1u);
+        const auto& p = d.ports[0];
+        EXPECT_EQ(p.state_name, "ACTIVE");
+        EXPECT_EQ(p.phys_state_name, "LinkUp");
+        EXPECT_EQ(p.link_layer, "Ethernet");
+        EXPECT_EQ(p.rate_gbps, 100.0);
+        EXPECT_EQ(p.netdev, netdev);
+        EXPECT_TRUE(p.counters.empty()) << "rxe has no counters/ directory";
+        EXPECT_FALSE(p.xmit_bytes.has_value()) << "missing is not zero";
+        EXPECT_TRUE(p.hw_counters.count("sent_pkts"));
+        EXPECT_TRUE(p.hw_counters.count("retry_exceeded_err"));
+        EXPECT_FALSE(p.hw_counters.count("lifespan")) << "a setting, not a counter";
+        EXPECT_EQ(p.roce_v2_ipv4_gid_index, 1) << "rxe puts the IPv4 RoCE v2 GID at index 1";
+        EXPECT_EQ(p.roce_v2_ipv4_address, ip);
+    }
+}
 
 TEST(SysfsRead, BrokenFilesAreSkippedOneByOne) {
     const auto r = read_rdma_devices(sysfs_fixture("broken"));
