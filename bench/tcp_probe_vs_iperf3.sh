@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# rocewatch's TCP probes side by side with the reference tools, on one path in one run:
+# bandwidth vs iperf3 (1 and 4 streams) and latency vs sockperf ping-pong, over a veth
+# pair between two network namespaces made for the run (removed on exit). Needs root,
+# iproute2, iperf3, jq, and sockperf for the latency reference (Debian: apt-get install
+# sockperf; without it the latency comparison is skipped and the script says so).
+#
+#   BUILD=/tmp/build-probes bench/tcp_probe_vs_iperf3.sh
+#
+# Knobs: BUILD (meson build dir holding tests/unit/probes/probe_cli), RUNS (3), DURATION
+# (seconds per bandwidth run, an integer because iperf3 -t is one; 1), LAT_SIZE (64 bytes).
+# Bandwidth is what the receiver counted for both tools (iperf3's sum_received; ours is
+# counted by the peer's data port). Latency is half the round trip for both tools.
+set -euo pipefail
+
+BUILD=${BUILD:-build}
+CLI=${CLI:-$BUILD/tests/unit/probes/probe_cli}
+RUNS=${RUNS:-3}
+DURATION=${DURATION:-1}
+LAT_SIZE=${LAT_SIZE:-64}
+
+NS_A=rwbench-a-$$
+NS_B=rwbench-b-$$
+ADDR_A=10.203.0.1
+ADDR_B=10.203.0.2
+PORT_OURS=5301
+PORT_IPERF=5201
+PORT_SOCKPERF=11111
+
+die() { echo "tcp_probe_vs_iperf3: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
+[ -x "$CLI" ] || die "no probe_cli at $CLI: build it with ninja -C \$BUILD tests/unit/probes/probe_cli, or set BUILD"
+command -v iperf3 >/dev/null || die "iperf3 not installed"
+command -v jq >/dev/null || die "jq not installed"
+HAVE_SOCKPERF=1
+command -v sockperf >/dev/null || HAVE_SOCKPERF=0
+
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    ip netns del "$NS_A" 2>/dev/null || true
+    ip netns del "$NS_B" 2>/dev/null || true
+    if [ -n "${LOGDIR:-}" ]; then rm -rf "$LOGDIR"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+in_a() { ip netns exec "$NS_A" "$@"; }
+in_b() { ip netns exec "$NS_B" "$@"; }
+
+ip netns add "$NS_A"
+ip netns add "$NS_B"
+ip link add rwb0 netns "$NS_A" type veth peer name rwb1 netns "$NS_B"
+in_a ip link set lo up
+in_b ip link set lo up
+in_a ip addr add "$ADDR_A/24" dev rwb0
+in_b ip addr add "$ADDR_B/24" dev rwb1
+in_a ip link set rwb0 up
+in_b ip link set rwb1 up
+
+TOKEN=$(head -c 32 /dev/urandom | od -v -An -tx1 | tr -d ' \n')
+LOGDIR=$(mktemp -d)
+# Started with `ip netns exec` itself, not through a shell function, so that $! is the
+# server process (ip execs it) and the cleanup's kill reaches it.
+ip netns exec "$NS_B" "$CLI" serve --bind "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" >"$LOGDIR/ours.log" 2>&1 &
+PIDS+=($!)
+ip netns exec "$NS_B" iperf3 -s -B "$ADDR_B" -p "$PORT_IPERF" >"$LOGDIR/iperf3.log" 2>&1 &
+PIDS+=($!)
+if [ "$HAVE_SOCKPERF" = 1 ]; then
+    ip netns exec "$NS_B" sockperf server --tcp -i "$ADDR_B" -p "$PORT_SOCKPERF" >"$LOGDIR/sockperf.log" 2>&1 &
+    PIDS+=($!)
+fi
+wait_listen() {
+    for _ in $(seq 50); do
+        in_b ss -ltnH "sport = :$1" | grep -q LISTEN && return 0
+        sleep 0.1
+    done
+    cat "$LOGDIR"/*.log >&2
+    die "nothing listens on port $1 in $NS_B (server logs above)"
+}
+wait_listen "$PORT_OURS"
+wait_listen "$PORT_IPERF"
+[ "$HAVE_SOCKPERF" = 1 ] && wait_listen "$PORT_SOCKPERF"
+
+kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
+
+echo "# rocewatch TCP probe vs reference tools over veth ($ADDR_A -> $ADDR_B), $(uname -r), $(nproc) CPUs"
+echo "# $(iperf3 --version | head -1); $( [ "$HAVE_SOCKPERF" = 1 ] && sockperf --version 2>&1 | head -1 || echo 'sockperf: not installed')"
+echo
+echo "## bandwidth, ${DURATION} s per run, counted at the receiver (Gbit/s)"
+printf '%-8s %-4s %10s %10s %8s\n' streams run ours iperf3 ratio
+declare -A RSUM RCOUNT
+for run in $(seq "$RUNS"); do
+    for p in 1 4; do
+        out=$(in_a "$CLI" bw --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --streams "$p" \
+              --duration "$DURATION") || die "our probe failed: $out"
+        ours=$(kv gbps "$out")
+        ref=$(in_a iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J |
+              jq -r '.end.sum_received.bits_per_second / 1e9')
+        ref=$(printf '%.3f' "$ref")
+        r=$(ratio "$ours" "$ref")
+        printf '%-8s %-4s %10s %10s %8s\n' "$p" "$run" "$ours" "$ref" "$r"
+        RSUM[$p]=$(awk -v s="${RSUM[$p]:-0}" -v r="$r" 'BEGIN { print s + r }')
+        RCOUNT[$p]=$(( ${RCOUNT[$p]:-0} + 1 ))
+    done
+done
+for p in 1 4; do
+    printf 'mean ratio ours/iperf3, %s stream(s): %s\n' "$p" \
+        "$(awk -v s="${RSUM[$p]}" -v n="${RCOUNT[$p]}" 'BEGIN { printf "%.3f", s / n }')"
+done
+
+echo
+echo "## latency, ${LAT_SIZE}-byte ping-pong, 1 s per run, half round trip (us)"
+if [ "$HAVE_SOCKPERF" != 1 ]; then
+    echo "sockperf is not installed: no latency reference (iperf3 has none). Ours alone:"
+fi
+printf '%-4s %12s %12s %12s %12s %8s %8s\n' run ours_p50 ref_p50 ours_p99 ref_p99 r_p50 r_p99
+LSUM=0
+for run in $(seq "$RUNS"); do
+    out=$(in_a "$CLI" lat --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --size "$LAT_SIZE" \
+          --iterations 10000000 --duration 1) || die "our latency probe failed: $out"
+    o50=$(kv typical_us "$out")
+    o99=$(kv p99_us "$out")
+    if [ "$HAVE_SOCKPERF" = 1 ]; then
+        ref=$(in_a sockperf ping-pong --tcp -i "$ADDR_B" -p "$PORT_SOCKPERF" -m "$LAT_SIZE" -t 1 2>&1)
+        s50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' <<<"$ref")
+        s99=$(sed -n 's/.*percentile 99.000 = *\([0-9.]*\).*/\1/p' <<<"$ref")
+        r50=$(ratio "$o50" "$s50")
+        printf '%-4s %12s %12s %12s %12s %8s %8s\n' "$run" "$o50" "$s50" "$o99" "$s99" "$r50" "$(ratio "$o99" "$s99")"
+        LSUM=$(awk -v s="$LSUM" -v r="$r50" 'BEGIN { print s + r }')
+    else
+        printf '%-4s %12s %12s %12s %12s %8s %8s\n' "$run" "$o50" - "$o99" - - -
+    fi
+done
+if [ "$HAVE_SOCKPERF" = 1 ]; then
+    printf 'mean ratio ours/sockperf, p50: %s\n' "$(awk -v s="$LSUM" -v n="$RUNS" 'BEGIN { printf "%.3f", s / n }')"
+fi

@@ -1,0 +1,46 @@
+// Failure reasons of probes, and the one place third-party error codes become reasons.
+#pragma once
+
+#include <string>
+
+#include "probes/tcp_wire.hpp"
+
+namespace rocewatch::reason {
+
+// The words a failed ProbeResult carries in `reason`: metric label values and alert
+// inputs, so short, stable, snake_case. RDMA and UCX probes add theirs here too.
+inline constexpr const char* peer_unreachable = "peer_unreachable";      // no route / host down
+inline constexpr const char* connection_refused = "connection_refused";  // nothing listens there
+inline constexpr const char* timeout = "timeout";                        // deadline passed
+inline constexpr const char* auth_refused = "auth_refused";              // peer rejected our token
+inline constexpr const char* peer_closed = "peer_closed";                // EOF or reset mid-probe
+inline constexpr const char* peer_busy = "peer_busy";                    // peer at its session limit
+inline constexpr const char* protocol_error = "protocol_error";          // bad magic, short reply
+inline constexpr const char* version_mismatch = "version_mismatch";      // peer speaks another version
+inline constexpr const char* bad_target = "bad_target";                  // unusable address/settings
+inline constexpr const char* local_bind_failed = "local_bind_failed";    // source address/interface
+inline constexpr const char* permission_denied = "permission_denied";
+inline constexpr const char* local_resources = "local_resources";        // fds, memory, buffers
+inline constexpr const char* no_data = "no_data";                        // nothing reached the peer
+inline constexpr const char* socket_error = "socket_error";              // any other errno
+inline constexpr const char* internal_error = "internal_error";          // exception caught
+// For the RDMA and UCX probes.
+inline constexpr const char* gid_mismatch = "gid_mismatch";
+inline constexpr const char* qp_transition_failed = "qp_transition_failed";
+inline constexpr const char* device_not_found = "device_not_found";
+inline constexpr const char* ucx_version_mismatch = "ucx_version_mismatch";
+
+}  // namespace rocewatch::reason
+
+namespace rocewatch {
+
+// errno -> reason; the only errno mapping in the probes. 0 maps to "" (no failure).
+const char* reason_from_errno(int err);
+
+// A refusal code from the peer's TCP probe data port -> reason ("" for ok).
+const char* reason_from_reply_code(tcpwire::Code code);
+
+// "connect to 10.0.0.2:5201: Connection refused (ECONNREFUSED)": human detail text.
+std::string errno_detail(const std::string& what, int err);
+
+}  // namespace rocewatch

@@ -1,0 +1,161 @@
+// Encoding and decoding of the TCP probe headers (see tcp_wire.hpp for the layouts).
+#include "probes/tcp_wire.hpp"
+
+namespace rocewatch {
+
+namespace {
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+void put16(uint8_t* p, uint16_t v) {
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+}
+void put32(uint8_t* p, uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+}
+void put64(uint8_t* p, uint64_t v) {
+    for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+}
+uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+uint32_t get32(const uint8_t* p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v = (v << 8) | p[i];
+    return v;
+}
+uint64_t get64(const uint8_t* p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+    return v;
+}
+
+}  // namespace
+
+std::optional<ProbeToken> token_from_hex(std::string_view hex) {
+    // Tolerate the trailing newline a token file usually has.
+    while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r' || hex.back() == ' ')) hex.remove_suffix(1);
+    ProbeToken t{};
+    if (hex.size() != t.size() * 2) return std::nullopt;
+    for (size_t i = 0; i < t.size(); ++i) {
+        const int hi = hex_value(hex[2 * i]);
+        const int lo = hex_value(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        t[i] = static_cast<uint8_t>(hi * 16 + lo);
+    }
+    return t;
+}
+
+std::string token_to_hex(const ProbeToken& t) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(t.size() * 2);
+    for (uint8_t b : t) {
+        s.push_back(digits[b >> 4]);
+        s.push_back(digits[b & 0xf]);
+    }
+    return s;
+}
+
+bool token_equal(const ProbeToken& a, const ProbeToken& b) {
+    // volatile keeps the compiler from turning the loop into an early-exit memcmp.
+    volatile uint8_t diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff = static_cast<uint8_t>(diff | (a[i] ^ b[i]));
+    return diff == 0;
+}
+
+namespace tcpwire {
+
+const char* to_string(Mode m) {
+    switch (m) {
+        case Mode::sink: return "sink";
+        case Mode::echo: return "echo";
+    }
+    return "unknown";
+}
+
+const char* to_string(Code c) {
+    switch (c) {
+        case Code::ok: return "ok";
+        case Code::auth_refused: return "auth_refused";
+        case Code::busy: return "busy";
+        case Code::bad_request: return "bad_request";
+        case Code::unsupported_version: return "unsupported_version";
+        case Code::limit_reached: return "limit_reached";
+    }
+    return "unknown";
+}
+
+std::array<uint8_t, kRequestSize> encode(const Request& r) {
+    std::array<uint8_t, kRequestSize> b{};
+    put32(&b[0], kRequestMagic);
+    put16(&b[4], r.version);
+    b[6] = static_cast<uint8_t>(r.mode);
+    b[7] = 0;
+    put32(&b[8], r.message_size);
+    put32(&b[12], r.duration_ms);
+    put64(&b[16], r.max_bytes);
+    for (size_t i = 0; i < r.token.size(); ++i) b[24 + i] = r.token[i];
+    return b;
+}
+
+std::array<uint8_t, kReplySize> encode(const Reply& r) {
+    std::array<uint8_t, kReplySize> b{};
+    put32(&b[0], kReplyMagic);
+    put16(&b[4], r.version);
+    b[6] = static_cast<uint8_t>(r.code);
+    put32(&b[8], r.duration_ms);
+    put32(&b[12], r.message_size);
+    put64(&b[16], r.max_bytes);
+    return b;
+}
+
+std::array<uint8_t, kReportSize> encode(const Report& r) {
+    std::array<uint8_t, kReportSize> b{};
+    put32(&b[0], kReportMagic);
+    b[4] = static_cast<uint8_t>(r.code);
+    put64(&b[8], r.bytes);
+    put64(&b[16], static_cast<uint64_t>(r.first_ns));
+    put64(&b[24], static_cast<uint64_t>(r.last_ns));
+    return b;
+}
+
+std::optional<Request> decode_request(const uint8_t* p, size_t n) {
+    if (p == nullptr || n < kRequestSize || get32(p) != kRequestMagic) return std::nullopt;
+    Request r;
+    r.version = get16(p + 4);
+    r.mode = static_cast<Mode>(p[6]);
+    r.message_size = get32(p + 8);
+    r.duration_ms = get32(p + 12);
+    r.max_bytes = get64(p + 16);
+    for (size_t i = 0; i < r.token.size(); ++i) r.token[i] = p[24 + i];
+    return r;
+}
+
+std::optional<Reply> decode_reply(const uint8_t* p, size_t n) {
+    if (p == nullptr || n < kReplySize || get32(p) != kReplyMagic) return std::nullopt;
+    Reply r;
+    r.version = get16(p + 4);
+    r.code = static_cast<Code>(p[6]);
+    r.duration_ms = get32(p + 8);
+    r.message_size = get32(p + 12);
+    r.max_bytes = get64(p + 16);
+    return r;
+}
+
+std::optional<Report> decode_report(const uint8_t* p, size_t n) {
+    if (p == nullptr || n < kReportSize || get32(p) != kReportMagic) return std::nullopt;
+    Report r;
+    r.code = static_cast<Code>(p[4]);
+    r.bytes = get64(p + 8);
+    r.first_ns = static_cast<int64_t>(get64(p + 16));
+    r.last_ns = static_cast<int64_t>(get64(p + 24));
+    return r;
+}
+
+}  // namespace tcpwire
+}  // namespace rocewatch

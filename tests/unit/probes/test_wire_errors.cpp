@@ -1,0 +1,167 @@
+// TCP probe header encoding, tokens, and the errno / refusal-code -> reason mapping.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+
+#include "probes/errors.hpp"
+#include "probes/tcp_wire.hpp"
+
+using namespace rocewatch;
+
+namespace {
+
+ProbeToken sample_token() {
+    ProbeToken t{};
+    for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<uint8_t>(0xa0 + i);
+    return t;
+}
+
+}  // namespace
+
+TEST(TcpWire, RequestLayoutIsBigEndianAndFixed) {
+    tcpwire::Request r;
+    r.mode = tcpwire::Mode::echo;
+    r.message_size = 0x01020304;
+    r.duration_ms = 1500;
+    r.max_bytes = 0x1122334455667788ull;
+    r.token = sample_token();
+    const auto b = tcpwire::encode(r);
+    ASSERT_EQ(b.size(), 64u);
+    EXPECT_EQ(std::string(b.begin(), b.begin() + 4), "RWPQ");
+    EXPECT_EQ(b[4], 0x00);
+    EXPECT_EQ(b[5], 0x01);  // version 1
+    EXPECT_EQ(b[6], 2);     // echo
+    EXPECT_EQ(b[7], 0);
+    EXPECT_EQ(b[8], 0x01);
+    EXPECT_EQ(b[11], 0x04);
+    EXPECT_EQ(b[12], 0x00);
+    EXPECT_EQ(b[14], 0x05);  // 1500 = 0x05dc
+    EXPECT_EQ(b[15], 0xdc);
+    EXPECT_EQ(b[16], 0x11);
+    EXPECT_EQ(b[23], 0x88);
+    EXPECT_EQ(b[24], 0xa0);
+    EXPECT_EQ(b[55], 0xa0 + 31);
+    for (size_t i = 56; i < 64; ++i) EXPECT_EQ(b[i], 0) << i;
+
+    const auto d = tcpwire::decode_request(b.data(), b.size());
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->version, 1);
+    EXPECT_EQ(d->mode, tcpwire::Mode::echo);
+    EXPECT_EQ(d->message_size, 0x01020304u);
+    EXPECT_EQ(d->duration_ms, 1500u);
+    EXPECT_EQ(d->max_bytes, 0x1122334455667788ull);
+    EXPECT_EQ(d->token, r.token);
+}
+
+TEST(TcpWire, DecodeRejectsShortOrForeignInput) {
+    const auto b = tcpwire::encode(tcpwire::Request{});
+    EXPECT_FALSE(tcpwire::decode_request(b.data(), b.size() - 1));
+    EXPECT_FALSE(tcpwire::decode_request(nullptr, 64));
+    auto bad = b;
+    bad[0] = 'G';  // "GET / HTTP/1.1" hitting the probe port
+    EXPECT_FALSE(tcpwire::decode_request(bad.data(), bad.size()));
+    // A reply is not a request, nor a report.
+    const auto rep = tcpwire::encode(tcpwire::Reply{});
+    EXPECT_FALSE(tcpwire::decode_report(rep.data(), rep.size()));
+}
+
+TEST(TcpWire, UnknownValuesAreReturnedForTheCallerToJudge) {
+    auto b = tcpwire::encode(tcpwire::Request{});
+    b[5] = 9;   // version 9
+    b[6] = 77;  // unknown mode
+    const auto d = tcpwire::decode_request(b.data(), b.size());
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->version, 9);
+    EXPECT_EQ(static_cast<int>(d->mode), 77);
+}
+
+TEST(TcpWire, ReplyAndReportRoundTrip) {
+    tcpwire::Reply r;
+    r.code = tcpwire::Code::busy;
+    r.duration_ms = 10000;
+    r.message_size = 64;
+    r.max_bytes = 16ull << 30;
+    const auto rb = tcpwire::encode(r);
+    ASSERT_EQ(rb.size(), 24u);
+    EXPECT_EQ(std::string(rb.begin(), rb.begin() + 4), "RWPA");
+    EXPECT_EQ(rb[6], 2);
+    const auto rd = tcpwire::decode_reply(rb.data(), rb.size());
+    ASSERT_TRUE(rd);
+    EXPECT_EQ(rd->code, tcpwire::Code::busy);
+    EXPECT_EQ(rd->duration_ms, 10000u);
+    EXPECT_EQ(rd->message_size, 64u);
+    EXPECT_EQ(rd->max_bytes, 16ull << 30);
+
+    tcpwire::Report p;
+    p.code = tcpwire::Code::limit_reached;
+    p.bytes = 123456789012ull;
+    p.first_ns = 5'000'000'000'123;
+    p.last_ns = 5'001'000'000'456;
+    const auto pb = tcpwire::encode(p);
+    ASSERT_EQ(pb.size(), 32u);
+    EXPECT_EQ(std::string(pb.begin(), pb.begin() + 4), "RWPR");
+    const auto pd = tcpwire::decode_report(pb.data(), pb.size());
+    ASSERT_TRUE(pd);
+    EXPECT_EQ(pd->code, tcpwire::Code::limit_reached);
+    EXPECT_EQ(pd->bytes, 123456789012ull);
+    EXPECT_EQ(pd->first_ns, 5'000'000'000'123);
+    EXPECT_EQ(pd->last_ns, 5'001'000'000'456);
+}
+
+TEST(Token, HexParsingAndComparison) {
+    const std::string hex = "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf";
+    const auto t = token_from_hex(hex);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(*t, sample_token());
+    EXPECT_EQ(token_to_hex(*t), hex);
+    EXPECT_TRUE(token_from_hex(hex + "\n"));  // as read from a token file
+    EXPECT_TRUE(token_from_hex("A0A1A2A3A4A5A6A7A8A9AAABACADAEAFB0B1B2B3B4B5B6B7B8B9BABBBCBDBEBF"));
+    EXPECT_FALSE(token_from_hex(hex.substr(2)));
+    EXPECT_FALSE(token_from_hex(hex + "00"));
+    EXPECT_FALSE(token_from_hex("zz" + hex.substr(2)));
+    EXPECT_FALSE(token_from_hex(""));
+
+    EXPECT_TRUE(token_equal(*t, sample_token()));
+    auto other = *t;
+    other[31] ^= 1;
+    EXPECT_FALSE(token_equal(*t, other));
+    other = *t;
+    other[0] ^= 0x80;
+    EXPECT_FALSE(token_equal(*t, other));
+}
+
+TEST(Reasons, ErrnoMapping) {
+    EXPECT_STREQ(reason_from_errno(0), "");
+    EXPECT_STREQ(reason_from_errno(ECONNREFUSED), "connection_refused");
+    EXPECT_STREQ(reason_from_errno(EHOSTUNREACH), "peer_unreachable");
+    EXPECT_STREQ(reason_from_errno(ENETUNREACH), "peer_unreachable");
+    EXPECT_STREQ(reason_from_errno(ENETDOWN), "peer_unreachable");
+    EXPECT_STREQ(reason_from_errno(ETIMEDOUT), "timeout");
+    EXPECT_STREQ(reason_from_errno(EAGAIN), "timeout");
+    EXPECT_STREQ(reason_from_errno(ECONNRESET), "peer_closed");
+    EXPECT_STREQ(reason_from_errno(EPIPE), "peer_closed");
+    EXPECT_STREQ(reason_from_errno(EADDRNOTAVAIL), "local_bind_failed");
+    EXPECT_STREQ(reason_from_errno(ENODEV), "local_bind_failed");
+    EXPECT_STREQ(reason_from_errno(EPERM), "permission_denied");
+    EXPECT_STREQ(reason_from_errno(EACCES), "permission_denied");
+    EXPECT_STREQ(reason_from_errno(EMFILE), "local_resources");
+    EXPECT_STREQ(reason_from_errno(ENOBUFS), "local_resources");
+    EXPECT_STREQ(reason_from_errno(EAFNOSUPPORT), "bad_target");
+    EXPECT_STREQ(reason_from_errno(EIO), "socket_error");
+}
+
+TEST(Reasons, RefusalCodes) {
+    EXPECT_STREQ(reason_from_reply_code(tcpwire::Code::ok), "");
+    EXPECT_STREQ(reason_from_reply_code(tcpwire::Code::auth_refused), "auth_refused");
+    EXPECT_STREQ(reason_from_reply_code(tcpwire::Code::busy), "peer_busy");
+    EXPECT_STREQ(reason_from_reply_code(tcpwire::Code::unsupported_version), "version_mismatch");
+    EXPECT_STREQ(reason_from_reply_code(tcpwire::Code::bad_request), "bad_target");
+    EXPECT_STREQ(reason_from_reply_code(static_cast<tcpwire::Code>(200)), "protocol_error");
+}
+
+TEST(Reasons, DetailNamesTheErrno) {
+    const std::string d = errno_detail("connect to 10.0.0.2:5201", ECONNREFUSED);
+    EXPECT_NE(d.find("connect to 10.0.0.2:5201: "), std::string::npos) << d;
+    EXPECT_NE(d.find("(ECONNREFUSED)"), std::string::npos) << d;
+}
