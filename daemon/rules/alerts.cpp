@@ -66,6 +66,7 @@ void AlertTracker::update(const std::vector<Finding>& findings, const Config& c,
             alerts_.emplace(std::move(key), std::move(a));
             continue;
         }
+        absent_since_.erase(key);
         Alert& a = it->second;
         const Severity before = a.severity;
         a.severity = f.severity;
@@ -90,11 +91,13 @@ void AlertTracker::update(const std::vector<Finding>& findings, const Config& c,
         }
         const RuleSettings rs = rule_settings(c, it->first.first);
         const Alert& a = it->second;
-        if (rs.enabled && now - a.last_seen < rs.clear_after) {
+        const TimePoint absent = absent_since_.try_emplace(it->first, now).first->second;
+        if (rs.enabled && now - absent < rs.clear_after) {
             ++it;
             continue;
         }
         record(fresh, a, a.state, a.state == AlertState::firing ? AlertState::resolved : AlertState::inactive, now);
+        absent_since_.erase(it->first);
         it = alerts_.erase(it);
     }
     append_history(std::move(fresh));

@@ -56,6 +56,10 @@ private:
 
     size_t limit_;
     std::map<Key, Alert> alerts_;
+    // When each alert's finding was first observed missing. Absence is counted from there,
+    // not from last_seen: between two collections nothing is known, and a condition that
+    // lasted until the fix must get its full clear_after after the fix.
+    std::map<Key, TimePoint> absent_since_;
     std::shared_ptr<const std::vector<AlertTransition>> history_;
 };
 

@@ -231,6 +231,16 @@ class Results:
             self.failed += 1
             print(f"FAIL {what}")
 
+    def within(self, pred, timeout, what):
+        """Checks that pred becomes true within timeout seconds; returns the seconds it took."""
+        try:
+            _, secs = wait_for(pred, timeout, what)
+        except AssertionError:
+            self.check(False, f"{what} (not within {timeout} s)")
+            return None
+        self.check(True, f"{what} ({secs * 1000:.0f} ms)")
+        return secs
+
     def finish(self):
         print(f"{self.passed} checks passed, {self.failed} failed")
         sys.exit(1 if self.failed else 0)

@@ -10,7 +10,7 @@ import rwtest  # noqa: E402
 
 CONFIG = """
 [daemon]
-interval = "5s"
+interval = "30s"
 [expect]
 rails = ["rocep1s0f0", "rocep1s0f1"]
 ignore_devices = ["roceP2p1s0f0"]
@@ -47,7 +47,8 @@ def main():
             def gone(rule, obj):
                 return lambda: (rule, obj) not in d.alerts()
 
-            # The collection interval is 5 s: anything seen within 1 s came from a netlink event.
+            # The collection interval is 30 s: a change judged within 5 s came from a netlink event,
+            # not from the poll. (How fast exactly is measured by bench/alert_latency.py, not here.)
             cases = [
                 ("netdev_down", "enp1s0f0np0", ("link", "set", "enp1s0f0np0", "down"),
                  ("link", "set", "enp1s0f0np0", "up")),
@@ -58,20 +59,20 @@ def main():
             ]
             for rule, obj, break_it, fix_it in cases:
                 node.ip(*break_it)
-                _, secs = rwtest.wait_for(fires(rule, obj), 5, f"{rule} on {obj}")
-                t.check(secs < 1.0, f"{rule} fires on {obj} {secs * 1000:.0f} ms after `ip {' '.join(break_it)}`")
-                alert = d.alerts()[(rule, obj)]
-                t.check(obj in alert["summary"] and alert["action"], f"{rule}: summary names {obj} and says what to do")
+                fired = t.within(fires(rule, obj), 5, f"{rule} fires on {obj} after `ip {' '.join(break_it)}`")
+                if fired is not None:
+                    alert = d.alerts()[(rule, obj)]
+                    t.check(obj in alert["summary"] and alert["action"], f"{rule}: summary names {obj} and says what to do")
                 node.ip(*fix_it)
-                _, secs = rwtest.wait_for(gone(rule, obj), 5, f"{rule} on {obj} to clear")
-                t.check(secs < 2.5, f"{rule} clears {secs:.1f} s after the fix (clear_after 1 s, re-judged every second)")
+                # clear_after is 1 s and settling alerts are re-judged every second, well inside the
+                # 30 s poll: clearing within 10 s shows the re-judging works.
+                t.within(gone(rule, obj), 10, f"{rule} on {obj} clears after `ip {' '.join(fix_it)}`")
 
             # Cable pull at the far end: carrier drops, our netdev goes lowerlayerdown.
             peer.ip("link", "set", "peer1", "down")
-            _, secs = rwtest.wait_for(fires("netdev_down", "enp1s0f1np1"), 5, "netdev_down after the peer went away")
-            t.check(secs < 1.0, f"losing carrier fires netdev_down in {secs * 1000:.0f} ms")
+            t.within(fires("netdev_down", "enp1s0f1np1"), 5, "losing carrier at the far end fires netdev_down")
             peer.ip("link", "set", "peer1", "up")
-            rwtest.wait_for(gone("netdev_down", "enp1s0f1np1"), 8, "netdev_down to clear")
+            t.within(gone("netdev_down", "enp1s0f1np1"), 10, "netdev_down clears when carrier returns")
 
             hist = d.json("/api/v1/alerts/history")["history"]
             rules_seen = {h["rule"] for h in hist if h["to"] == "resolved"}

@@ -66,15 +66,28 @@ TEST(Alerts, ClearsItselfAfterStableRecovery) {
     AlertTracker t;
     const Config c = with("link_flapping", seconds(0), seconds(30));
     t.update({finding("link_flapping", "enp1s0f1np1")}, c, t0);
+    // First seen missing 10 s later: absence counts from there, since nothing was known between.
     t.update({}, c, t0 + seconds(10));
-    ASSERT_EQ(t.active().size(), 1u) << "absent 10 s of the 30 s needed";
+    ASSERT_EQ(t.active().size(), 1u) << "absent 0 s of the 30 s needed";
     EXPECT_EQ(t.active()[0].state, AlertState::firing);
-    t.update({}, c, t0 + seconds(29));
-    EXPECT_EQ(t.active().size(), 1u);
-    t.update({}, c, t0 + seconds(30));
+    t.update({}, c, t0 + seconds(39));
+    EXPECT_EQ(t.active().size(), 1u) << "absent 29 s of the 30 s needed";
+    t.update({}, c, t0 + seconds(40));
     EXPECT_TRUE(t.active().empty());
     EXPECT_EQ(transitions(t), (V{"enp1s0f1np1:inactive->firing", "enp1s0f1np1:firing->resolved"}));
-    EXPECT_EQ(t.history()->back().at, t0 + seconds(30));
+    EXPECT_EQ(t.history()->back().at, t0 + seconds(40));
+}
+
+TEST(Alerts, AbsenceCountsFromTheFirstCollectionThatMissesIt) {
+    // A condition that lasted a long quiet time and was then fixed still gets its full
+    // clear_after after the fix, however long ago it was last observed.
+    AlertTracker t;
+    const Config c = with("mtu_low", seconds(0), seconds(1));
+    t.update({finding("mtu_low", "enp1s0f1np1")}, c, t0);
+    t.update({}, c, t0 + seconds(60));
+    EXPECT_EQ(t.active().size(), 1u);
+    t.update({}, c, t0 + seconds(61));
+    EXPECT_TRUE(t.active().empty());
 }
 
 TEST(Alerts, ComingBackInsideClearAfterKeepsTheAlert) {
@@ -107,7 +120,9 @@ TEST(Alerts, PendingThatGoesAwayIsDroppedAndRecorded) {
     AlertTracker t;
     const Config c = with("congestion", seconds(60), seconds(30));
     t.update({finding("congestion", "rocep1s0f0/1")}, c, t0);
-    t.update({}, c, t0 + seconds(30));
+    t.update({}, c, t0 + seconds(10));
+    EXPECT_EQ(t.active().size(), 1u) << "a pending alert gets the clear_after grace too";
+    t.update({}, c, t0 + seconds(40));
     EXPECT_TRUE(t.active().empty());
     EXPECT_EQ(transitions(t), (V{"rocep1s0f0/1:inactive->pending", "rocep1s0f0/1:pending->inactive"}));
 }
