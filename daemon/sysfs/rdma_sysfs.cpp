@@ -225,7 +225,8 @@ void read_gids(Reader& rd, const fs::path& port_dir, RdmaPort& port) {
     }
 }
 
-RdmaPort read_port(Reader& rd, const fs::path& dir, uint32_t number, const RdmaDevice& dev) {
+RdmaPort read_port(Reader& rd, const fs::path& dir, uint32_t number, const RdmaDevice& dev,
+                   const SysfsReadOptions& opts) {
     RdmaPort p;
     p.port = number;
     if (auto v = rd.enum_value(dir / "state")) {
@@ -252,21 +253,24 @@ RdmaPort read_port(Reader& rd, const fs::path& dir, uint32_t number, const RdmaD
     if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end()) p.xmit_bytes = it->second * 4;
     if (auto it = p.counters.find("port_rcv_data"); it != p.counters.end()) p.rcv_bytes = it->second * 4;
 
-    read_gids(rd, dir, p);
+    if (opts.gids) read_gids(rd, dir, p);
 
-    // GID 0 names the netdev the port is bound to right now (bond0 when enslaved, which is
-    // exactly what the bond rule must see); the PCI function's netdev is the fallback.
+    // The port's netdev is the one the kernel bound the device to (device/net, or rxe's
+    // parent), as `rdma link` shows it. GID 0 is not: when that netdev is enslaved, the
+    // kernel moves the GIDs to the bond master, and the bond rule must see exactly that
+    // difference. Only a LAG device (mlx5_bond_N), whose own netdev is the bond, or a
+    // device with several netdevs, is bound where its GID 0 points.
     auto gid0 = std::find_if(p.gids.begin(), p.gids.end(), [](const GidEntry& g) { return g.index == 0; });
-    if (gid0 != p.gids.end() && !gid0->netdev.empty())
-        p.netdev = gid0->netdev;
-    else if (dev.netdevs.size() == 1)
+    if (dev.netdevs.size() == 1 && !is_lag_device_name(dev.name))
         p.netdev = dev.netdevs.front();
+    else if (gid0 != p.gids.end() && !gid0->netdev.empty())
+        p.netdev = gid0->netdev;
 
     assign_roce_v2_gid(p, {});
     return p;
 }
 
-RdmaDevice read_device(Reader& rd, const fs::path& dir, const std::string& name) {
+RdmaDevice read_device(Reader& rd, const fs::path& dir, const std::string& name, const SysfsReadOptions& opts) {
     RdmaDevice d;
     d.name = name;
     d.node_guid = rd.optional_text(dir / "node_guid").value_or("");
@@ -296,7 +300,7 @@ RdmaDevice read_device(Reader& rd, const fs::path& dir, const std::string& name)
     if (!has_device && (has_parent || name.starts_with("rxe"))) d.driver = "rxe";
 
     for (auto& [number, port_name] : rd.numbered(dir / "ports"))
-        d.ports.push_back(read_port(rd, dir / "ports" / port_name, number, d));
+        d.ports.push_back(read_port(rd, dir / "ports" / port_name, number, d, opts));
     return d;
 }
 
@@ -357,11 +361,13 @@ std::optional<uint64_t> parse_u64_counter(std::string_view text) {
 
 // ---------------------------------------------------------------- reading a sysfs tree
 
-SysfsReadResult read_rdma_devices(const fs::path& sysfs_root) {
+bool is_lag_device_name(std::string_view name) { return name.find("_bond") != std::string_view::npos; }
+
+SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOptions& opts) {
     SysfsReadResult result;
     Reader rd(result);
     const fs::path class_dir = sysfs_root / "class" / "infiniband";
-    for (auto& name : rd.list(class_dir)) result.devices.push_back(read_device(rd, class_dir / name, name));
+    for (auto& name : rd.list(class_dir)) result.devices.push_back(read_device(rd, class_dir / name, name, opts));
     // list() sorted the names already; devices come out in the same order.
     return result;
 }

@@ -49,7 +49,20 @@ struct SysfsReadResult {
 // value and is counted; a file the driver simply does not provide is not an error.
 // Each port's RoCE v2 GID is preselected with assign_roce_v2_gid(port, {}); the collector
 // may redo it once it knows the netdevs' addresses.
-[[nodiscard]] SysfsReadResult read_rdma_devices(const std::filesystem::path& sysfs_root);
+struct SysfsReadOptions {
+    // GID tables change only with addresses, links and bonds, and rxe has 1024 slots per
+    // port: the collector reads them after netlink events and now and then, not every cycle.
+    // Without them, ports have no gids and a LAG port has no netdev: the caller carries
+    // both over from its last full read.
+    bool gids = true;
+};
+
+[[nodiscard]] SysfsReadResult read_rdma_devices(const std::filesystem::path& sysfs_root,
+                                                const SysfsReadOptions& opts = {});
+
+// mlx5 names a RoCE LAG device mlx5_bond_N: its own netdev is the bond, and GIDs on the bond
+// are how it is meant to work, not the failure of an enslaved port.
+[[nodiscard]] bool is_lag_device_name(std::string_view name);
 
 // Index of the RoCE v2 GID whose netdev is the port's and whose GID is IPv4-mapped. When
 // there are several, the first address in preferred_ipv4 that has one wins, else the lowest

@@ -394,6 +394,48 @@ TEST(SysfsRead, RxeRecognisedByNameWithoutParent) {
     EXPECT_EQ(r.devices[1].ports.at(0).state_name, "DOWN");
 }
 
+// What the QEMU test bed showed for real: enslaving rxe0's netdev moves its GIDs to bond0,
+// while the device stays bound to railA (rdma link: "netdev railA").
+TEST(SysfsRead, EnslavedPortKeepsItsOwnNetdevWhileGidsMoveToTheBond) {
+    ScratchTree t("bonded");
+    t.write("class/infiniband/rxe0/parent", "railA\n");
+    t.write("class/infiniband/rxe0/ports/1/gids/0", "fe80:0000:0000:0000:5054:00ff:fe0a:0001\n");
+    t.write("class/infiniband/rxe0/ports/1/gid_attrs/types/0", "RoCE v2\n");
+    t.write("class/infiniband/rxe0/ports/1/gid_attrs/ndevs/0", "bond0\n");
+    t.write("class/infiniband/rxe0/ports/1/gids/1", "0000:0000:0000:0000:0000:ffff:0a0a:0101\n");
+    t.write("class/infiniband/rxe0/ports/1/gid_attrs/types/1", "RoCE v2\n");
+    t.write("class/infiniband/rxe0/ports/1/gid_attrs/ndevs/1", "bond0\n");
+    const auto r = read_rdma_devices(t.root);
+    ASSERT_EQ(r.devices.size(), 1u);
+    const auto& p = r.devices[0].ports.at(0);
+    EXPECT_EQ(p.netdev, "railA");
+    EXPECT_EQ(p.gids.at(1).netdev, "bond0");
+    EXPECT_FALSE(p.roce_v2_ipv4_gid_index) << "no GID on the port's own netdev: RDMA by IP cannot work";
+}
+
+TEST(SysfsRead, LagDeviceIsBoundWhereItsGidsPoint) {
+    ScratchTree t("lag");
+    std::filesystem::create_directories(t.root / "class/infiniband/mlx5_bond_0/device/net/enp1s0f0np0");
+    t.write("class/infiniband/mlx5_bond_0/ports/1/gids/0", "fe80:0000:0000:0000:32c5:99ff:fe3e:6a13\n");
+    t.write("class/infiniband/mlx5_bond_0/ports/1/gid_attrs/types/0", "RoCE v2\n");
+    t.write("class/infiniband/mlx5_bond_0/ports/1/gid_attrs/ndevs/0", "bond0\n");
+    const auto r = read_rdma_devices(t.root);
+    ASSERT_EQ(r.devices.size(), 1u);
+    EXPECT_TRUE(is_lag_device_name("mlx5_bond_0"));
+    EXPECT_FALSE(is_lag_device_name("rocep1s0f0"));
+    EXPECT_EQ(r.devices[0].ports.at(0).netdev, "bond0");
+}
+
+TEST(SysfsRead, WithoutGidsTheRestIsStillRead) {
+    const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"), SysfsReadOptions{.gids = false});
+    ASSERT_EQ(r.devices.size(), 3u);
+    for (const auto& d : r.devices) {
+        EXPECT_TRUE(d.ports.at(0).gids.empty());
+        EXPECT_FALSE(d.ports.at(0).counters.empty());
+        EXPECT_FALSE(d.ports.at(0).netdev.empty()) << d.name << ": a PCI device's netdev needs no GID";
+    }
+}
+
 // ---------------------------------------------------------------- no RDMA at all
 
 TEST(SysfsRead, NoInfinibandClassIsNormal) {
