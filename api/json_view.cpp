@@ -1,6 +1,8 @@
 // Builds the REST API's JSON documents from a Snapshot; no I/O, no clocks.
 #include "api/json_view.hpp"
 
+#include "model/probe.hpp"
+
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -183,6 +185,11 @@ json status_json(const Snapshot& s, TimePoint now) {
           {"ucx_version", s.host.ucx_version.empty() ? json(nullptr) : json(s.host.ucx_version)}}},
         {"netlink", {{"events", s.netlink_events}, {"resyncs", s.netlink_resyncs}}},
         {"collectors", std::move(collectors)},
+        // Peer probing on or off, and why off (no token file, unreadable token, data port taken).
+        {"probes",
+         {{"enabled", s.probes && s.probes->enabled},
+          {"disabled_reason", s.probes && !s.probes->disabled_reason.empty() ? json(s.probes->disabled_reason)
+                                                                            : json(nullptr)}}},
     };
 }
 

@@ -1,6 +1,8 @@
 // Snapshot -> Prometheus metric families, and their text rendering for /metrics.
 #include "api/metrics.hpp"
 
+#include "api/probe_view.hpp"
+
 #include <deque>
 #include <sstream>
 
@@ -250,7 +252,9 @@ std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
     alert_families(bld, s);
     host_families(bld, s);
     self_families(bld, s);
-    return std::move(bld).finish();
+    auto out = std::move(bld).finish();
+    add_probe_families(out, s);
+    return out;
 }
 
 std::vector<MetricFamily> http_families(const HttpStats& stats) {

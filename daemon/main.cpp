@@ -15,12 +15,26 @@
 #include <string>
 #include <thread>
 
+#include <netdb.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
 #include "api/json_view.hpp"
+#include "api/metrics.hpp"
+#include "api/peer_client.hpp"
+#include "api/probe_view.hpp"
 #include "api/server.hpp"
 #include "config/config_loader.hpp"
 #include "core/engine.hpp"
+#include "core/probe_scheduler.hpp"
+#include "core/probe_store.hpp"
 #include "core/snapshot_store.hpp"
 #include "netlink/watcher.hpp"
+#include "probes/errors.hpp"
+#include "probes/tcp.hpp"
 
 #ifdef ROCEWATCH_HAVE_UCX
 #include <ucp/api/ucp.h>
@@ -143,6 +157,88 @@ private:
     const SnapshotStore& store_;
 };
 
+// The probe token from the token file (64 hex digits, surrounding whitespace ignored), or
+// why there is none: then peer probing is off.
+std::optional<ProbeToken> read_token(const std::string& path, std::string& why) {
+    if (path.empty()) {
+        why = "no [probes] token_file configured";
+        return std::nullopt;
+    }
+    std::ifstream in(path);
+    if (!in) {
+        why = "token file " + path + " cannot be read";
+        return std::nullopt;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    auto not_space = [](unsigned char c) { return !std::isspace(c); };
+    text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
+    text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
+    auto t = token_from_hex(text);
+    if (!t) why = "token file " + path + " does not hold 64 hex digits";
+    return t;
+}
+
+// The numeric address of a peer without rails: its control host, resolved now.
+std::string numeric_host(const std::string& host_port) {
+    auto colon = host_port.rfind(':');
+    std::string host = host_port.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[') return host.substr(1, host.size() - 2);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || !res) return "";
+    char buf[NI_MAXHOST];
+    std::string out;
+    if (getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) == 0) out = buf;
+    freeaddrinfo(res);
+    return out;
+}
+
+// Fraction of the rail's link rate real traffic uses, from the RDMA port of the rail's
+// device (or the one bound to its interface) in the latest snapshot; nullopt when unknown.
+std::optional<double> rail_utilisation(const Snapshot* s, const ProbeJob& job) {
+    if (!s || !job.rail) return std::nullopt;
+    for (const auto& d : s->devices)
+        for (const auto& p : d.ports) {
+            bool match = (!job.rail->local_device.empty() && d.name == job.rail->local_device) ||
+                         (!job.rail->local_interface.empty() && p.netdev == job.rail->local_interface);
+            if (!match || !p.rate_gbps || *p.rate_gbps <= 0) continue;
+            double busiest = 0;
+            for (const char* c : {"port_xmit_data", "port_rcv_data"})
+                if (auto it = p.rates.find(c); it != p.rates.end()) busiest = std::max(busiest, it->second);
+            return busiest * 8 / (*p.rate_gbps * 1e9);
+        }
+    return std::nullopt;
+}
+
+ProbeResult run_tcp_probe(const Config& cfg, const ProbeToken& token, const ProbeJob& job, const PeerHello& hello,
+                          ProbeClock::time_point deadline) {
+    TcpProbeTarget t;
+    t.peer = job.peer.name;
+    t.rail = job.rail ? job.rail->name : "";
+    t.address = job.rail ? job.rail->remote_address : numeric_host(job.peer.address);
+    t.port = hello.data_port;
+    // The source address pins the rail; SO_BINDTODEVICE would need CAP_NET_RAW, which the
+    // unit does not grant.
+    if (job.rail) t.bind_address = job.rail->local_address;
+    t.token = token;
+    Deadline d{deadline};
+    if (job.kind == ProbeKind::tcp_bw) {
+        TcpBwSettings bs;
+        bs.streams = cfg.probes.tcp_bw.streams;
+        bs.duration_seconds = std::chrono::duration<double>(cfg.probes.tcp_bw.duration).count();
+        return tcp_bandwidth(t, bs, d);
+    }
+    TcpLatSettings ls;
+    ls.message_size = cfg.probes.tcp_lat.size;
+    ls.iterations = cfg.probes.tcp_lat.count;
+    ls.max_duration_seconds = std::max(0.1, d.remaining_seconds() - 0.5);
+    return tcp_latency(t, ls, d);
+}
+
 int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
     // One shot has no history to wait on: every finding fires now, and nothing persists.
     for (const auto& id : all_rule_ids()) cfg->rules[id].for_duration = Duration{0};
@@ -182,8 +278,50 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         .netlink_resyncs = [&] { return watcher->resyncs(); },
         .ucx_version = ucx_version(),
     };
+    ProbeStore probe_store;
+    src.probes = [&] { return probe_store.latest(); };
     Engine engine(cfg, std::move(src), store, log);
     engine_ptr = &engine;
+
+    // Peer probing: on only with a readable token; the data port's limits are our own
+    // config's budget, whatever a peer asks for.
+    std::string no_probing;
+    auto token = read_token(cfg->probes.token_file, no_probing);
+    std::unique_ptr<TcpProbeServer> data_port;
+    if (token) {
+        TcpServerLimits limits;
+        limits.max_session_seconds = std::chrono::duration<double>(cfg->probes.tcp_bw.duration).count();
+        limits.max_sessions = std::max<uint32_t>(limits.max_sessions, cfg->probes.tcp_bw.streams);
+        limits.max_message_size = std::max<uint32_t>(cfg->probes.tcp_lat.size, 64);
+        try {
+            data_port = TcpProbeServer::create("", cfg->probes.data_port, *token, limits, log);
+        } catch (const std::exception& e) {
+            no_probing = std::string("probe data port: ") + e.what();
+            token.reset();
+        }
+    }
+    const std::string token_hex = token ? token_to_hex(*token) : "";
+    probe_store.update([&](ProbeBook& b) {
+        b.enabled = token.has_value();
+        b.disabled_reason = no_probing;
+    });
+    if (!token) log->warn("peer probing is off: {}", no_probing);
+    probe_store.set_on_change([&] { engine.wake(); });
+
+    std::shared_ptr<const Config> sched_cfg = cfg;
+    ProbeSchedulerDeps deps{
+        .run = [&](const ProbeJob& job, const PeerHello& hello, ProbeClock::time_point deadline) {
+            return run_tcp_probe(*sched_cfg, *token, job, hello, deadline);
+        },
+        .hello = [&](const PeerConfig& peer, ProbeClock::time_point deadline) {
+            return api::fetch_hello(peer, token_hex, deadline);
+        },
+        .rail_utilisation = [&](const ProbeJob& job) {
+            auto s = store.latest();
+            return rail_utilisation(s.get(), job);
+        },
+    };
+    ProbeScheduler scheduler(cfg, std::move(deps), probe_store, log);
 
     auto listen = parse_listen_address(cfg->daemon.listen);  // validated when loaded
     if (listen->host.empty()) listen->host = "0.0.0.0";
@@ -197,9 +335,109 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         return config_to_json(s && s->config ? *s->config : *cfg);
     }, log);
 
+    const uint16_t data_port_number = data_port ? data_port->port() : 0;
+    auto unauthorized = [](httplib::Response& res) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        res.status = 401;
+        res.set_content(api::dump_json(api::error_json(401, "missing or wrong bearer token")), "application/json");
+    };
+    auto send = [](httplib::Response& res, int status, const nlohmann::json& j) {
+        res.status = status;
+        res.set_content(api::dump_json(j), "application/json");
+    };
+    api->add_get("/api/v1/peer/hello", [&](const httplib::Request& req, httplib::Response& res) {
+        if (!api::bearer_matches(req.get_header_value("Authorization"), token_hex)) return unauthorized(res);
+        auto s = store.latest();
+        if (!s) return send(res, 503, api::error_json(503, "no snapshot yet"));
+        send(res, 200, api::hello_json(*s, data_port_number));
+    });
+    api->add_get("/api/v1/probes", [&](const httplib::Request&, httplib::Response& res) {
+        auto s = store.latest();
+        if (!s) return send(res, 503, api::error_json(503, "no snapshot yet"));
+        send(res, 200, api::probes_json(*s));
+    });
+    // On-demand probes run on the scheduler's thread; the HTTP worker only waits, bounded.
+    auto wait_for = [](const std::shared_future<ProbeResult>& f, std::chrono::milliseconds bound) {
+        return f.wait_for(bound) == std::future_status::ready;
+    };
+    // At most one POST and one /probe wait at a time, so on-demand probes can tie up two HTTP
+    // workers at most and /metrics keeps the rest.
+    std::atomic<bool> run_busy{false};
+    api->add_post("/api/v1/probes/run", [&](const httplib::Request& req, httplib::Response& res) {
+        if (!api::bearer_matches(req.get_header_value("Authorization"), token_hex)) return unauthorized(res);
+        bool idle = false;
+        if (!run_busy.compare_exchange_strong(idle, true)) {
+            res.set_header("Retry-After", "1");
+            return send(res, 429, api::error_json(429, "a probe run is already in progress"));
+        }
+        struct Release {
+            std::atomic<bool>& flag;
+            ~Release() { flag = false; }
+        } release{run_busy};
+        nlohmann::json body;
+        try {
+            body = nlohmann::json::parse(req.body);
+        } catch (const std::exception&) {
+            return send(res, 400, api::error_json(400, "body must be JSON: {\"peer\": ..., \"rail\": ..., \"kind\": ...}"));
+        }
+        std::string peer = body.value("peer", ""), rail = body.value("rail", ""), kind_name = body.value("kind", "tcp_lat");
+        auto kind = probe_kind_from_string(kind_name);
+        if (!kind || !ProbeScheduler::runnable(*kind))
+            return send(res, 400, api::error_json(400, "kind " + kind_name + " is not a probe this daemon runs"));
+        auto job = scheduler.find_job(peer, rail, *kind);
+        if (!job) return send(res, 404, api::error_json(404, "no configured peer/rail " + peer + "/" + rail));
+        auto f = scheduler.submit(*job);
+        if (!f) {
+            res.set_header("Retry-After", "5");
+            return send(res, 503, api::error_json(503, "probe queue full; try again"));
+        }
+        if (!wait_for(*f, std::chrono::seconds(30)))
+            return send(res, 504, api::error_json(504, "probe still queued or running; see /api/v1/probes"));
+        send(res, 200, api::probe_result_json(f->get()));
+    });
+    std::atomic<bool> blackbox_busy{false};
+    api->add_get("/probe", [&](const httplib::Request& req, httplib::Response& res) {
+        if (!token) return send(res, 503, api::error_json(503, "peer probing is off: " + no_probing));
+        auto kind = probe_kind_from_string(req.get_param_value("module"));
+        if (!kind || !ProbeScheduler::runnable(*kind))
+            return send(res, 400, api::error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw)"));
+        auto job = scheduler.find_job(req.get_param_value("target"), req.get_param_value("rail"), *kind);
+        if (!job) return send(res, 404, api::error_json(404, "target must be a configured peer"));
+        double scrape_timeout = 10;
+        try {
+            if (req.has_header("X-Prometheus-Scrape-Timeout-Seconds"))
+                scrape_timeout = std::stod(req.get_header_value("X-Prometheus-Scrape-Timeout-Seconds"));
+        } catch (const std::exception&) {
+        }
+        // Leave room for the answer to travel; never beyond a minute.
+        scrape_timeout = std::clamp(scrape_timeout - 0.5, 0.1, 60.0);
+        bool expected = false;
+        if (!blackbox_busy.compare_exchange_strong(expected, true)) {
+            res.set_header("Retry-After", "1");
+            return send(res, 429, api::error_json(429, "a /probe is already running"));
+        }
+        auto bound = std::chrono::milliseconds(static_cast<int64_t>(scrape_timeout * 1000));
+        job->deadline = ProbeClock::now() + bound;
+        auto f = scheduler.submit(*job);
+        ProbeResult r;
+        if (f && wait_for(*f, bound + std::chrono::milliseconds(200))) {
+            r = f->get();
+        } else {
+            r.kind = *kind;
+            r.success = false;
+            r.reason = f ? "timeout" : "peer_busy";
+            r.duration_seconds = scrape_timeout;
+        }
+        blackbox_busy = false;
+        res.status = 200;
+        res.set_content(api::render_probe_result(r), api::kMetricsContentType);
+    });
+
     engine.collect_once();
     std::thread engine_thread([&] { engine.run(); });
     watcher->start();
+    if (data_port) data_port->start();
+    if (token) scheduler.start();
     api->start();
     log->info("rocewatchd {} serving on {}:{} (sysfs {}, config {})", ROCEWATCH_VERSION, listen->host,
               api->port(), cfg->daemon.sysfs_root, cfg->source.empty() ? "built-in defaults" : cfg->source);
@@ -229,6 +467,12 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                 log->set_level(lvl);
                 current = std::make_shared<const Config>(std::move(*r.config));
                 engine.apply_config(current);
+                // Probe settings and peers follow the reload; the token and data port are
+                // read at start only.
+                scheduler.stop();
+                sched_cfg = current;
+                scheduler.apply_config(current);
+                if (token) scheduler.start();
                 log->info("config reloaded from {}", current->source.empty() ? "built-in defaults" : current->source);
             } else {
                 for (const auto& e : r.errors) log->error("config reload rejected: {}", e.to_string());
@@ -244,6 +488,8 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     }
     sd_notify(0, "STOPPING=1");
     api->stop();
+    scheduler.stop();
+    if (data_port) data_port->stop();
     watcher->stop();
     engine.stop();
     engine_thread.join();

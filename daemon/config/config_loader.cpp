@@ -14,8 +14,11 @@
 #include <limits>
 #include <span>
 
+#include <arpa/inet.h>
+
 #include "config/config_internal.hpp"
 #include "config/config_loader.hpp"
+#include "model/probe.hpp"
 
 namespace rocewatch {
 
@@ -223,6 +226,38 @@ public:
         return out;
     }
 
+    // A value that must be a table (a sub-table such as [probes.tcp_lat]).
+    const toml::table* table() const {
+        if (const toml::table* t = node_.as_table()) return t;
+        wrong_type("a table");
+        return nullptr;
+    }
+    // A numeric IPv4 or IPv6 address (probes connect and bind without name lookups).
+    std::optional<std::string> ip_address() const {
+        auto v = string();
+        if (!v) return std::nullopt;
+        in_addr a4{};
+        in6_addr a6{};
+        if (inet_pton(AF_INET, v->c_str(), &a4) != 1 && inet_pton(AF_INET6, v->c_str(), &a6) != 1) {
+            fail(in_quotes(*v) + " is not a numeric IPv4 or IPv6 address");
+            return std::nullopt;
+        }
+        return v;
+    }
+    // One device or interface name (same rules as names()).
+    std::optional<std::string> name() const {
+        auto v = string();
+        if (!v) return std::nullopt;
+        if (v->empty() || *v == "." || *v == ".." || v->find_first_of("/ \t\n") != std::string::npos) {
+            fail(in_quotes(*v) + " is not a device or interface name");
+            return std::nullopt;
+        }
+        return v;
+    }
+    Errors& errors() const { return errors_; }
+    const std::string& key() const { return key_; }
+    const toml::node& node() const { return node_; }
+
 private:
     std::nullopt_t wrong_type(std::string_view expected) const {
         fail("expected " + std::string(expected) + ", got " + type_name(node_.type()));
@@ -366,6 +401,157 @@ void load_rules(const toml::table& t, const std::string& prefix, Errors& errors,
     }
 }
 
+// ---------------------------------------------------------------- probes and peers
+
+// A probe interval under a second would make the probes the node's main traffic.
+constexpr Duration kMinProbeInterval{1000};
+// Bandwidth probes: the data port server grants at most 10 s per session.
+constexpr Duration kMaxBwDuration{10000};
+
+const KeySpec<TcpLatProbeConfig> kTcpLatKeys[] = {
+    {"interval", [](const Field& f, TcpLatProbeConfig& c) { assign(c.interval, f.duration(kMinProbeInterval)); }},
+    {"jitter", [](const Field& f, TcpLatProbeConfig& c) { assign(c.jitter, f.duration(Duration{0})); }},
+    {"count", [](const Field& f, TcpLatProbeConfig& c) { assign(c.count, f.integer(1, 1'000'000)); }},
+    {"size", [](const Field& f, TcpLatProbeConfig& c) { assign(c.size, f.integer(1, 64 * 1024)); }},
+    {"timeout", [](const Field& f, TcpLatProbeConfig& c) { assign(c.timeout, f.duration(Duration{100})); }},
+};
+
+const KeySpec<TcpBwProbeConfig> kTcpBwKeys[] = {
+    {"interval", [](const Field& f, TcpBwProbeConfig& c) { assign(c.interval, f.duration(kMinProbeInterval)); }},
+    {"jitter", [](const Field& f, TcpBwProbeConfig& c) { assign(c.jitter, f.duration(Duration{0})); }},
+    {"duration",
+     [](const Field& f, TcpBwProbeConfig& c) {
+         auto d = f.duration(Duration{100});
+         if (d && *d > kMaxBwDuration)
+             f.fail(format_duration(*d) + " is above the maximum " + format_duration(kMaxBwDuration));
+         else
+             assign(c.duration, d);
+     }},
+    {"streams", [](const Field& f, TcpBwProbeConfig& c) { assign(c.streams, f.integer(1, 8)); }},
+    {"busy_fraction",
+     [](const Field& f, TcpBwProbeConfig& c) {
+         auto v = f.number(0, true);
+         if (v && *v > 1)
+             f.fail(number_text(*v) + " is out of range (a fraction: > 0 and <= 1)");
+         else
+             assign(c.busy_fraction, v);
+     }},
+};
+
+const KeySpec<ProbesConfig> kProbeKeys[] = {
+    {"token_file", [](const Field& f, ProbesConfig& p) { assign(p.token_file, f.nonempty_string()); }},
+    {"data_port", [](const Field& f, ProbesConfig& p) { assign(p.data_port, f.integer(1, 65535)); }},
+    {"enabled",
+     [](const Field& f, ProbesConfig& p) {
+         const toml::array* arr = f.node().as_array();
+         if (!arr) {
+             f.fail(std::string("expected an array of probe kinds, got ") + type_name(f.node().type()));
+             return;
+         }
+         std::vector<std::string> kinds;
+         std::vector<std::string> known;
+         for (ProbeKind k : all_probe_kinds()) known.emplace_back(to_string(k));
+         bool ok = true;
+         for (size_t i = 0; i < arr->size(); ++i) {
+             Field item((*arr)[i], f.key() + "[" + std::to_string(i) + "]", f.errors());
+             auto v = item.string();
+             if (!v) {
+                 ok = false;
+             } else if (!probe_kind_from_string(*v)) {
+                 item.fail(unknown("probe kind", *v, known));
+                 ok = false;
+             } else if (std::ranges::find(kinds, *v) == kinds.end()) {
+                 kinds.push_back(*v);
+             }
+         }
+         if (ok) p.enabled = std::move(kinds);
+     }},
+    {"bw_fraction_of_link",
+     [](const Field& f, ProbesConfig& p) {
+         auto v = f.number(0, true);
+         if (v && *v > 1)
+             f.fail(number_text(*v) + " is out of range (a fraction: > 0 and <= 1)");
+         else
+             assign(p.bw_fraction_of_link, v);
+     }},
+    {"latency_threshold", [](const Field& f, ProbesConfig& p) { assign(p.latency_threshold, f.duration(Duration{1})); }},
+    {"tcp_lat",
+     [](const Field& f, ProbesConfig& p) {
+         if (auto* t = f.table()) load_keys<TcpLatProbeConfig>(*t, f.key(), kTcpLatKeys, p.tcp_lat, f.errors());
+     }},
+    {"tcp_bw",
+     [](const Field& f, ProbesConfig& p) {
+         if (auto* t = f.table()) load_keys<TcpBwProbeConfig>(*t, f.key(), kTcpBwKeys, p.tcp_bw, f.errors());
+     }},
+};
+
+const KeySpec<PeerRailConfig> kRailKeys[] = {
+    {"name", [](const Field& f, PeerRailConfig& r) { assign(r.name, f.name()); }},
+    {"local_interface", [](const Field& f, PeerRailConfig& r) { assign(r.local_interface, f.name()); }},
+    {"local_address", [](const Field& f, PeerRailConfig& r) { assign(r.local_address, f.ip_address()); }},
+    {"remote_address", [](const Field& f, PeerRailConfig& r) { assign(r.remote_address, f.ip_address()); }},
+    {"local_device", [](const Field& f, PeerRailConfig& r) { assign(r.local_device, f.name()); }},
+    {"remote_device", [](const Field& f, PeerRailConfig& r) { assign(r.remote_device, f.name()); }},
+};
+
+const KeySpec<PeerConfig> kPeerKeys[] = {
+    {"name", [](const Field& f, PeerConfig& p) { assign(p.name, f.name()); }},
+    {"address",
+     [](const Field& f, PeerConfig& p) {
+         auto text = f.string();
+         if (!text) return;
+         std::string why;
+         auto a = config_detail::parse_listen_address(*text, 1, why);
+         if (a && a->host.empty()) why = "needs a host: \"host:port\"";
+         if (a && !a->host.empty())
+             p.address = *text;
+         else
+             f.fail(in_quotes(*text) + " is not a peer daemon address: " + why);
+     }},
+    {"rails",
+     [](const Field& f, PeerConfig& p) {
+         const toml::array* arr = f.node().as_array();
+         if (!arr || (!arr->empty() && !arr->is_array_of_tables())) {
+             f.fail("expected an array of tables ([[peers.rails]])");
+             return;
+         }
+         for (size_t i = 0; i < arr->size(); ++i) {
+             const toml::table* t = (*arr)[i].as_table();
+             std::string key = f.key() + "[" + std::to_string(i) + "]";
+             PeerRailConfig rail;
+             load_keys<PeerRailConfig>(*t, key, kRailKeys, rail, f.errors());
+             if (rail.name.empty() && !t->contains("name")) f.errors().add(t->source(), key + ".name", "missing");
+             if (rail.remote_address.empty() && !t->contains("remote_address"))
+                 f.errors().add(t->source(), key + ".remote_address", "missing");
+             for (const auto& other : p.rails)
+                 if (!rail.name.empty() && other.name == rail.name)
+                     f.errors().add(t->source(), key + ".name", in_quotes(rail.name) + " is used twice");
+             p.rails.push_back(std::move(rail));
+         }
+     }},
+};
+
+// [[peers]]: an array of tables, each checked against kPeerKeys.
+void load_peers(const toml::node& node, const std::string& prefix, Errors& errors, Config& c) {
+    const toml::array* arr = node.as_array();
+    if (!arr || (!arr->empty() && !arr->is_array_of_tables())) {
+        errors.add(node.source(), prefix, "expected an array of tables ([[peers]])");
+        return;
+    }
+    for (size_t i = 0; i < arr->size(); ++i) {
+        const toml::table* t = (*arr)[i].as_table();
+        std::string key = prefix + "[" + std::to_string(i) + "]";
+        PeerConfig peer;
+        load_keys<PeerConfig>(*t, key, kPeerKeys, peer, errors);
+        if (!t->contains("name")) errors.add(t->source(), key + ".name", "missing");
+        if (!t->contains("address")) errors.add(t->source(), key + ".address", "missing");
+        for (const auto& other : c.peers)
+            if (!peer.name.empty() && other.name == peer.name)
+                errors.add(t->source(), key + ".name", in_quotes(peer.name) + " is used twice");
+        c.peers.push_back(std::move(peer));
+    }
+}
+
 struct SectionSpec {
     std::string_view name;
     void (*load)(const toml::table&, const std::string& prefix, Errors&, Config&);
@@ -385,6 +571,11 @@ const SectionSpec kSections[] = {
          load_keys<Thresholds>(t, p, kThresholdKeys, c.thresholds, e);
      }},
     {"rules", load_rules},
+    {"probes",
+     [](const toml::table& t, const std::string& p, Errors& e, Config& c) {
+         load_keys<ProbesConfig>(t, p, kProbeKeys, c.probes, e);
+     }},
+    {"peers", nullptr},  // an array of tables: load_peers
 };
 
 }  // namespace
@@ -413,6 +604,10 @@ ConfigResult parse_config(std::string_view text, const std::string& source_name)
                 errors.add(k.source(), name, unknown("table", name, known));
             else
                 errors.add(k.source(), name, unknown("key", name, known, "settings belong in a table"));
+            continue;
+        }
+        if (name == "peers") {
+            load_peers(node, name, errors, c);
             continue;
         }
         const toml::table* t = node.as_table();

@@ -190,8 +190,9 @@ std::optional<ListenAddress> parse_listen_address(std::string_view s) {
 // ---------------------------------------------------------------- JSON view
 
 const std::vector<std::string>& secret_key_paths() {
-    // None yet. [peers] credentials (e.g. "peers.*.token") go here when the probes add them.
-    static const std::vector<std::string> paths;
+    // The config holds only the token file's path; its content never enters the Config.
+    // Listed anyway so a token that ever lands in the view is redacted, not served.
+    static const std::vector<std::string> paths = {"probes.token", "peers.*.token"};
     return paths;
 }
 
@@ -241,6 +242,49 @@ nlohmann::json rule_json(const RuleSettings& r) {
     };
 }
 
+nlohmann::json probes_json(const ProbesConfig& p) {
+    return {
+        // null when unset: "" is not a valid token_file, and the view must read back in.
+        {"token_file", p.token_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.token_file)},
+        {"data_port", p.data_port},
+        {"enabled", p.enabled},
+        {"bw_fraction_of_link", p.bw_fraction_of_link},
+        {"latency_threshold", format_duration(p.latency_threshold)},
+        {"tcp_lat",
+         {
+             {"interval", format_duration(p.tcp_lat.interval)},
+             {"jitter", format_duration(p.tcp_lat.jitter)},
+             {"count", p.tcp_lat.count},
+             {"size", p.tcp_lat.size},
+             {"timeout", format_duration(p.tcp_lat.timeout)},
+         }},
+        {"tcp_bw",
+         {
+             {"interval", format_duration(p.tcp_bw.interval)},
+             {"jitter", format_duration(p.tcp_bw.jitter)},
+             {"duration", format_duration(p.tcp_bw.duration)},
+             {"streams", p.tcp_bw.streams},
+             {"busy_fraction", p.tcp_bw.busy_fraction},
+         }},
+    };
+}
+
+nlohmann::json peers_json(const std::vector<PeerConfig>& peers) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& p : peers) {
+        nlohmann::json rails = nlohmann::json::array();
+        for (const auto& r : p.rails)
+            rails.push_back({{"name", r.name},
+                             {"local_interface", r.local_interface},
+                             {"local_address", r.local_address},
+                             {"remote_address", r.remote_address},
+                             {"local_device", r.local_device},
+                             {"remote_device", r.remote_device}});
+        out.push_back({{"name", p.name}, {"address", p.address}, {"rails", std::move(rails)}});
+    }
+    return out;
+}
+
 }  // namespace
 
 nlohmann::json config_to_json(const Config& c) {
@@ -284,6 +328,8 @@ nlohmann::json config_to_json(const Config& c) {
              {"counter_window", format_duration(t.counter_window)},
          }},
         {"rules", std::move(rules)},
+        {"probes", probes_json(c.probes)},
+        {"peers", peers_json(c.peers)},
     };
     redact_secrets(j, secret_key_paths());
     return j;

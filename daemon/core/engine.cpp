@@ -144,6 +144,9 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     for (auto& dev : snap->devices)
         for (auto& port : dev.ports) assign_roce_v2_gid(port, ipv4_addresses(find_link(*snap, port.netdev)));
 
+    snap->probes = src_.probes ? src_.probes() : nullptr;
+    if (!snap->probes) snap->probes = std::make_shared<const ProbeBook>();
+
     auto now = src_.now();
     snap->collected_at = now;
     trends_->apply(*snap, now, cfg->thresholds);

@@ -13,6 +13,7 @@
 
 #include "core/snapshot_store.hpp"
 #include "model/config.hpp"
+#include "model/probe.hpp"
 #include "model/snapshot.hpp"
 #include "rules/alerts.hpp"
 #include "rules/state_store.hpp"
@@ -28,6 +29,8 @@ struct EngineSources {
     std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
     std::function<TimePoint()> now = [] { return Clock::now(); };
     std::string ucx_version;  // of the UCX this binary is linked with, "" without UCX
+    // The probe scheduler's latest book (core/probe_store.hpp); an empty book when unset.
+    std::function<std::shared_ptr<const ProbeBook>()> probes;
 };
 
 class Engine {

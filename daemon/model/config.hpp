@@ -53,12 +53,62 @@ struct RuleSettings {
     std::optional<Severity> severity;           // override of the rule's own severity
 };
 
+// [probes.tcp_lat]: small-message ping-pong, often and light.
+struct TcpLatProbeConfig {
+    Duration interval{std::chrono::seconds(30)};
+    Duration jitter{std::chrono::seconds(3)};   // each run starts up to this much later
+    uint32_t count = 100;                        // ping-pongs per run
+    uint32_t size = 64;                          // bytes each way
+    Duration timeout{std::chrono::seconds(5)};   // whole probe deadline
+};
+
+// [probes.tcp_bw]: bulk streams, rarely and short.
+struct TcpBwProbeConfig {
+    Duration interval{std::chrono::minutes(15)};
+    Duration jitter{std::chrono::seconds(60)};
+    Duration duration{std::chrono::seconds(2)};  // sending time
+    uint32_t streams = 1;                        // parallel connections (iperf3 -P)
+    // Skip (reason "skipped_busy") while the rail already carries more than this fraction
+    // of its link rate in real traffic.
+    double busy_fraction = 0.5;
+};
+
+// [probes]: what this daemon measures towards its peers, and what it grants them.
+struct ProbesConfig {
+    std::string token_file;                      // 64 hex digits; "" = peer probing off
+    uint16_t data_port = 9880;                   // TCP probe data port this daemon serves
+    std::vector<std::string> enabled = {"tcp_lat", "tcp_bw"};  // probe kinds run on schedule
+    double bw_fraction_of_link = 0.9;            // probe_bandwidth_low below this fraction
+    Duration latency_threshold{1};               // probe_latency_high above this p99 (TCP)
+    TcpLatProbeConfig tcp_lat;
+    TcpBwProbeConfig tcp_bw;
+};
+
+// [[peers.rails]]: one path to a peer. remote_address is the peer's address on that rail.
+struct PeerRailConfig {
+    std::string name;
+    std::string local_interface;                 // netdev to bind to ("" = any)
+    std::string local_address;                   // source address ("" = kernel's choice)
+    std::string remote_address;
+    std::string local_device;                    // RDMA device (for the RDMA probes)
+    std::string remote_device;
+};
+
+// [[peers]]: a peer daemon.
+struct PeerConfig {
+    std::string name;
+    std::string address;                         // host:port of its HTTP port (control)
+    std::vector<PeerRailConfig> rails;
+};
+
 struct Config {
     std::string source;                         // file it came from, "" for defaults
     DaemonConfig daemon;
     ExpectConfig expect;
     Thresholds thresholds;
     std::map<std::string, RuleSettings> rules;  // by rule id; absent = defaults
+    ProbesConfig probes;
+    std::vector<PeerConfig> peers;
 };
 
 // Settings of one rule with the defaults applied.

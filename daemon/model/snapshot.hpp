@@ -185,6 +185,7 @@ struct DaemonStatus {
 };
 
 struct Config;
+struct ProbeBook;  // model/probe.hpp
 
 // ---------------------------------------------------------------- the snapshot
 
@@ -199,6 +200,9 @@ struct Snapshot {
     std::vector<Alert> alerts;   // pending and firing
     std::shared_ptr<const std::vector<AlertTransition>> history;  // oldest first
     std::shared_ptr<const Config> config;                          // the config in force
+    // Latest probe results per (peer, rail, kind) with a short history, and peer hellos;
+    // never null once the engine published (an empty book while probing is off).
+    std::shared_ptr<const ProbeBook> probes;
     DaemonStatus daemon;
     uint64_t netlink_events = 0;     // events seen since start
     uint64_t netlink_resyncs = 0;    // re-dumps after buffer overruns

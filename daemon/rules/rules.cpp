@@ -10,6 +10,7 @@
 #include <set>
 #include <string_view>
 
+#include "model/probe.hpp"
 #include "rules/ipv4.hpp"
 
 namespace rocewatch {
@@ -746,6 +747,202 @@ void rule_peermem_missing(const Context& ctx, Severity sev, Findings& out) {
         {{"nvidia_gpu_present", "yes"}, {"nvidia_peermem_loaded", "no"}}));
 }
 
+
+// ---------------------------------------------------------------- probe rules
+//
+// Over the probe book (latest result per peer, rail and kind). Rules over RDMA and UCX
+// results see none until those probes exist; they are tested on synthetic results.
+
+bool unreachable_reason(const std::string& r) {
+    return r == "peer_unreachable" || r == "connection_refused" || r == "timeout";
+}
+
+std::string probe_object(const ProbeKey& k) {
+    return k.peer + (k.rail.empty() ? "" : "/" + k.rail) + ":" + to_string(k.kind);
+}
+
+// Link rate of the local end of a rail, in bits per second: the RDMA port of its device,
+// else the port bound to its interface; nullopt when unknown.
+std::optional<double> local_rate_bps(const Context& ctx, const ProbeKey& k) {
+    const PeerRailConfig* rail = nullptr;
+    for (const auto& p : ctx.c.peers)
+        if (p.name == k.peer)
+            for (const auto& r : p.rails)
+                if (r.name == k.rail) rail = &r;
+    if (!rail) return std::nullopt;
+    for (const auto& d : ctx.s.devices)
+        for (const auto& port : d.ports)
+            if (((!rail->local_device.empty() && d.name == rail->local_device) ||
+                 (!rail->local_interface.empty() && port.netdev == rail->local_interface)) &&
+                port.rate_gbps && *port.rate_gbps > 0)
+                return *port.rate_gbps * 1e9;
+    return std::nullopt;
+}
+
+void rule_peer_unreachable(const Context& ctx, Severity sev, Findings& out) {
+    if (!ctx.s.probes) return;
+    // A peer is unreachable when its latest probe of every kind and rail failed that way.
+    std::map<std::string, std::pair<int, int>> by_peer;  // failed-unreachable, total
+    std::map<std::string, std::string> why;
+    for (const auto& [k, results] : ctx.s.probes->results) {
+        if (results.empty() || results.back().reason == kReasonSkippedBusy) continue;
+        auto& [bad, total] = by_peer[k.peer];
+        ++total;
+        if (!results.back().success && unreachable_reason(results.back().reason)) {
+            ++bad;
+            why[k.peer] = results.back().reason;
+        }
+    }
+    for (const auto& [peer, n] : by_peer) {
+        if (n.first == 0 || n.first != n.second) continue;
+        out.push_back(make("peer_unreachable", sev, peer,
+                           "Peer " + peer + " is unreachable: its last probes failed (" + why[peer] + ")",
+                           "Check that rocewatchd runs on " + peer + " and that its HTTP and probe data ports "
+                           "are reachable from here (routes, firewall, the rail links themselves).",
+                           {{"reason", why[peer]}, {"failed_probes", std::to_string(n.first)}}));
+    }
+}
+
+void rule_probe_bandwidth_low(const Context& ctx, Severity sev, Findings& out) {
+    if (!ctx.s.probes) return;
+    for (const auto& [k, results] : ctx.s.probes->results) {
+        if (!is_bandwidth_kind(k.kind) || results.empty()) continue;
+        const ProbeResult& r = results.back();
+        if (!r.success || !r.bandwidth_bits_per_second) continue;
+        auto rate = local_rate_bps(ctx, k);
+        if (!rate) continue;
+        const double want = *rate * ctx.c.probes.bw_fraction_of_link;
+        if (*r.bandwidth_bits_per_second >= want) continue;
+        out.push_back(make("probe_bandwidth_low", sev, probe_object(k),
+                           std::string(to_string(k.kind)) + " to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) +
+                               " measured " + num(*r.bandwidth_bits_per_second / 1e9) + " Gbps, below " +
+                               num(ctx.c.probes.bw_fraction_of_link * 100) + "% of the " + num(*rate / 1e9) +
+                               " Gbps link",
+                           "Check MTU on both ends (9000 for 100G), the link rate, error and congestion counters, "
+                           "and whether other traffic shared the link during the probe.",
+                           {{"measured_bps", num(*r.bandwidth_bits_per_second)}, {"link_bps", num(*rate)}}));
+    }
+}
+
+void rule_probe_latency_high(const Context& ctx, Severity sev, Findings& out) {
+    if (!ctx.s.probes) return;
+    const double limit = std::chrono::duration<double>(ctx.c.probes.latency_threshold).count();
+    for (const auto& [k, results] : ctx.s.probes->results) {
+        if (results.empty()) continue;
+        const ProbeResult& r = results.back();
+        if (!r.success || !r.latency || r.latency->p99 <= limit) continue;
+        out.push_back(make("probe_latency_high", sev, probe_object(k),
+                           std::string(to_string(k.kind)) + " to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) +
+                               ": p99 latency " + num(r.latency->p99 * 1e6) + " us above " + num(limit * 1e6) + " us",
+                           "Look for congestion (CNP/ECN counters), retransmissions, a saturated link or a busy "
+                           "peer CPU; compare with the other rails.",
+                           {{"p99_seconds", std::to_string(r.latency->p99)},
+                            {"typical_seconds", std::to_string(r.latency->typical)}}));
+    }
+}
+
+void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) {
+    if (!ctx.s.probes) return;
+    std::set<std::string> tcp_ok;
+    for (const auto& [k, results] : ctx.s.probes->results)
+        if (is_tcp_kind(k.kind) && !results.empty() && results.back().success) tcp_ok.insert(k.peer + "/" + k.rail);
+    for (const auto& [k, results] : ctx.s.probes->results) {
+        if (!is_rdma_kind(k.kind) || results.empty()) continue;
+        const ProbeResult& r = results.back();
+        if (r.success || r.reason == kReasonSkippedBusy || !tcp_ok.count(k.peer + "/" + k.rail)) continue;
+        out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
+                           "RDMA to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) + " fails (" + r.reason +
+                               ") while TCP over the same path works: the network carries IP, so the fault is in "
+                               "the RDMA set-up",
+                           "Check the GID index (a RoCE v2 GID holding the rail's IPv4 address on both ends), the "
+                           "RoCE MTU on both ends, and the QP settings (path MTU, GID type, PFC/ECN for lossless "
+                           "traffic); `show_gids` on both nodes.",
+                           {{"reason", r.reason}}));
+    }
+}
+
+void rule_rail_imbalance(const Context& ctx, Severity sev, Findings& out) {
+    if (!ctx.s.probes) return;
+    for (const auto& [k, results] : ctx.s.probes->results) {
+        if (results.empty()) continue;
+        const ProbeResult& r = results.back();
+        if (!r.success || r.bytes_per_rail.size() < 2) continue;
+        uint64_t total = 0, top = 0;
+        std::string top_rail;
+        for (const auto& [rail, b] : r.bytes_per_rail) {
+            total += b;
+            if (b > top) {
+                top = b;
+                top_rail = rail;
+            }
+        }
+        if (total == 0 || static_cast<double>(top) <= 0.9 * static_cast<double>(total)) continue;
+        out.push_back(make("rail_imbalance", sev, probe_object(k),
+                           "Rail " + top_rail + " carried " + num(100.0 * static_cast<double>(top) / static_cast<double>(total)) +
+                               "% of a " + std::to_string(r.bytes_per_rail.size()) + "-rail run to " + k.peer +
+                               ": the other rails sat idle",
+                           "Check that every rail is up with an address and a RoCE v2 GID, that the application "
+                           "(UCX_NET_DEVICES, NCCL_IB_HCA) lists all rails, and the routing of each rail's subnet.",
+                           {{"top_rail", top_rail}}));
+    }
+}
+
+void rule_ucx_version_mismatch(const Context& ctx, Severity sev, Findings& out) {
+    if (!ctx.s.probes) return;
+    for (const auto& [name, p] : ctx.s.probes->peers) {
+        if (!p.hello || p.hello->ucx_version.empty() || ctx.s.host.ucx_version.empty() ||
+            p.hello->ucx_version == ctx.s.host.ucx_version)
+            continue;
+        out.push_back(make("ucx_version_mismatch", sev, name,
+                           "UCX " + ctx.s.host.ucx_version + " here, " + p.hello->ucx_version + " on " + name +
+                               ": UCX peers of different versions may not connect, or pick different transports",
+                           "Install the same UCX version on both nodes (and the same NIXL/NCCL build).",
+                           {{"local", ctx.s.host.ucx_version}, {"peer", p.hello->ucx_version}}));
+    }
+}
+
+void rule_peer_config_mismatch(const Context& ctx, Severity sev, Findings& out) {
+    if (!ctx.s.probes) return;
+    for (const auto& peer : ctx.c.peers) {
+        auto it = ctx.s.probes->peers.find(peer.name);
+        if (it == ctx.s.probes->peers.end() || !it->second.hello) continue;
+        const PeerHello& h = *it->second.hello;
+        for (const auto& rail : peer.rails) {
+            auto ai = h.address_interface.find(rail.remote_address);
+            if (ai == h.address_interface.end() || rail.local_interface.empty()) continue;
+            const Link* mine = find_link(ctx.s, rail.local_interface);
+            const auto& theirs = h.interfaces.at(ai->second);
+            if (!mine) continue;
+            std::vector<std::string> diffs;
+            std::map<std::string, std::string> details;
+            if (theirs.mtu && *theirs.mtu != mine->mtu) {
+                diffs.push_back("MTU " + std::to_string(mine->mtu) + " here, " + std::to_string(*theirs.mtu) + " there");
+                details["local_mtu"] = std::to_string(mine->mtu);
+                details["peer_mtu"] = std::to_string(*theirs.mtu);
+            }
+            std::set<std::string> my_types;
+            for (const auto& d : ctx.s.devices)
+                for (const auto& p : d.ports)
+                    if (p.netdev == rail.local_interface)
+                        for (const auto& g : p.gids)
+                            if (!g.type.empty()) my_types.insert(g.type);
+            std::set<std::string> their_types(theirs.gid_types.begin(), theirs.gid_types.end());
+            if (!my_types.empty() && !their_types.empty() && my_types != their_types) {
+                diffs.push_back("GID types {" + join({my_types.begin(), my_types.end()}) + "} here, {" +
+                                join(theirs.gid_types) + "} there");
+                details["local_gid_types"] = join({my_types.begin(), my_types.end()});
+                details["peer_gid_types"] = join(theirs.gid_types);
+            }
+            if (diffs.empty()) continue;
+            out.push_back(make("peer_config_mismatch", sev, peer.name + "/" + rail.name,
+                               "Rail " + rail.name + " to " + peer.name + ": " + join(diffs, "; "),
+                               "Set the same MTU (9000) and RoCE mode on both ends of the rail; a smaller MTU on "
+                               "one end caps the path, and RoCE v1 vs v2 cannot talk.",
+                               std::move(details)));
+        }
+    }
+}
+
 // ---------------------------------------------------------------- the table
 
 using RuleFn = void (*)(const Context&, Severity, Findings&);
@@ -785,6 +982,18 @@ constexpr RuleDef kRules[] = {
      rule_link_flapping},
     {"peermem_missing", Severity::warning, "NVIDIA GPU present without nvidia_peermem (no GPUDirect RDMA)",
      rule_peermem_missing},
+    {"peer_unreachable", Severity::critical, "every latest probe to a peer failed: unreachable, refused or timed out",
+     rule_peer_unreachable},
+    {"probe_bandwidth_low", Severity::warning, "probe bandwidth below probes.bw_fraction_of_link of the link rate",
+     rule_probe_bandwidth_low},
+    {"probe_latency_high", Severity::warning, "probe p99 latency above probes.latency_threshold",
+     rule_probe_latency_high},
+    {"rdma_fails_tcp_works", Severity::critical, "RDMA probe to a peer fails while TCP over the same rail works",
+     rule_rdma_fails_tcp_works},
+    {"rail_imbalance", Severity::warning, "one rail carried more than 90% of a multi-rail run", rule_rail_imbalance},
+    {"ucx_version_mismatch", Severity::warning, "the peer's UCX version differs from ours", rule_ucx_version_mismatch},
+    {"peer_config_mismatch", Severity::warning, "the peer's MTU or GID types on a rail differ from ours",
+     rule_peer_config_mismatch},
 };
 
 }  // namespace

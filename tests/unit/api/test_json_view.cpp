@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "api/json_view.hpp"
+#include "api/metrics.hpp"
+#include "api/probe_view.hpp"
+#include "model/probe.hpp"
 #include "sample_snapshot.hpp"
 
 using namespace rocewatch;
@@ -191,4 +194,89 @@ TEST(JsonView, DumpSurvivesInvalidUtf8) {
     EXPECT_NO_THROW(out = dump_json(interfaces_json(s)));
     EXPECT_NE(out.find("eth"), std::string::npos);
     EXPECT_EQ(error_json(404, "nope"), json({{"error", "nope"}, {"status", 404}}));
+}
+
+// ---------------------------------------------------------------- probe views
+
+namespace {
+
+rocewatch::Snapshot probe_snapshot() {
+    using namespace rocewatch;
+    Snapshot s;
+    auto book = std::make_shared<ProbeBook>();
+    book->enabled = true;
+    ProbeResult r;
+    r.kind = ProbeKind::tcp_lat;
+    r.peer = "spark-b";
+    r.rail = "rail0";
+    r.success = true;
+    r.duration_seconds = 0.02;
+    r.latency = LatencyStats{.samples = 100, .used = 98, .typical = 2e-5, .mean = 2.1e-5, .p99 = 4e-5, .p99_9 = 5e-5};
+    for (int i = 0; i < 25; ++i) book->add(r);
+    ProbeResult bw = r;
+    bw.kind = ProbeKind::tcp_bw;
+    bw.latency.reset();
+    bw.bandwidth_bits_per_second = 8e9;
+    book->add(bw);
+    s.probes = book;
+    return s;
+}
+
+}  // namespace
+
+TEST(ProbeView, StatusSaysWhetherProbingIsOn) {
+    auto s = probe_snapshot();
+    EXPECT_EQ(rocewatch::api::status_json(s, rocewatch::TimePoint{})["probes"]["enabled"], true);
+    auto off = std::make_shared<rocewatch::ProbeBook>();
+    off->disabled_reason = "no [probes] token_file configured";
+    s.probes = off;
+    auto j = rocewatch::api::status_json(s, rocewatch::TimePoint{});
+    EXPECT_EQ(j["probes"]["enabled"], false);
+    EXPECT_EQ(j["probes"]["disabled_reason"], "no [probes] token_file configured");
+}
+
+TEST(ProbeView, LatestAndBoundedHistory) {
+    auto j = rocewatch::api::probes_json(probe_snapshot());
+    EXPECT_EQ(j["enabled"], true);
+    ASSERT_EQ(j["probes"].size(), 2u);
+    for (const auto& p : j["probes"]) {
+        if (p["kind"] != "tcp_lat") continue;
+        EXPECT_EQ(p["history"].size(), rocewatch::ProbeBook::kHistoryLimit);
+        EXPECT_EQ(p["latest"]["latency_seconds"]["p99"], 4e-5);
+    }
+}
+
+TEST(ProbeView, MetricFamiliesPerPeerRailKind) {
+    auto text = rocewatch::api::render_snapshot_metrics(probe_snapshot());
+    EXPECT_NE(text.find("rocewatch_probe_success{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_lat\"} 1"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("rocewatch_probe_latency_seconds{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_lat\",quantile=\"0.99\"}"),
+              std::string::npos);
+    EXPECT_NE(text.find("rocewatch_probe_bandwidth_bytes_per_second{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1000000000"),
+              std::string::npos);
+}
+
+TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
+    using namespace rocewatch;
+    Snapshot s;
+    s.version = "0.1.0";
+    s.host.ucx_version = "1.16.0";
+    s.links.push_back(Link{.ifindex = 2, .name = "enp1s0f0np0", .mtu = 9000});
+    s.links.back().addresses.push_back({.family = 2, .address = "10.1.0.2", .prefixlen = 24, .scope = "global"});
+    RdmaPort port{.port = 1, .netdev = "enp1s0f0np0"};
+    port.gids.push_back({.index = 3, .gid = "::ffff:10.1.0.2", .type = "RoCE v2", .netdev = "enp1s0f0np0"});
+    s.devices.push_back(RdmaDevice{.name = "rocep1s0f0", .ports = {port}});
+    auto h = api::hello_from_json(api::hello_json(s, 9880));
+    EXPECT_EQ(h.data_port, 9880);
+    EXPECT_EQ(h.protocol_version, static_cast<uint32_t>(api::kPeerProtocolVersion));
+    EXPECT_EQ(h.ucx_version, "1.16.0");
+    EXPECT_EQ(h.interfaces.at("enp1s0f0np0").mtu, 9000u);
+    EXPECT_EQ(h.interfaces.at("enp1s0f0np0").gid_types, std::vector<std::string>{"RoCE v2"});
+    EXPECT_EQ(h.address_interface.at("10.1.0.2"), "enp1s0f0np0");
+
+    EXPECT_TRUE(api::bearer_matches("Bearer abc", "abc"));
+    EXPECT_FALSE(api::bearer_matches("Bearer abd", "abc"));
+    EXPECT_FALSE(api::bearer_matches("Bearer abcd", "abc"));
+    EXPECT_FALSE(api::bearer_matches("abc", "abc"));
+    EXPECT_FALSE(api::bearer_matches("Bearer ", "")) << "no token configured: nothing matches";
 }

@@ -46,24 +46,38 @@ nlohmann::json effective(const Config& c) {
     return j;
 }
 
+bool is_table_array(const nlohmann::json& v) {
+    return v.is_array() && !v.empty() && v.front().is_object();
+}
+
+// Writes one table's scalars and arrays, then its sub-tables ([name.sub]) and arrays of
+// tables ([[name.sub]]), as TOML wants them.
+void table_to_toml(const std::string& name, const nlohmann::json& table, bool array_item, std::string& out) {
+    out += (array_item ? "[[" : "[") + name + (array_item ? "]]\n" : "]\n");
+    for (const auto& [k, v] : table.items())
+        if (!v.is_null() && !v.is_object() && !is_table_array(v))
+            out += k + " = " + v.dump() + "\n";
+    for (const auto& [k, v] : table.items()) {
+        if (v.is_object()) table_to_toml(name + "." + k, v, false, out);
+        if (is_table_array(v))
+            for (const auto& item : v) table_to_toml(name + "." + k, item, true, out);
+    }
+}
+
 // Writes config_to_json's output back as TOML (null = unset = left out).
 std::string to_toml(const nlohmann::json& j) {
     std::string out;
-    auto body = [&](const nlohmann::json& table) {
-        for (const auto& [k, v] : table.items())
-            if (!v.is_null()) out += k + " = " + v.dump() + "\n";
-    };
     for (const auto& [section, table] : j.items()) {
         if (section == "source") continue;
         if (section == "rules") {
-            for (const auto& [id, rule] : table.items()) {
-                out += "[rules." + id + "]\n";
-                body(rule);
-            }
+            for (const auto& [id, rule] : table.items()) table_to_toml("rules." + id, rule, false, out);
             continue;
         }
-        out += "[" + section + "]\n";
-        body(table);
+        if (table.is_array()) {
+            for (const auto& item : table) table_to_toml(section, item, true, out);
+            continue;
+        }
+        table_to_toml(section, table, false, out);
     }
     return out;
 }
@@ -71,7 +85,8 @@ std::string to_toml(const nlohmann::json& j) {
 const std::string kRuleIds =
     "port_down, netdev_down, port_rate_low, mtu_low, roce_mtu_low, no_roce_v2_gid, gid_on_bond, bond_slave_down, "
     "bond_degraded, bond_link_failures, bond_mode_reorders, subnet_overlap, error_counters, congestion, "
-    "link_flapping, peermem_missing";
+    "link_flapping, peermem_missing, peer_unreachable, probe_bandwidth_low, probe_latency_high, "
+    "rdma_fails_tcp_works, rail_imbalance, ucx_version_mismatch, peer_config_mismatch";
 
 const char* kEveryKey = R"(
 [daemon]
@@ -107,6 +122,39 @@ enabled = false
 for = "30s"
 clear_after = "1m"
 severity = "critical"
+
+[probes]
+token_file = "/etc/rocewatch/token"
+data_port = 19880
+enabled = ["tcp_lat"]
+bw_fraction_of_link = 0.8
+latency_threshold = "2ms"
+
+[probes.tcp_lat]
+interval = "10s"
+jitter = "1s"
+count = 50
+size = 128
+timeout = "3s"
+
+[probes.tcp_bw]
+interval = "1h"
+jitter = "5m"
+duration = "1s"
+streams = 4
+busy_fraction = 0.25
+
+[[peers]]
+name = "spark-b"
+address = "192.168.1.12:9879"
+
+[[peers.rails]]
+name = "rail0"
+local_interface = "enp1s0f0np0"
+local_address = "192.168.100.11"
+remote_address = "192.168.100.12"
+local_device = "rocep1s0f0"
+remote_device = "rocep1s0f0"
 )";
 
 }  // namespace
@@ -186,6 +234,73 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(rule.for_duration, 30s);
     EXPECT_EQ(rule.clear_after, 1min);
     EXPECT_EQ(rule.severity, Severity::critical);
+    EXPECT_EQ(c.probes.token_file, "/etc/rocewatch/token");
+    EXPECT_EQ(c.probes.data_port, 19880);
+    EXPECT_EQ(c.probes.enabled, (Lines{"tcp_lat"}));
+    EXPECT_EQ(c.probes.bw_fraction_of_link, 0.8);
+    EXPECT_EQ(c.probes.latency_threshold, 2ms);
+    EXPECT_EQ(c.probes.tcp_lat.interval, 10s);
+    EXPECT_EQ(c.probes.tcp_lat.jitter, 1s);
+    EXPECT_EQ(c.probes.tcp_lat.count, 50u);
+    EXPECT_EQ(c.probes.tcp_lat.size, 128u);
+    EXPECT_EQ(c.probes.tcp_lat.timeout, 3s);
+    EXPECT_EQ(c.probes.tcp_bw.interval, 1h);
+    EXPECT_EQ(c.probes.tcp_bw.jitter, 5min);
+    EXPECT_EQ(c.probes.tcp_bw.duration, 1s);
+    EXPECT_EQ(c.probes.tcp_bw.streams, 4u);
+    EXPECT_EQ(c.probes.tcp_bw.busy_fraction, 0.25);
+    ASSERT_EQ(c.peers.size(), 1u);
+    EXPECT_EQ(c.peers[0].name, "spark-b");
+    EXPECT_EQ(c.peers[0].address, "192.168.1.12:9879");
+    ASSERT_EQ(c.peers[0].rails.size(), 1u);
+    const PeerRailConfig& rail = c.peers[0].rails[0];
+    EXPECT_EQ(rail.name, "rail0");
+    EXPECT_EQ(rail.local_interface, "enp1s0f0np0");
+    EXPECT_EQ(rail.local_address, "192.168.100.11");
+    EXPECT_EQ(rail.remote_address, "192.168.100.12");
+    EXPECT_EQ(rail.local_device, "rocep1s0f0");
+    EXPECT_EQ(rail.remote_device, "rocep1s0f0");
+}
+
+TEST(ConfigKeys, ProbeDefaultsAreGentle) {
+    Config c = default_config();
+    EXPECT_TRUE(c.probes.token_file.empty()) << "no token file: peer probing off";
+    EXPECT_EQ(c.probes.data_port, 9880);
+    EXPECT_EQ(c.probes.tcp_lat.interval, 30s);
+    EXPECT_EQ(c.probes.tcp_lat.size, 64u);
+    EXPECT_EQ(c.probes.tcp_bw.interval, 15min);
+    EXPECT_EQ(c.probes.tcp_bw.duration, 2s);
+    EXPECT_EQ(c.probes.bw_fraction_of_link, 0.9);
+    EXPECT_EQ(c.probes.latency_threshold, 1ms);
+    EXPECT_TRUE(c.peers.empty());
+}
+
+TEST(ConfigErrors, ProbesAndPeers) {
+    EXPECT_EQ(errors_of("[probes]\nenabled = [\"tcp_lta\"]\n"),
+              (Lines{"t.toml:2: probes.enabled[0]: unknown probe kind; did you mean \"tcp_lat\"? Valid probe "
+                     "kinds: rdma_write_bw, rdma_write_lat, rdma_multirail_bw, tcp_bw, tcp_lat, ucx_put_bw, "
+                     "ucx_put_lat"}));
+    EXPECT_EQ(errors_of("[probes.tcp_bw]\nbusy_fraction = 1.5\nduration = \"1m\"\n"),
+              (Lines{"t.toml:2: probes.tcp_bw.busy_fraction: 1.5 is out of range (a fraction: > 0 and <= 1)",
+                     "t.toml:3: probes.tcp_bw.duration: 1m is above the maximum 10s"}));
+    EXPECT_EQ(errors_of("[probes]\ndata_port = 0\n"),
+              (Lines{"t.toml:2: probes.data_port: 0 is out of range 1..65535"}));
+    EXPECT_EQ(errors_of("[probes.tcp_lat]\ncnt = 5\n"),
+              (Lines{"t.toml:2: probes.tcp_lat.cnt: unknown key; did you mean \"count\"? Valid keys: interval, "
+                     "jitter, count, size, timeout"}));
+    EXPECT_EQ(errors_of("[[peers]]\nname = \"b\"\naddress = \":9879\"\n"),
+              (Lines{"t.toml:3: peers[0].address: \":9879\" is not a peer daemon address: needs a host: "
+                     "\"host:port\""}));
+    EXPECT_EQ(errors_of("[[peers]]\nname = \"b\"\n"), (Lines{"t.toml:1: peers[0].address: missing"}));
+    EXPECT_EQ(errors_of("[[peers]]\nname = \"b\"\naddress = \"b:1\"\n[[peers.rails]]\nname = \"r\"\n"
+                        "remote_address = \"spark-b\"\n"),
+              (Lines{"t.toml:6: peers[0].rails[0].remote_address: \"spark-b\" is not a numeric IPv4 or IPv6 "
+                     "address"}));
+    EXPECT_EQ(errors_of("[[peers]]\nname = \"b\"\naddress = \"b:1\"\n[[peers]]\nname = \"b\"\naddress = "
+                        "\"c:1\"\n"),
+              (Lines{"t.toml:4: peers[1].name: \"b\" is used twice"}));
+    EXPECT_EQ(errors_of("[peers]\nname = \"b\"\n"),
+              (Lines{"t.toml:1: peers: expected an array of tables ([[peers]])"}));
 }
 
 TEST(ConfigKeys, EveryKeyDiffersFromItsDefaultInTheTestConfig) {
@@ -194,10 +309,13 @@ TEST(ConfigKeys, EveryKeyDiffersFromItsDefaultInTheTestConfig) {
     ASSERT_TRUE(r.config);
     auto got = effective(*r.config);
     auto def = effective(default_config());
-    for (const char* section : {"daemon", "expect", "thresholds"}) {
+    for (const char* section : {"daemon", "expect", "thresholds", "probes"}) {
         for (const auto& [k, v] : def[section].items())
             EXPECT_NE(got[section][k], v) << section << "." << k << " is not exercised";
     }
+    for (const char* sub : {"tcp_lat", "tcp_bw"})
+        for (const auto& [k, v] : def["probes"][sub].items())
+            EXPECT_NE(got["probes"][sub][k], v) << "probes." << sub << "." << k << " is not exercised";
     for (const auto& [k, v] : def["rules"]["mtu_low"].items())
         EXPECT_NE(got["rules"]["mtu_low"][k], v) << "rules.mtu_low." << k << " is not exercised";
 }
@@ -261,16 +379,15 @@ TEST(ConfigErrors, FieldsOfAnError) {
 }
 
 TEST(ConfigErrors, UnknownTopLevelTable) {
-    EXPECT_EQ(errors_of("[peers]\nspark-2 = \"192.168.100.12\"\n"),
-              (Lines{"t.toml:1: peers: unknown table; valid tables: daemon, expect, thresholds, rules"}));
-    EXPECT_EQ(errors_of("[probes]\n"),
-              (Lines{"t.toml:1: probes: unknown table; valid tables: daemon, expect, thresholds, rules"}));
+    EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
+              (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, "
+                     "thresholds, rules, probes, peers"}));
     EXPECT_EQ(errors_of("\n[deamon]\nlisten = \":1\"\n"),
               (Lines{"t.toml:2: deamon: unknown table; did you mean \"daemon\"? "
-                     "Valid tables: daemon, expect, thresholds, rules"}));
+                     "Valid tables: daemon, expect, thresholds, rules, probes, peers"}));
     EXPECT_EQ(errors_of("interval = \"5s\"\n"),
               (Lines{"t.toml:1: interval: unknown key; settings belong in a table: "
-                     "daemon, expect, thresholds, rules"}));
+                     "daemon, expect, thresholds, rules, probes, peers"}));
 }
 
 TEST(ConfigErrors, KnownTableOfTheWrongType) {
@@ -452,7 +569,7 @@ severity = "urgent"
                           "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
                           "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " +
                               kRuleIds,
-                          "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules",
+                          "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules, probes, peers",
                       }));
 }
 
@@ -488,6 +605,13 @@ TEST(ConfigFile, ExampleConfigsParseCleanly) {
     spark.expect.port_rate_gbps = 100;
     spark.expect.rails = {"rocep1s0f0", "rocep1s0f1"};
     spark.expect.ignore_devices = {"roceP2p1s0f0"};
+    spark.probes.token_file = "/etc/rocewatch/probe.token";
+    spark.peers = {PeerConfig{.name = "spark-b",
+                              .address = "spark-b:9879",
+                              .rails = {{"rail0", "enp1s0f0np0", "192.168.100.11", "192.168.100.12", "rocep1s0f0",
+                                         "rocep1s0f0"},
+                                        {"rail1", "enp1s0f1np1", "192.168.101.11", "192.168.101.12", "rocep1s0f1",
+                                         "rocep1s0f1"}}}};
     EXPECT_EQ(effective(*example.config), effective(spark));
 }
 
@@ -500,12 +624,12 @@ TEST(ConfigFile, BadSyntaxFixture) {
 TEST(ConfigFile, UnknownKeyFixture) {
     EXPECT_EQ(fixture_errors("unknown-key.toml"),
               (Lines{
-                  "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, thresholds, rules",
+                  "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, thresholds, rules, probes, peers",
                   "unknown-key.toml:5: daemon.intervall: unknown key; did you mean \"interval\"? Valid keys: listen, "
                   "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit",
                   "unknown-key.toml:9: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                   "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces",
-                  "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, thresholds, rules",
+                  "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, thresholds, rules, probes, peers",
               }));
 }
 

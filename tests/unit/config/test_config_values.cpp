@@ -1,6 +1,8 @@
 // Config value syntaxes (durations, listen addresses), error text, and the JSON view.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "config/config_loader.hpp"
 
 using namespace rocewatch;
@@ -95,9 +97,19 @@ TEST(ConfigToJson, HasEverySectionWithDefaultsApplied) {
     EXPECT_EQ(j["rules"]["mtu_low"]["severity"], "critical");
 }
 
-TEST(ConfigToJson, NoSecretsYetSoNothingRedacted) {
-    EXPECT_TRUE(secret_key_paths().empty());
-    EXPECT_EQ(config_to_json(default_config()).dump().find("<redacted>"), std::string::npos);
+TEST(ConfigToJson, TheTokenFilesPathShowsButNeverAToken) {
+    // The config holds the token file's path only; the token (its content) is read by main
+    // and never enters the Config, and "probes.token" is redacted should it ever appear.
+    Config c = default_config();
+    c.probes.token_file = "/etc/rocewatch/token";
+    auto j = config_to_json(c);
+    EXPECT_EQ(j["probes"]["token_file"], "/etc/rocewatch/token");
+    EXPECT_FALSE(j["probes"].contains("token"));
+    EXPECT_NE(std::find(secret_key_paths().begin(), secret_key_paths().end(), "probes.token"),
+              secret_key_paths().end());
+    j["probes"]["token"] = "00ff";
+    redact_secrets(j, secret_key_paths());
+    EXPECT_EQ(j["probes"]["token"], "<redacted>");
 }
 
 TEST(RedactSecrets, ReplacesEachListedPathOnly) {

@@ -28,5 +28,5 @@ TEST(Model, RuleSettingsDefaultWhenAbsent) {
     c.rules["mtu_low"].enabled = false;
     EXPECT_FALSE(rule_settings(c, "mtu_low").enabled);
     EXPECT_TRUE(rule_settings(c, "port_down").enabled);
-    EXPECT_EQ(all_rule_ids().size(), 16u);
+    EXPECT_EQ(all_rule_ids().size(), 23u);
 }

@@ -1,0 +1,238 @@
+// Probe results, peer hellos and the peer-facing checks, as JSON and metric text: pure functions.
+#include "api/probe_view.hpp"
+
+#include <set>
+#include <sstream>
+
+#include <prometheus/text_serializer.h>
+
+#include "api/json_view.hpp"
+
+namespace rocewatch::api {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+MetricFamily family(std::string name, std::string help, MetricType type) {
+    MetricFamily f;
+    f.name = std::move(name);
+    f.help = std::move(help);
+    f.type = type;
+    return f;
+}
+
+void gauge(MetricFamily& f, Labels l, double v) {
+    ClientMetric m;
+    m.label = std::move(l);
+    m.gauge.value = v;
+    f.metric.push_back(std::move(m));
+}
+
+void latency_summary(MetricFamily& f, Labels l, const LatencyStats& st) {
+    ClientMetric m;
+    m.label = std::move(l);
+    m.summary.quantile = {{0.5, st.typical}, {0.99, st.p99}, {0.999, st.p99_9}};
+    m.summary.sample_count = st.used;
+    m.summary.sample_sum = st.mean * static_cast<double>(st.used);
+    f.metric.push_back(std::move(m));
+}
+
+}  // namespace
+
+nlohmann::json probe_result_json(const ProbeResult& r) {
+    nlohmann::json j = {
+        {"kind", to_string(r.kind)},
+        {"peer", r.peer},
+        {"rail", r.rail},
+        {"success", r.success},
+        {"duration_seconds", r.duration_seconds},
+        {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
+        {"detail", r.detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.detail)},
+        {"bandwidth_bits_per_second",
+         r.bandwidth_bits_per_second ? nlohmann::json(*r.bandwidth_bits_per_second) : nlohmann::json(nullptr)},
+        {"bytes", r.bytes},
+        {"iterations", r.iterations},
+        {"streams", r.streams},
+        {"bytes_per_stream", r.bytes_per_stream},
+        {"bytes_per_rail", r.bytes_per_rail},
+        {"info", r.info},
+        {"started", r.started == TimePoint{} ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(r.started))},
+    };
+    if (r.latency) {
+        const auto& l = *r.latency;
+        j["latency_seconds"] = {{"samples", l.samples}, {"used", l.used}, {"min", l.min},   {"max", l.max},
+                                {"typical", l.typical}, {"mean", l.mean}, {"stddev", l.stddev},
+                                {"p99", l.p99},         {"p99_9", l.p99_9}};
+    } else {
+        j["latency_seconds"] = nullptr;
+    }
+    return j;
+}
+
+nlohmann::json probes_json(const Snapshot& s) {
+    nlohmann::json j = {{"enabled", false}, {"disabled_reason", nullptr}, {"peers", nlohmann::json::array()},
+                        {"probes", nlohmann::json::array()}};
+    if (!s.probes) return j;
+    const ProbeBook& b = *s.probes;
+    j["enabled"] = b.enabled;
+    if (!b.disabled_reason.empty()) j["disabled_reason"] = b.disabled_reason;
+    for (const auto& [name, p] : b.peers) {
+        nlohmann::json peer = {{"name", name},
+                               {"address", p.address},
+                               {"hello_ok", p.hello_ok},
+                               {"hello_error", p.hello_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.hello_error)},
+                               {"hello_at", p.hello_at == TimePoint{} ? nlohmann::json(nullptr)
+                                                                       : nlohmann::json(format_rfc3339(p.hello_at))}};
+        if (p.hello) {
+            peer["version"] = p.hello->version;
+            peer["data_port"] = p.hello->data_port;
+            peer["ucx_version"] = p.hello->ucx_version;
+        }
+        j["peers"].push_back(std::move(peer));
+    }
+    for (const auto& [key, results] : b.results) {
+        if (results.empty()) continue;
+        nlohmann::json history = nlohmann::json::array();
+        for (const auto& r : results)
+            history.push_back({{"started", r.started == TimePoint{} ? nlohmann::json(nullptr)
+                                                                     : nlohmann::json(format_rfc3339(r.started))},
+                               {"success", r.success},
+                               {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
+                               {"duration_seconds", r.duration_seconds},
+                               {"bandwidth_bits_per_second", r.bandwidth_bits_per_second
+                                                                 ? nlohmann::json(*r.bandwidth_bits_per_second)
+                                                                 : nlohmann::json(nullptr)},
+                               {"latency_p50_seconds",
+                                r.latency ? nlohmann::json(r.latency->typical) : nlohmann::json(nullptr)}});
+        j["probes"].push_back({{"peer", key.peer},
+                               {"rail", key.rail},
+                               {"kind", to_string(key.kind)},
+                               {"latest", probe_result_json(results.back())},
+                               {"history", std::move(history)}});
+    }
+    return j;
+}
+
+nlohmann::json hello_json(const Snapshot& s, uint16_t data_port) {
+    nlohmann::json ifaces = nlohmann::json::object();
+    for (const auto& l : s.links) {
+        std::set<std::string> gid_types;
+        for (const auto& d : s.devices)
+            for (const auto& p : d.ports)
+                if (p.netdev == l.name)
+                    for (const auto& g : p.gids)
+                        if (!g.type.empty()) gid_types.insert(g.type);
+        nlohmann::json addrs = nlohmann::json::array();
+        for (const auto& a : l.addresses) addrs.push_back(a.address);
+        ifaces[l.name] = {{"mtu", l.mtu}, {"gid_types", gid_types}, {"addresses", std::move(addrs)}};
+    }
+    return {
+        {"version", s.version},
+        {"protocol_version", kPeerProtocolVersion},
+        {"data_port", data_port},
+        {"ucx_version", s.host.ucx_version},
+        {"interfaces", std::move(ifaces)},
+    };
+}
+
+PeerHello hello_from_json(const nlohmann::json& j) {
+    PeerHello h;
+    h.version = j.at("version").get<std::string>();
+    h.protocol_version = j.at("protocol_version").get<uint32_t>();
+    h.data_port = j.at("data_port").get<uint16_t>();
+    h.ucx_version = j.value("ucx_version", "");
+    for (const auto& [name, i] : j.at("interfaces").items()) {
+        PeerInterfaceInfo info;
+        if (i.contains("mtu") && i["mtu"].is_number()) info.mtu = i["mtu"].get<uint32_t>();
+        if (i.contains("gid_types")) info.gid_types = i["gid_types"].get<std::vector<std::string>>();
+        if (i.contains("addresses"))
+            for (const auto& a : i["addresses"]) h.address_interface[a.get<std::string>()] = name;
+        h.interfaces[name] = std::move(info);
+    }
+    return h;
+}
+
+bool bearer_matches(const std::string& header, const std::string& token) {
+    static constexpr std::string_view kPrefix = "Bearer ";
+    if (token.empty() || header.size() != kPrefix.size() + token.size() || !header.starts_with(kPrefix)) return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < token.size(); ++i)
+        diff |= static_cast<unsigned char>(header[kPrefix.size() + i] ^ token[i]);
+    return diff == 0;
+}
+
+void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
+    if (!s.probes) return;
+    auto ok = family("rocewatch_probe_success", "1 when the latest probe to the peer over the rail succeeded, else 0.",
+                     MetricType::Gauge);
+    auto dur = family("rocewatch_probe_duration_seconds", "Duration of the latest probe in seconds.", MetricType::Gauge);
+    // Bytes, not bits: Prometheus' base unit (promtool's lint refuses "bits").
+    auto bw = family("rocewatch_probe_bandwidth_bytes_per_second",
+                     "Bandwidth the latest bandwidth probe measured (at the receiver), in bytes per second.",
+                     MetricType::Gauge);
+    auto lat = family("rocewatch_probe_latency_seconds",
+                      "Half round trip latency of the latest latency probe, in seconds.", MetricType::Summary);
+    auto per_rail = family("rocewatch_probe_bytes_per_rail",
+                           "Bytes each rail moved during the latest multi-rail probe (port counters).",
+                           MetricType::Gauge);
+    auto last = family("rocewatch_probe_last_run_timestamp_seconds", "Unix time the latest probe started.",
+                       MetricType::Gauge);
+    for (const auto& [key, results] : s.probes->results) {
+        if (results.empty()) continue;
+        // A skipped bandwidth probe measured nothing: the figures of the last real run stand.
+        const ProbeResult* r = nullptr;
+        for (auto it = results.rbegin(); it != results.rend() && !r; ++it)
+            if (it->reason != kReasonSkippedBusy) r = &*it;
+        if (!r) continue;
+        const Labels l = {{"peer", key.peer}, {"rail", key.rail}, {"kind", to_string(key.kind)}};
+        gauge(ok, l, r->success ? 1 : 0);
+        gauge(dur, l, r->duration_seconds);
+        if (r->started != TimePoint{}) gauge(last, l, unix_seconds(r->started));
+        if (!r->success) continue;
+        if (r->bandwidth_bits_per_second) gauge(bw, l, *r->bandwidth_bits_per_second / 8);
+        if (r->latency) latency_summary(lat, l, *r->latency);
+        for (const auto& [rail, bytes] : r->bytes_per_rail) {
+            Labels rl = {{"peer", key.peer}, {"rail", rail}, {"kind", to_string(key.kind)}};
+            gauge(per_rail, rl, static_cast<double>(bytes));
+        }
+    }
+    for (auto* f : {&ok, &dur, &bw, &lat, &per_rail, &last})
+        if (!f->metric.empty()) out.push_back(std::move(*f));
+}
+
+std::string render_probe_result(const ProbeResult& r) {
+    std::vector<MetricFamily> fams;
+    auto ok = family("probe_success", "1 when the probe succeeded, else 0.", MetricType::Gauge);
+    gauge(ok, {}, r.success ? 1 : 0);
+    auto dur = family("probe_duration_seconds", "How long the probe took, in seconds.", MetricType::Gauge);
+    gauge(dur, {}, r.duration_seconds);
+    fams.push_back(std::move(ok));
+    fams.push_back(std::move(dur));
+    if (r.success && r.bandwidth_bits_per_second) {
+        auto bw = family("probe_bandwidth_bytes_per_second", "Bandwidth measured at the receiver, in bytes per second.",
+                         MetricType::Gauge);
+        gauge(bw, {}, *r.bandwidth_bits_per_second / 8);
+        fams.push_back(std::move(bw));
+    }
+    if (r.success && r.latency) {
+        auto lat = family("probe_latency_seconds", "Half round trip latency, in seconds.", MetricType::Summary);
+        latency_summary(lat, {}, *r.latency);
+        fams.push_back(std::move(lat));
+    }
+    if (!r.success) {
+        auto why = family("probe_failure_info", "Why the probe failed; always 1.", MetricType::Gauge);
+        gauge(why, {{"reason", r.reason}}, 1);
+        fams.push_back(std::move(why));
+    }
+    std::ostringstream out;
+    prometheus::TextSerializer{}.Serialize(out, fams);
+    return out.str();
+}
+
+}  // namespace rocewatch::api

@@ -1,0 +1,38 @@
+// Probe results, peer hellos and the peer-facing checks, as JSON and metric text: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <prometheus/metric_family.h>
+
+#include "model/probe.hpp"
+#include "model/snapshot.hpp"
+
+namespace rocewatch::api {
+
+// Version of the control exchange (GET /api/v1/peer/hello); bumped on incompatible change.
+inline constexpr int kPeerProtocolVersion = 1;
+
+nlohmann::json probe_result_json(const ProbeResult& r);
+
+// GET /api/v1/probes: whether probing is on, peers with their hellos, the latest result per
+// (peer, rail, kind) and its short history (newest last).
+nlohmann::json probes_json(const Snapshot& s);
+
+// GET /api/v1/peer/hello: what a peer needs to probe us and compare its settings with ours.
+nlohmann::json hello_json(const Snapshot& s, uint16_t data_port);
+// The other side of hello_json; throws nlohmann::json::exception on a malformed document.
+PeerHello hello_from_json(const nlohmann::json& j);
+
+// "Authorization: Bearer <token>" against the expected token, in constant time.
+bool bearer_matches(const std::string& authorization_header, const std::string& token);
+
+// rocewatch_probe_* families for /metrics: per peer, rail and kind, from the latest results.
+void add_probe_families(std::vector<prometheus::MetricFamily>& out, const Snapshot& s);
+
+// Blackbox-style GET /probe body: probe_success, probe_duration_seconds and the figures.
+std::string render_probe_result(const ProbeResult& r);
+
+}  // namespace rocewatch::api

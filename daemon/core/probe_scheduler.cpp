@@ -1,0 +1,264 @@
+// Runs the configured probes towards each peer and rail on their intervals, one at a time.
+//
+// One worker thread runs every probe, scheduled and on demand, so there is never more than
+// one probe (bandwidth or not) in flight from this node: a latency probe never measures the
+// queue a bandwidth probe built, and a node never sends two bulk transfers at once. The cost
+// is that a latency probe due during a bandwidth run starts up to its duration late.
+#include "core/probe_scheduler.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <set>
+#include <utility>
+
+namespace rocewatch {
+namespace {
+
+std::string percent(double f) { return std::to_string(static_cast<int>(std::lround(f * 100))) + "%"; }
+
+// A failed hello or probe that says the peer is not there: ask it again next time.
+bool peer_gone(const std::string& reason) {
+    return reason == "peer_unreachable" || reason == "connection_refused" || reason == "timeout";
+}
+
+}  // namespace
+
+ProbeScheduler::ProbeScheduler(std::shared_ptr<const Config> config, ProbeSchedulerDeps deps, ProbeStore& store,
+                               std::shared_ptr<spdlog::logger> log, uint64_t seed)
+    : deps_(std::move(deps)), store_(store), log_(std::move(log)), rng_(seed), config_(std::move(config)),
+      cur_(config_) {}
+
+ProbeScheduler::~ProbeScheduler() { stop(); }
+
+void ProbeScheduler::start() {
+    std::lock_guard lock(mu_);
+    if (thread_.joinable()) return;
+    stopping_ = false;
+    thread_ = std::thread([this] {
+        for (;;) {
+            auto next = run_due(deps_.now());
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, next - deps_.now(), [&] { return stopping_ || !queue_.empty() || replan_; });
+            if (stopping_) return;
+        }
+    });
+}
+
+void ProbeScheduler::stop() {
+    std::thread t;
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+        t = std::move(thread_);
+        // Whoever waits on a queued probe gets an answer, not a broken promise.
+        for (auto& p : queue_) {
+            ProbeResult r;
+            r.kind = p.job.kind;
+            r.peer = p.job.peer.name;
+            r.rail = p.job.rail ? p.job.rail->name : "";
+            r.reason = "stopped";
+            r.detail = "the daemon is stopping";
+            p.done.set_value(std::move(r));
+        }
+        queue_.clear();
+    }
+    cv_.notify_all();
+    if (t.joinable()) t.join();
+}
+
+void ProbeScheduler::apply_config(std::shared_ptr<const Config> config) {
+    {
+        std::lock_guard lock(mu_);
+        config_ = std::move(config);
+        replan_ = true;
+    }
+    cv_.notify_all();
+}
+
+std::optional<ProbeJob> ProbeScheduler::find_job(const std::string& peer, const std::string& rail,
+                                                 ProbeKind kind) const {
+    std::lock_guard lock(mu_);
+    for (const auto& p : config_->peers) {
+        if (p.name != peer) continue;
+        if (rail.empty() && p.rails.empty()) return ProbeJob{p, std::nullopt, kind};
+        for (const auto& r : p.rails)
+            if (r.name == rail || rail.empty()) return ProbeJob{p, r, kind};
+    }
+    return std::nullopt;
+}
+
+std::optional<std::shared_future<ProbeResult>> ProbeScheduler::submit(ProbeJob job) {
+    // Two waiting is enough: an operator's POST and one scrape. More would only queue up
+    // probes whose callers have given up.
+    constexpr size_t kMaxQueued = 2;
+    std::shared_future<ProbeResult> f;
+    {
+        std::lock_guard lock(mu_);
+        if (stopping_ || queue_.size() >= kMaxQueued) return std::nullopt;
+        queue_.push_back(Pending{std::move(job), {}});
+        f = queue_.back().done.get_future().share();
+    }
+    cv_.notify_all();
+    return f;
+}
+
+ProbeClock::duration ProbeScheduler::interval_of(ProbeKind k) const {
+    const auto& p = cur_->probes;
+    return k == ProbeKind::tcp_bw ? ProbeClock::duration(p.tcp_bw.interval) : ProbeClock::duration(p.tcp_lat.interval);
+}
+
+ProbeClock::duration ProbeScheduler::jitter(ProbeKind k) {
+    const auto& p = cur_->probes;
+    auto j = k == ProbeKind::tcp_bw ? p.tcp_bw.jitter : p.tcp_lat.jitter;
+    if (j.count() <= 0) return ProbeClock::duration::zero();
+    std::uniform_int_distribution<int64_t> d(0, j.count());
+    return std::chrono::milliseconds(d(rng_));
+}
+
+ProbeClock::duration ProbeScheduler::budget_of(ProbeKind k) const {
+    const auto& p = cur_->probes;
+    // Bandwidth: the sending time plus connect, handshake and the receiver's report.
+    if (k == ProbeKind::tcp_bw) return ProbeClock::duration(p.tcp_bw.duration) + std::chrono::seconds(5);
+    return p.tcp_lat.timeout;
+}
+
+void ProbeScheduler::plan(ProbeClock::time_point now) {
+    entries_.clear();
+    std::vector<ProbeKind> kinds;
+    for (const auto& name : cur_->probes.enabled) {
+        auto k = probe_kind_from_string(name);
+        if (!k) continue;
+        if (runnable(*k))
+            kinds.push_back(*k);
+        else
+            log_->warn("probe kind {} is enabled but not available in this build; not scheduled", name);
+    }
+    for (const auto& peer : cur_->peers) {
+        std::vector<std::optional<PeerRailConfig>> rails;
+        for (const auto& r : peer.rails) rails.emplace_back(r);
+        if (rails.empty()) rails.emplace_back(std::nullopt);
+        for (const auto& rail : rails)
+            for (ProbeKind k : kinds) entries_.push_back({ProbeJob{peer, rail, k}, now + jitter(k)});
+    }
+    hellos_.clear();
+    // Results and hellos of peers the config no longer names would otherwise stay for good.
+    std::set<std::string> names;
+    for (const auto& peer : cur_->peers) names.insert(peer.name);
+    store_.update([&](ProbeBook& b) {
+        std::erase_if(b.results, [&](const auto& kv) { return !names.count(kv.first.peer); });
+        std::erase_if(b.peers, [&](const auto& kv) { return !names.count(kv.first); });
+    });
+}
+
+const PeerHello* ProbeScheduler::fresh_hello(const ProbeJob& job, ProbeClock::time_point now, ProbeResult& failed) {
+    auto it = hellos_.find(job.peer.name);
+    if (it != hellos_.end() && it->second.first.hello_ok && now - it->second.second < kHelloMaxAge)
+        return &*it->second.first.hello;
+    auto deadline = now + std::min<ProbeClock::duration>(std::chrono::seconds(2), budget_of(job.kind));
+    PeerState st;
+    try {
+        st = deps_.hello(job.peer, deadline);
+    } catch (const std::exception& e) {
+        st.hello_ok = false;
+        st.hello_error = "internal_error";
+        st.hello.reset();
+        log_->error("hello to {}: {}", job.peer.name, e.what());
+    }
+    st.name = job.peer.name;
+    st.address = job.peer.address;
+    st.hello_at = deps_.wall_now();
+    store_.update([&](ProbeBook& b) { b.peers[st.name] = st; });
+    hellos_[job.peer.name] = {st, now};
+    if (st.hello_ok && st.hello) return &*hellos_[job.peer.name].first.hello;
+    failed.reason = st.hello_error.empty() ? "protocol_error" : st.hello_error;
+    failed.detail = "hello to " + job.peer.name + " (" + job.peer.address + ") failed: " + failed.reason;
+    return nullptr;
+}
+
+ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
+    auto t0 = deps_.now();
+    ProbeResult r;
+    r.kind = job.kind;
+    r.peer = job.peer.name;
+    r.rail = job.rail ? job.rail->name : "";
+    r.started = deps_.wall_now();
+    auto finish = [&](ProbeResult res) {
+        if (res.duration_seconds == 0) res.duration_seconds = std::chrono::duration<double>(deps_.now() - t0).count();
+        if (!res.success && peer_gone(res.reason)) hellos_.erase(job.peer.name);
+        store_.update([&](ProbeBook& b) { b.add(res); });
+        log_->debug("probe {} to {}{}{}: {}", to_string(res.kind), res.peer, res.rail.empty() ? "" : "/", res.rail,
+                    res.success ? "ok" : res.reason);
+        return res;
+    };
+
+    if (scheduled && is_bandwidth_kind(job.kind)) {
+        double limit = cur_->probes.tcp_bw.busy_fraction;
+        if (auto used = deps_.rail_utilisation(job); used && *used > limit) {
+            r.reason = kReasonSkippedBusy;
+            r.detail = "rail " + (r.rail.empty() ? std::string("to ") + r.peer : r.rail) + " already carries " +
+                       percent(*used) + " of its link rate (busy_fraction " + percent(limit) +
+                       "): bandwidth probe skipped so it does not compete with real traffic";
+            log_->info("{}", r.detail);
+            return finish(std::move(r));
+        }
+    }
+    const PeerHello* hello = fresh_hello(job, t0, r);
+    if (!hello) return finish(std::move(r));
+    try {
+        auto deadline = t0 + budget_of(job.kind);
+        if (job.deadline) deadline = std::min(deadline, *job.deadline);
+        ProbeResult res = deps_.run(job, *hello, deadline);
+        res.peer = r.peer;
+        res.rail = r.rail;
+        res.kind = job.kind;
+        if (res.started == TimePoint{}) res.started = r.started;
+        return finish(std::move(res));
+    } catch (const std::exception& e) {
+        r.reason = "internal_error";
+        r.detail = e.what();
+        return finish(std::move(r));
+    }
+}
+
+ProbeClock::time_point ProbeScheduler::run_due(ProbeClock::time_point now) {
+    {
+        std::lock_guard lock(mu_);
+        if (replan_) {
+            replan_ = false;
+            cur_ = config_;
+            plan(now);
+        }
+    }
+    auto drain = [&] {
+        for (;;) {
+            Pending p;
+            {
+                std::lock_guard lock(mu_);
+                if (queue_.empty() || stopping_) return;
+                p = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            p.done.set_value(execute(p.job, false));
+        }
+    };
+    drain();
+    for (auto& e : entries_) {
+        {
+            std::lock_guard lock(mu_);
+            if (stopping_ || replan_) break;
+        }
+        if (e.due > now) continue;
+        execute(e.job, true);
+        now = deps_.now();
+        e.due = now + interval_of(e.job.kind) + jitter(e.job.kind);
+        drain();
+    }
+    auto next = now + std::chrono::hours(1);
+    for (const auto& e : entries_) next = std::min(next, e.due);
+    return next;
+}
+
+}  // namespace rocewatch

@@ -1,0 +1,120 @@
+// Runs the configured probes towards each peer and rail on their intervals, one at a time.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/probe_store.hpp"
+#include "model/config.hpp"
+#include "model/probe.hpp"
+
+namespace rocewatch {
+
+using ProbeClock = std::chrono::steady_clock;
+
+// One probe to run: towards which peer, over which rail ("" = the peer's control host).
+struct ProbeJob {
+    PeerConfig peer;
+    std::optional<PeerRailConfig> rail;
+    ProbeKind kind = ProbeKind::tcp_lat;
+    // On-demand callers (GET /probe) bound the probe by their own timeout; the earlier of
+    // this and the kind's configured budget applies.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+// What the scheduler needs from the outside world, injected so tests drive it without
+// sockets or clocks (STYLE rule 6).
+struct ProbeSchedulerDeps {
+    // Runs one probe with the peer's hello in hand; must return by `deadline`, never throw.
+    std::function<ProbeResult(const ProbeJob&, const PeerHello&, ProbeClock::time_point deadline)> run;
+    // GET /api/v1/peer/hello of the peer; on failure a PeerState with hello_error set.
+    std::function<PeerState(const PeerConfig&, ProbeClock::time_point deadline)> hello;
+    // Fraction (0..1) of the rail's link rate real traffic uses now; nullopt when unknown.
+    std::function<std::optional<double>(const ProbeJob&)> rail_utilisation = [](const ProbeJob&) {
+        return std::optional<double>{};
+    };
+    std::function<ProbeClock::time_point()> now = [] { return ProbeClock::now(); };
+    std::function<TimePoint()> wall_now = [] { return Clock::now(); };
+};
+
+class ProbeScheduler {
+public:
+    // How long a peer's hello is trusted before it is asked again.
+    static constexpr std::chrono::seconds kHelloMaxAge{60};
+
+    ProbeScheduler(std::shared_ptr<const Config> config, ProbeSchedulerDeps deps, ProbeStore& store,
+                   std::shared_ptr<spdlog::logger> log, uint64_t seed = std::random_device{}());
+    ~ProbeScheduler();
+    ProbeScheduler(const ProbeScheduler&) = delete;
+    ProbeScheduler& operator=(const ProbeScheduler&) = delete;
+
+    void start();  // the worker thread
+    void stop();   // prompt once the running probe returns (its deadline bounds that); idempotent
+
+    // Runs every scheduled probe due at `now` on the calling thread, then the on-demand
+    // queue; returns when the next scheduled probe is due. The worker loops over this;
+    // tests call it directly with their own clock.
+    ProbeClock::time_point run_due(ProbeClock::time_point now);
+
+    // Queues an on-demand probe for the worker; the future is ready when it has run.
+    // nullopt when the queue is full (one waiting on-demand probe per kind of caller is
+    // plenty: the HTTP handlers answer 429/503).
+    std::optional<std::shared_future<ProbeResult>> submit(ProbeJob job);
+
+    // The job for peer/rail/kind from the config; nullopt when no such peer or rail.
+    std::optional<ProbeJob> find_job(const std::string& peer, const std::string& rail, ProbeKind kind) const;
+
+    // Kinds this scheduler runs (those it has a runner for and config enables).
+    static bool runnable(ProbeKind k) { return is_tcp_kind(k); }
+
+    void apply_config(std::shared_ptr<const Config> config);
+
+private:
+    struct Entry {
+        ProbeJob job;
+        ProbeClock::time_point due;
+    };
+    ProbeResult execute(const ProbeJob& job, bool scheduled);
+    void plan(ProbeClock::time_point now);
+    ProbeClock::duration interval_of(ProbeKind k) const;
+    ProbeClock::duration jitter(ProbeKind k);
+    ProbeClock::duration budget_of(ProbeKind k) const;
+    const PeerHello* fresh_hello(const ProbeJob& job, ProbeClock::time_point now, ProbeResult& failed);
+
+    ProbeSchedulerDeps deps_;
+    ProbeStore& store_;
+    std::shared_ptr<spdlog::logger> log_;
+    std::mt19937_64 rng_;
+
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::shared_ptr<const Config> config_;
+    bool replan_ = true;
+    bool stopping_ = false;
+    struct Pending {
+        ProbeJob job;
+        std::promise<ProbeResult> done;
+    };
+    std::deque<Pending> queue_;
+
+    // Worker-thread state; cur_ is the config the worker runs with (config_ under mu_).
+    std::shared_ptr<const Config> cur_;
+    std::vector<Entry> entries_;
+    std::map<std::string, std::pair<PeerState, ProbeClock::time_point>> hellos_;
+    std::thread thread_;
+};
+
+}  // namespace rocewatch

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Two rocewatchd in two network namespaces joined by a veth pair (one rail), probing each other
+over TCP: figures, /probe, metrics, a wrong token, a killed peer and a blackholed address."""
+
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import rwtest  # noqa: E402
+
+
+def config(path, token_file, data_port, peers=""):
+    with open(path, "w") as f:
+        f.write(f'[daemon]\ninterval = "1s"\n[probes]\ntoken_file = "{token_file}"\ndata_port = {data_port}\n'
+                'latency_threshold = "1s"\n'
+                '[probes.tcp_lat]\ninterval = "1s"\njitter = "0s"\ncount = 200\ntimeout = "3s"\n'
+                '[probes.tcp_bw]\ninterval = "2s"\njitter = "0s"\nduration = "500ms"\nstreams = 2\n'
+                '[rules.peer_unreachable]\nclear_after = "2s"\n' + peers)
+
+
+def peer(name, address, local, remote):
+    return (f'[[peers]]\nname = "{name}"\naddress = "{address}"\n'
+            f'[[peers.rails]]\nname = "rail0"\nlocal_address = "{local}"\nremote_address = "{remote}"\n')
+
+
+def latest(d, peer_name, kind):
+    for p in d.json("/api/v1/probes")["probes"]:
+        if p["peer"] == peer_name and p["kind"] == kind:
+            return p["latest"]
+    return None
+
+
+def scrape_seconds(d):
+    t0 = time.monotonic()
+    code, body = d.get("/metrics")
+    return code, body, time.monotonic() - t0
+
+
+def main():
+    rwtest.require_root()
+    for tool in ("curl", "promtool"):
+        rwtest.require(shutil.which(tool), f"needs {tool}")
+    t = rwtest.Results()
+    work = tempfile.mkdtemp(prefix="rw-probes-")
+    token = os.path.join(work, "token")
+    with open(token, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    os.chmod(token, 0o600)
+    wrong = os.path.join(work, "wrong-token")
+    with open(wrong, "w") as f:
+        f.write(secrets.token_hex(32))
+    port_a, port_b, port_c = 19901, 19902, 19903
+
+    with rwtest.Netns("pa") as na, rwtest.Netns("pb") as nb:
+        na.ip("link", "add", "rail0a", "type", "veth", "peer", "name", "rail0b", "netns", nb.name)
+        na.ip("addr", "add", "10.77.0.1/24", "dev", "rail0a")
+        nb.ip("addr", "add", "10.77.0.2/24", "dev", "rail0b")
+        # 10.77.0.3 answers nothing: B owns it, but every reply from it is dropped (a blackhole).
+        nb.ip("addr", "add", "10.77.0.3/24", "dev", "rail0b")
+        nb.ip("rule", "add", "from", "10.77.0.3", "blackhole")
+        na.ip("link", "set", "rail0a", "up")
+        nb.ip("link", "set", "rail0b", "up")
+        time.sleep(0.5)
+
+        cfg_a, cfg_b, cfg_c = (os.path.join(work, n) for n in ("a.toml", "b.toml", "c.toml"))
+        config(cfg_a, token, 9880, peer("node-b", f"10.77.0.2:{port_b}", "10.77.0.1", "10.77.0.2"))
+        config(cfg_b, token, 9880)
+        # C shares A's namespace: a wrong token towards B, and a blackholed peer.
+        config(cfg_c, wrong, 9881, peer("node-b", f"10.77.0.2:{port_b}", "10.77.0.1", "10.77.0.2") +
+               peer("ghost", f"10.77.0.3:{port_b}", "10.77.0.1", "10.77.0.3"))
+
+        b = rwtest.Daemon(netns=nb, config=cfg_b, port=port_b, extra=("--listen", f"0.0.0.0:{port_b}"))
+        a = rwtest.Daemon(netns=na, config=cfg_a, port=port_a, extra=("--listen", f"0.0.0.0:{port_a}"))
+        c = rwtest.Daemon(netns=na, config=cfg_c, port=port_c, extra=("--listen", f"0.0.0.0:{port_c}"))
+        with b, a, c:
+            t.check(a.json("/api/v1/probes")["enabled"], "probing is on with a token file")
+            code, _ = b.get("/api/v1/peer/hello")
+            t.check(code == 401, f"hello without a token is refused (401, got {code})")
+
+            def ok(kind):
+                r = latest(a, "node-b", kind)
+                return r if r and r["success"] else None
+            t.within(lambda: ok("tcp_lat"), 15, "tcp_lat to node-b succeeds")
+            t.within(lambda: ok("tcp_bw"), 15, "tcp_bw to node-b succeeds")
+            lat, bw = ok("tcp_lat"), ok("tcp_bw")
+            if lat:
+                p50 = lat["latency_seconds"]["typical"]
+                t.check(0 < p50 < 0.01, f"latency p50 is sane ({p50 * 1e6:.0f} us)")
+                t.check(lat["latency_seconds"]["samples"] >= 100, "latency used its messages")
+            if bw:
+                bps = bw["bandwidth_bits_per_second"]
+                t.check(bps and bps > 1e8, f"bandwidth is sane ({(bps or 0) / 1e9:.2f} Gbit/s)")
+                t.check(bw["streams"] == 2, "two streams as configured")
+            hist = [p for p in a.json("/api/v1/probes")["probes"] if p["kind"] == "tcp_lat"][0]["history"]
+            t.check(1 <= len(hist) <= 20, f"a short history is kept ({len(hist)})")
+
+            code, body = a.get("/probe?target=node-b&module=tcp_lat")
+            t.check(code == 200 and re.search(r"^probe_success 1$", body, re.M) is not None,
+                    "/probe?target=node-b&module=tcp_lat succeeds")
+            t.check("probe_latency_seconds{quantile=\"0.99\"}" in body, "/probe returns latency quantiles")
+            code, _ = a.get("/probe?target=nobody&module=tcp_lat")
+            t.check(code == 404, "/probe refuses an unconfigured target")
+
+            # POST /api/v1/probes/run: refused without the token, a result with it.
+            tok = open(token).read().strip()
+            base = f"http://127.0.0.1:{port_a}/api/v1/probes/run"
+            body = '{"peer": "node-b", "rail": "rail0", "kind": "tcp_lat"}'
+            r = na.run("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", body, base,
+                       check=False)
+            t.check(r.stdout.strip() == "401", f"POST /api/v1/probes/run without a token is 401 ({r.stdout})")
+            r = na.run("curl", "-sS", "-X", "POST", "-H", f"Authorization: Bearer {tok}", "-d", body, base,
+                       check=False)
+            try:
+                res = json.loads(r.stdout)
+            except ValueError:
+                res = {}
+            t.check(res.get("success") is True and res.get("kind") == "tcp_lat",
+                    f"POST /api/v1/probes/run returns the result ({r.stdout[:120]})")
+
+            code, metrics, _ = scrape_seconds(a)
+            for fam in ("rocewatch_probe_success", "rocewatch_probe_duration_seconds",
+                        "rocewatch_probe_bandwidth_bytes_per_second", "rocewatch_probe_latency_seconds",
+                        "rocewatch_probe_last_run_timestamp_seconds"):
+                t.check(f"\n{fam}{{" in metrics, f"/metrics has {fam}")
+            r = subprocess.run(["promtool", "check", "metrics"], input=metrics, capture_output=True, text=True)
+            t.check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+                    f"promtool check metrics is clean {r.stdout}{r.stderr}")
+
+            # A wrong token: refused by the peer's hello.
+            t.within(lambda: (latest(c, "node-b", "tcp_lat") or {}).get("reason") == "auth_refused", 15,
+                     "a wrong token gives auth_refused")
+            # A blackholed address: timeout, within the probe's deadline (hello 2 s).
+            t.within(lambda: (latest(c, "ghost", "tcp_lat") or {}).get("reason") == "timeout", 20,
+                     "a blackholed peer gives timeout")
+            g = latest(c, "ghost", "tcp_lat")
+            if g:
+                t.check(g["duration_seconds"] <= 3.5, f"within the deadline ({g['duration_seconds']:.2f} s)")
+            # /metrics stays responsive while C's worker waits on the blackhole.
+            worst = max(scrape_seconds(c)[2] for _ in range(10))
+            t.check(worst < 0.5, f"/metrics answers during a hanging probe ({worst * 1000:.0f} ms worst of 10)")
+
+            # The peer daemon goes away: peer_unreachable fires, /metrics stays quick.
+            b.stop()
+            t.within(lambda: ("peer_unreachable", "node-b") in a.alerts(), 15, "peer_unreachable fires for node-b")
+            reason = (latest(a, "node-b", "tcp_lat") or {}).get("reason")
+            t.check(reason in ("connection_refused", "peer_unreachable", "timeout"), f"reason says why ({reason})")
+            worst = max(scrape_seconds(a)[2] for _ in range(10))
+            t.check(worst < 0.5, f"/metrics stays responsive ({worst * 1000:.0f} ms worst of 10)")
+            for d in (a, c):
+                t.check(d.stop() == 0, "stops cleanly on SIGTERM")
+    shutil.rmtree(work, ignore_errors=True)
+    t.finish()
+
+
+if __name__ == "__main__":
+    main()

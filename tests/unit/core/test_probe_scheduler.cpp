@@ -1,0 +1,163 @@
+// ProbeScheduler on a fake clock: intervals, jitter bounds, busy skips, hello failures, on-demand runs.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/probe_scheduler.hpp"
+
+using namespace rocewatch;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct SchedulerTest : ::testing::Test {
+    ProbeClock::time_point now = ProbeClock::time_point{} + 1000h;
+    ProbeStore store;
+    std::vector<std::pair<ProbeKind, ProbeClock::time_point>> runs;
+    std::optional<double> utilisation;
+    int hellos = 0;
+    std::string hello_error;  // "" = hello succeeds
+    std::shared_ptr<spdlog::logger> log =
+        std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+
+    std::shared_ptr<Config> config() {
+        auto c = std::make_shared<Config>();
+        c->probes.tcp_lat.interval = 30s;
+        c->probes.tcp_lat.jitter = 3s;
+        c->probes.tcp_bw.interval = 15min;
+        c->probes.tcp_bw.jitter = 0s;
+        c->peers = {PeerConfig{.name = "spark-b", .address = "10.0.0.2:9879",
+                               .rails = {{"rail0", "", "10.1.0.1", "10.1.0.2", "", ""}}}};
+        return c;
+    }
+
+    std::unique_ptr<ProbeScheduler> make(std::shared_ptr<Config> c) {
+        ProbeSchedulerDeps d{
+            .run = [this](const ProbeJob& j, const PeerHello& h, ProbeClock::time_point deadline) {
+                runs.emplace_back(j.kind, now);
+                EXPECT_EQ(h.data_port, 9880);
+                EXPECT_GT(deadline, now);
+                ProbeResult r;
+                r.success = true;
+                r.duration_seconds = 0.01;
+                return r;
+            },
+            .hello = [this](const PeerConfig& p, ProbeClock::time_point) {
+                ++hellos;
+                PeerState st;
+                st.name = p.name;
+                st.hello_ok = hello_error.empty();
+                st.hello_error = hello_error;
+                if (st.hello_ok) st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
+                return st;
+            },
+            .rail_utilisation = [this](const ProbeJob&) { return utilisation; },
+            .now = [this] { return now; },
+        };
+        return std::make_unique<ProbeScheduler>(c, std::move(d), store, log, 42);
+    }
+
+    size_t count(ProbeKind k) const {
+        return static_cast<size_t>(std::count_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == k; }));
+    }
+};
+
+TEST_F(SchedulerTest, RunsEachKindOnItsIntervalWithinItsJitter) {
+    auto s = make(config());
+    auto start = now;
+    for (int i = 0; i < 1200; ++i) {  // twenty minutes in one-second steps
+        s->run_due(now);
+        now += 1s;
+    }
+    // Latency every 30-33 s over 1200 s: 36 to 41 runs; bandwidth at the start and at 15 min.
+    EXPECT_GE(count(ProbeKind::tcp_lat), 36u);
+    EXPECT_LE(count(ProbeKind::tcp_lat), 41u);
+    EXPECT_EQ(count(ProbeKind::tcp_bw), 2u);
+    EXPECT_LE(runs.front().second - start, 3s) << "the first run waits at most the jitter";
+    EXPECT_LE(hellos, 21) << "a good hello is reused for a minute, not asked per probe";
+    EXPECT_GE(hellos, 15) << "and asked again after a minute (MTU or port may change)";
+    auto book = store.latest();
+    const ProbeResult* r = book->latest({"spark-b", "rail0", ProbeKind::tcp_lat});
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(r->success);
+    EXPECT_EQ(book->results.at({"spark-b", "rail0", ProbeKind::tcp_lat}).size(), ProbeBook::kHistoryLimit)
+        << "history is bounded";
+    EXPECT_TRUE(book->peers.at("spark-b").hello_ok);
+}
+
+TEST_F(SchedulerTest, BusyRailSkipsBandwidthAndSaysSo) {
+    utilisation = 0.8;  // busy_fraction defaults to 0.5
+    auto s = make(config());
+    for (int i = 0; i < 5; ++i) {
+        s->run_due(now);
+        now += 1s;
+    }
+    EXPECT_EQ(count(ProbeKind::tcp_bw), 0u);
+    EXPECT_GE(count(ProbeKind::tcp_lat), 1u) << "latency probes are light and still run";
+    const ProbeResult* r = store.latest()->latest({"spark-b", "rail0", ProbeKind::tcp_bw});
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(r->success);
+    EXPECT_EQ(r->reason, kReasonSkippedBusy);
+    EXPECT_NE(r->detail.find("80%"), std::string::npos) << r->detail;
+}
+
+TEST_F(SchedulerTest, FailedHelloIsTheProbesReasonAndIsRetried) {
+    hello_error = "auth_refused";
+    auto s = make(config());
+    for (int i = 0; i < 40; ++i) {
+        s->run_due(now);
+        now += 1s;
+    }
+    EXPECT_TRUE(runs.empty());
+    const ProbeResult* r = store.latest()->latest({"spark-b", "rail0", ProbeKind::tcp_lat});
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->reason, "auth_refused");
+    EXPECT_GE(hellos, 3) << "a failed hello is not cached";
+    EXPECT_FALSE(store.latest()->peers.at("spark-b").hello_ok);
+}
+
+TEST_F(SchedulerTest, OnDemandProbesRunOnTheWorkerAndTheQueueIsBounded) {
+    auto s = make(config());
+    auto job = s->find_job("spark-b", "rail0", ProbeKind::tcp_lat);
+    ASSERT_TRUE(job);
+    EXPECT_FALSE(s->find_job("spark-c", "", ProbeKind::tcp_lat));
+    auto f1 = s->submit(*job);
+    auto f2 = s->submit(*job);
+    auto f3 = s->submit(*job);
+    ASSERT_TRUE(f1 && f2);
+    EXPECT_FALSE(f3) << "a full queue refuses";
+    EXPECT_EQ(f1->wait_for(0s), std::future_status::timeout) << "nothing runs on the caller's thread";
+    s->run_due(now);
+    ASSERT_EQ(f1->wait_for(0s), std::future_status::ready);
+    EXPECT_TRUE(f1->get().success);
+    EXPECT_EQ(f1->get().rail, "rail0");
+}
+
+TEST_F(SchedulerTest, AReloadDropsPeersNoLongerConfigured) {
+    auto s = make(config());
+    s->run_due(now + 5s);
+    ASSERT_FALSE(store.latest()->results.empty());
+    auto c = config();
+    c->peers.clear();
+    s->apply_config(c);
+    s->run_due(now + 10s);
+    EXPECT_TRUE(store.latest()->results.empty());
+    EXPECT_TRUE(store.latest()->peers.empty());
+}
+
+TEST_F(SchedulerTest, WorkerThreadStopsPromptly) {
+    auto c = config();
+    auto s = std::make_unique<ProbeScheduler>(
+        c,
+        ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, ProbeClock::time_point) { return ProbeResult{}; },
+                           .hello = [](const PeerConfig&, ProbeClock::time_point) { return PeerState{}; }},
+        store, log, 1);
+    s->start();
+    auto t0 = std::chrono::steady_clock::now();
+    s->stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+}  // namespace

@@ -1,0 +1,131 @@
+// Probe rules on synthetic probe books: RDMA and UCX results do not exist yet, so these are their only tests.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "model/probe.hpp"
+#include "rules/rules.hpp"
+
+using namespace rocewatch;
+
+namespace {
+
+struct ProbeRules : ::testing::Test {
+    Snapshot s;
+    Config c;
+    ProbeBook book;
+
+    void SetUp() override {
+        c.peers = {PeerConfig{.name = "spark-b", .address = "10.0.0.2:9879",
+                              .rails = {{"rail0", "enp1s0f0np0", "10.1.0.1", "10.1.0.2", "rocep1s0f0", "rocep1s0f0"}}}};
+        RdmaPort port{.port = 1, .rate_gbps = 100.0, .netdev = "enp1s0f0np0"};
+        port.gids.push_back({.index = 3, .gid = "::ffff:10.1.0.1", .type = "RoCE v2", .netdev = "enp1s0f0np0"});
+        s.devices.push_back(RdmaDevice{.name = "rocep1s0f0", .ports = {port}});
+        s.links.push_back(Link{.ifindex = 2, .name = "enp1s0f0np0", .mtu = 9000});
+        s.host.ucx_version = "1.16.0";
+    }
+
+    ProbeResult result(ProbeKind k, bool ok, std::string reason = "", std::string rail = "rail0") {
+        ProbeResult r;
+        r.kind = k;
+        r.peer = "spark-b";
+        r.rail = std::move(rail);
+        r.success = ok;
+        r.reason = std::move(reason);
+        return r;
+    }
+
+    std::vector<Finding> judge(const std::string& rule) {
+        s.probes = std::make_shared<const ProbeBook>(book);
+        std::vector<Finding> out;
+        for (auto& f : evaluate_rules(s, c))
+            if (f.rule == rule) out.push_back(std::move(f));
+        return out;
+    }
+};
+
+TEST_F(ProbeRules, PeerUnreachableWhenEveryLatestProbeFailedThatWay) {
+    book.add(result(ProbeKind::tcp_lat, false, "connection_refused"));
+    book.add(result(ProbeKind::tcp_bw, false, "timeout"));
+    auto f = judge("peer_unreachable");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].object, "spark-b");
+    EXPECT_EQ(f[0].severity, Severity::critical);
+
+    book.add(result(ProbeKind::tcp_lat, true));
+    EXPECT_TRUE(judge("peer_unreachable").empty()) << "one probe got through";
+    book.add(result(ProbeKind::tcp_lat, false, "auth_refused"));
+    EXPECT_TRUE(judge("peer_unreachable").empty()) << "a refused token means the peer answered";
+}
+
+TEST_F(ProbeRules, BandwidthLowAgainstTheLocalLinkRate) {
+    auto r = result(ProbeKind::tcp_bw, true);
+    r.bandwidth_bits_per_second = 50e9;
+    book.add(r);
+    auto f = judge("probe_bandwidth_low");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].object, "spark-b/rail0:tcp_bw");
+    r.bandwidth_bits_per_second = 95e9;
+    book.add(r);
+    EXPECT_TRUE(judge("probe_bandwidth_low").empty());
+}
+
+TEST_F(ProbeRules, LatencyHighAboveThreshold) {
+    auto r = result(ProbeKind::tcp_lat, true);
+    r.latency = LatencyStats{.samples = 100, .used = 98, .typical = 20e-6, .p99 = 2e-3};
+    book.add(r);
+    EXPECT_EQ(judge("probe_latency_high").size(), 1u);
+    r.latency->p99 = 50e-6;
+    book.add(r);
+    EXPECT_TRUE(judge("probe_latency_high").empty());
+}
+
+TEST_F(ProbeRules, RdmaFailsWhileTcpWorksPointsAtGidMtuQp) {
+    book.add(result(ProbeKind::tcp_lat, true));
+    book.add(result(ProbeKind::rdma_write_lat, false, "gid_mismatch"));
+    auto f = judge("rdma_fails_tcp_works");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].severity, Severity::critical);
+    EXPECT_NE(f[0].action.find("GID"), std::string::npos);
+    EXPECT_NE(f[0].action.find("MTU"), std::string::npos);
+    EXPECT_NE(f[0].action.find("QP"), std::string::npos);
+    book.add(result(ProbeKind::tcp_lat, false, "timeout"));
+    EXPECT_TRUE(judge("rdma_fails_tcp_works").empty()) << "both failing is peer_unreachable's business";
+}
+
+TEST_F(ProbeRules, RailImbalanceOverNinetyPercent) {
+    auto r = result(ProbeKind::rdma_multirail_bw, true, "", "");
+    r.bytes_per_rail = {{"rail0", 95}, {"rail1", 5}};
+    book.add(r);
+    auto f = judge("rail_imbalance");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].details.at("top_rail"), "rail0");
+    r.bytes_per_rail = {{"rail0", 55}, {"rail1", 45}};
+    book.add(r);
+    EXPECT_TRUE(judge("rail_imbalance").empty());
+}
+
+TEST_F(ProbeRules, UcxVersionMismatchFromTheHello) {
+    book.peers["spark-b"] = PeerState{.name = "spark-b", .hello_ok = true,
+                                      .hello = PeerHello{.version = "0.1.0", .ucx_version = "1.15.0"}};
+    EXPECT_EQ(judge("ucx_version_mismatch").size(), 1u);
+    book.peers["spark-b"].hello->ucx_version = "1.16.0";
+    EXPECT_TRUE(judge("ucx_version_mismatch").empty());
+}
+
+TEST_F(ProbeRules, PeerConfigMismatchOnMtuAndGidType) {
+    PeerHello h;
+    h.interfaces["enp1s0f0np0"] = PeerInterfaceInfo{.mtu = 1500, .gid_types = {"IB/RoCE v1"}};
+    h.address_interface["10.1.0.2"] = "enp1s0f0np0";
+    book.peers["spark-b"] = PeerState{.name = "spark-b", .hello_ok = true, .hello = h};
+    auto f = judge("peer_config_mismatch");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].object, "spark-b/rail0");
+    EXPECT_EQ(f[0].details.at("peer_mtu"), "1500");
+    EXPECT_EQ(f[0].details.at("local_gid_types"), "RoCE v2");
+    book.peers["spark-b"].hello->interfaces["enp1s0f0np0"] = PeerInterfaceInfo{.mtu = 9000, .gid_types = {"RoCE v2"}};
+    EXPECT_TRUE(judge("peer_config_mismatch").empty());
+}
+
+}  // namespace
