@@ -1,0 +1,186 @@
+// RDMA endpoint exchange data: JSON in and out with validation, and the MTU/GID agreement.
+#include "probes/rdma_info.hpp"
+
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/errors.hpp"
+
+namespace rocewatch {
+
+std::string gid_to_string(const std::array<uint8_t, 16>& gid) {
+    std::string s;
+    s.reserve(39);
+    char buf[8];
+    for (size_t i = 0; i < 16; i += 2) {
+        std::snprintf(buf, sizeof buf, "%02x%02x", gid[i], gid[i + 1]);
+        if (i) s += ':';
+        s += buf;
+    }
+    return s;
+}
+
+namespace {
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+}  // namespace
+
+std::optional<std::array<uint8_t, 16>> gid_from_string(std::string_view s) {
+    // Only the full sysfs form: 8 groups of exactly 4 hex digits.
+    if (s.size() != 39) return std::nullopt;
+    std::array<uint8_t, 16> gid{};
+    for (size_t g = 0; g < 8; ++g) {
+        const size_t at = g * 5;
+        if (g < 7 && s[at + 4] != ':') return std::nullopt;
+        int v[4];
+        for (size_t k = 0; k < 4; ++k) {
+            v[k] = hex_value(s[at + k]);
+            if (v[k] < 0) return std::nullopt;
+        }
+        gid[g * 2] = static_cast<uint8_t>(v[0] << 4 | v[1]);
+        gid[g * 2 + 1] = static_cast<uint8_t>(v[2] << 4 | v[3]);
+    }
+    return gid;
+}
+
+bool gid_is_zero(const std::array<uint8_t, 16>& gid) {
+    for (uint8_t b : gid)
+        if (b) return false;
+    return true;
+}
+
+bool valid_rdma_mtu(int bytes) {
+    return bytes == 256 || bytes == 512 || bytes == 1024 || bytes == 2048 || bytes == 4096;
+}
+
+void to_json(nlohmann::json& j, const RdmaEndpointInfo& info) {
+    j = nlohmann::json{{"device", info.device},       {"port", info.port},
+                       {"gid_index", info.gid_index}, {"gid", gid_to_string(info.gid)},
+                       {"gid_type", info.gid_type},   {"qpn", info.qpn},
+                       {"psn", info.psn},             {"rkey", info.rkey},
+                       {"addr", info.addr},           {"size", info.size},
+                       {"active_mtu", info.active_mtu}};
+}
+
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(std::string(key) + ": missing");
+    return *it;
+}
+
+// An integer field within [lo, hi]; rejects floats, strings, booleans and negatives.
+template <typename T>
+T int_field(const nlohmann::json& j, const char* key, long long lo, unsigned long long hi) {
+    const auto& v = field(j, key);
+    if (v.is_number_unsigned()) {
+        const auto u = v.get<unsigned long long>();
+        if (u > hi || (lo > 0 && u < static_cast<unsigned long long>(lo)))
+            throw std::invalid_argument(std::string(key) + ": out of range");
+        return static_cast<T>(u);
+    }
+    if (v.is_number_integer()) {
+        const auto s = v.get<long long>();
+        if (s < lo || (s >= 0 && static_cast<unsigned long long>(s) > hi))
+            throw std::invalid_argument(std::string(key) + ": out of range");
+        return static_cast<T>(s);
+    }
+    throw std::invalid_argument(std::string(key) + ": not an integer");
+}
+
+std::string string_field(const nlohmann::json& j, const char* key, size_t max_len) {
+    const auto& v = field(j, key);
+    if (!v.is_string()) throw std::invalid_argument(std::string(key) + ": not a string");
+    auto s = v.get<std::string>();
+    if (s.size() > max_len) throw std::invalid_argument(std::string(key) + ": too long");
+    return s;
+}
+
+}  // namespace
+
+void from_json(const nlohmann::json& j, RdmaEndpointInfo& info) {
+    if (!j.is_object()) throw std::invalid_argument("endpoint info: not a JSON object");
+    RdmaEndpointInfo r;
+    r.device = string_field(j, "device", 64);
+    if (r.device.empty()) throw std::invalid_argument("device: empty");
+    r.port = int_field<uint8_t>(j, "port", 1, 255);
+    r.gid_index = int_field<int>(j, "gid_index", -1, 65535);
+    const auto gid = gid_from_string(string_field(j, "gid", 64));
+    if (!gid) throw std::invalid_argument("gid: not a GID (8 groups of 4 hex digits)");
+    r.gid = *gid;
+    r.gid_type = string_field(j, "gid_type", 32);
+    r.qpn = int_field<uint32_t>(j, "qpn", 0, 0xffffff);
+    r.psn = int_field<uint32_t>(j, "psn", 0, 0xffffff);
+    r.rkey = int_field<uint32_t>(j, "rkey", 0, std::numeric_limits<uint32_t>::max());
+    r.addr = int_field<uint64_t>(j, "addr", 0, std::numeric_limits<uint64_t>::max());
+    r.size = int_field<uint32_t>(j, "size", 0, std::numeric_limits<uint32_t>::max());
+    r.active_mtu = int_field<int>(j, "active_mtu", 0, 4096);
+    if (r.active_mtu != 0 && !valid_rdma_mtu(r.active_mtu))
+        throw std::invalid_argument("active_mtu: not 256, 512, 1024, 2048 or 4096");
+    info = std::move(r);
+}
+
+EndpointInfoParse parse_endpoint_info(const nlohmann::json& j) {
+    EndpointInfoParse out;
+    try {
+        RdmaEndpointInfo info;
+        from_json(j, info);
+        out.info = std::move(info);
+    } catch (const std::exception& e) {
+        out.error = e.what();
+    }
+    return out;
+}
+
+EndpointInfoParse parse_endpoint_info_text(std::string_view text) {
+    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return EndpointInfoParse{std::nullopt, "endpoint info: not JSON"};
+    return parse_endpoint_info(j);
+}
+
+MtuAgreement agree(const RdmaEndpointInfo& local, const RdmaEndpointInfo& remote) {
+    MtuAgreement a;
+    const auto unusable = [](const RdmaEndpointInfo& e) -> std::string {
+        if (e.gid_index < 0) return "no GID index";
+        if (gid_is_zero(e.gid)) return "GID index " + std::to_string(e.gid_index) + " is empty";
+        if (e.gid_type.empty()) return "GID index " + std::to_string(e.gid_index) + " has no type";
+        return "";
+    };
+    if (auto why = unusable(local); !why.empty()) {
+        a.reason = reason::gid_mismatch;
+        a.detail = "local " + local.device + ": " + why;
+        return a;
+    }
+    if (auto why = unusable(remote); !why.empty()) {
+        a.reason = reason::gid_mismatch;
+        a.detail = "remote " + remote.device + ": " + why;
+        return a;
+    }
+    if (local.gid_type != remote.gid_type) {
+        a.reason = reason::gid_mismatch;
+        a.detail = "GID types differ: local " + local.device + " index " + std::to_string(local.gid_index) +
+                   " is " + local.gid_type + ", remote " + remote.device + " index " +
+                   std::to_string(remote.gid_index) + " is " + remote.gid_type;
+        return a;
+    }
+    for (const auto* e : {&local, &remote}) {
+        if (!valid_rdma_mtu(e->active_mtu)) {
+            a.reason = reason::bad_target;
+            a.detail = (e == &local ? "local " : "remote ") + e->device + ": active MTU " +
+                       std::to_string(e->active_mtu) + " is not an RDMA MTU";
+            return a;
+        }
+    }
+    a.mtu = std::min(local.active_mtu, remote.active_mtu);
+    return a;
+}
+
+}  // namespace rocewatch
