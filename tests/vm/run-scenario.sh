@@ -20,8 +20,11 @@
 #   Guest output streams prefixed [node1]/[node2]; logs, dmesg, perftest output and
 #   daemon answers of the last run stay in ${ROCEWATCH_VM_WORK:-/tmp/rocewatch-vm}/results/NAME/.
 #   Each scenario is tests/vm/scenarios/NAME.sh (helpers in scenarios/lib.sh; its header
-#   gives vm-nodes and vm-timeout). The daemon assertions run only when the binary exists
-#   (default build/daemon/rocewatchd); otherwise each scenario says "SKIP: rocewatchd not built".
+#   gives vm-nodes and vm-timeout). Each guest runs the daemon (ROCEWATCHD, default
+#   build/daemon/rocewatchd) on its real sysfs and netlink with the config lib.sh writes,
+#   and holds its REST and /metrics answers against rdma link, ibv_devinfo, sysfs, ip -j
+#   and /proc/net/bonding. Without the binary the daemon assertions are skipped with a
+#   reason; with CI=true that is a failure.
 #
 # What it can simulate
 #   Real rxe verbs devices: port state, GID tables (RoCE v2, IPv4-mapped at index 1),
@@ -40,8 +43,11 @@
 #   - No GPUs, no nvidia_peermem, no UCX device topology; one port per device.
 #   - Kernel 6.1 rxe ignores network namespaces: a "node" is a whole guest.
 #
-# Cost on the 2-core machine (load ~2): healthy 40 s, bonded 40 s (15 of them waiting
-# out the RDMA that must fail), cable-pull 13 s, misconfig 14 s; boot ~10 s each.
+# Cost on the 2-core machine, with the daemon assertions (host load 2-7): healthy 80-140 s,
+# bonded 180-275 s (15 s of it waiting out the RDMA that must fail), cable-pull 70-150 s,
+# misconfig 75-115 s; boot ~10 s each. The daemon's collection (1024 GID slots a rxe
+# port read through sysfs) takes about a second under TCG, so at interval 1s it keeps
+# the guest's one vCPU busy, and every check (a curl+jq fork) waits for it.
 #
 # Exit status: 0 pass, 1 fail, 77 skip (not root / no QEMU, outside CI; in CI, with
 # CI=true, those are failures).
@@ -76,6 +82,17 @@ command -v busybox >/dev/null || unmet "busybox not found (apt-get install busyb
 for tool in rdma ibv_devinfo ib_write_bw jq curl; do
     command -v $tool >/dev/null || unmet "$tool not found (rdma-core ibverbs-utils perftest jq curl)"
 done
+
+# The daemon under test (vm.py's default when unset). Without it the scenarios still
+# check the kernel; in CI that is not enough.
+export ROCEWATCHD=${ROCEWATCHD:-$(dirname "$(dirname "$here")")/build/daemon/rocewatchd}
+if [[ ! -x $ROCEWATCHD ]]; then
+    if [[ ${CI:-} == true ]]; then
+        echo "run-scenario: FAIL: rocewatchd not found or not executable at $ROCEWATCHD (CI=true: the daemon assertions must run; build it or set ROCEWATCHD)" >&2
+        exit 1
+    fi
+    echo "run-scenario: rocewatchd not found at $ROCEWATCHD: the daemon assertions will be skipped (set ROCEWATCHD)" >&2
+fi
 
 work=${ROCEWATCH_VM_WORK:-/tmp/rocewatch-vm}
 mkdir -p "$work"

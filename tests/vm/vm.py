@@ -147,13 +147,17 @@ class Harness:
         shutil.copytree(a.scenarios, os.path.join(self.shared, "scenarios"),
                         ignore=shutil.ignore_patterns("__pycache__"))
         # Host dirs the guest must still see under its own tmpfs /tmp (see init.sh).
-        keep = sorted({os.path.realpath(a.repo), os.path.realpath(os.path.dirname(a.rocewatchd))})
+        # The whole build tree (<build>/daemon/rocewatchd -> <build>): the probes scenario also
+        # runs tests/unit/probes/rdma_probe_cli from it.
+        keep = sorted({os.path.realpath(a.repo), os.path.realpath(os.path.dirname(os.path.dirname(a.rocewatchd)))})
         env = {
             "RW_NODES": str(a.nodes),
             "RW_SCENARIO": a.scenario,
             "RW_TIMEOUT": str(max(30, a.timeout - 45)),  # the guest gives up before the host does
             "RW_REPO": os.path.realpath(a.repo),
             "ROCEWATCHD": a.rocewatchd,
+            # In CI a missing daemon fails the scenario instead of skipping its assertions.
+            "RW_CI": os.environ.get("CI", ""),
             "RW_KEEP": ":".join(keep),
         }
         with open(os.path.join(self.shared, "config.env"), "w") as f:
@@ -277,13 +281,17 @@ class Harness:
                 result = self.do_request(words)
             except Failure as e:
                 result = f"error {e}"
-            log(f"request {base}: {' '.join(words)} -> {result}")
+            if words != ["clock"]:
+                log(f"request {base}: {' '.join(words)} -> {result}")
             with open(done + ".tmp", "w") as f:
                 f.write(result + "\n")
             os.rename(done + ".tmp", done)
 
     def do_request(self, words):
         # set_link RAIL on|off [NODE...]   (no NODE: every guest, i.e. both cable ends)
+        #   -> "ok US_BEFORE US_AFTER": this host's clock (epoch microseconds) just before
+        #      the first QMP command and just after the last, for the guests to time from.
+        # clock -> "ok US": this host's clock, for a guest to measure its own offset.
         if len(words) >= 3 and words[0] == "set_link" and words[2] in ("on", "off"):
             rail, up = words[1], words[2] == "on"
             if rail not in [r[0] for r in RAILS]:
@@ -292,8 +300,12 @@ class Harness:
             for n in nodes:
                 if n not in self.qmp:
                     raise Failure(f"no node {n}")
+            before = time.time_ns() // 1000
+            for n in nodes:
                 self.qmp[n].command("set_link", name=f"nic-{rail}", up=up)
-            return "ok"
+            return f"ok {before} {time.time_ns() // 1000}"
+        if words == ["clock"]:
+            return f"ok {time.time_ns() // 1000}"
         raise Failure(f"unknown request {' '.join(words)!r}")
 
     def run(self):

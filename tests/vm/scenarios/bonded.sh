@@ -2,13 +2,75 @@
 # Bonded rails: both rails enslaved to a balance-xor bond (layer3+4), the documented
 # choice for direct-connected nodes. The kernel moves the GID entries of the slaves' rxe
 # devices to bond0 (RDMA on those devices then breaks: the field notes' failure mode);
-# one slave loses its link (QMP, both cable ends) and comes back.
+# one slave loses its link (QMP, both cable ends) and comes back. The daemon must report
+# the bond as /proc/net/bonding and sysfs do, raise gid_on_bond on both slaves' rxe ports
+# with the GID indices the kernel moved, raise bond_slave_down/bond_degraded while a
+# slave is down, and clear them after it returns.
 # vm-nodes: 2
-# vm-timeout: 420
+# vm-timeout: 540
 . "$(dirname "$0")/lib.sh"
 
 BOND_IP=10.10.3.$NODE
 PEER_BOND_IP=10.10.3.$PEER
+
+# Kernel view of a bond as key=value: /proc/net/bonding/NAME and sysfs.
+kernel_bond_view() {
+    local b=$1 sl
+    awk '
+        /^Bonding Mode:/ { sub(/^Bonding Mode: /, ""); print "mode_text=" $0 }
+        /^Transmit Hash Policy:/ { print "xmit_hash_policy=" $4 }
+        /^MII Polling Interval \(ms\):/ { print "miimon_ms=" $5 }
+        /^Slave Interface:/ { s = $3; n++; slaves = slaves (slaves == "" ? "" : " ") s }
+        s != "" && /^MII Status:/ { print "slave_" s "_mii_status=" $3; if ($3 == "up") up++ }
+        s != "" && /^Link Failure Count:/ { print "slave_" s "_link_failure_count=" $4 }
+        s != "" && /^Permanent HW addr:/ { print "slave_" s "_perm_hwaddr=" $4 }
+        END { print "slaves=" slaves; print "slaves_total=" n + 0; print "slaves_up=" up + 0 }
+    ' "/proc/net/bonding/$b"
+    echo "mode=$(cut -d' ' -f1 "/sys/class/net/$b/bonding/mode")"
+    echo "active_slave=$(cat "/sys/class/net/$b/bonding/active_slave")"
+    echo "operstate=$(cat "/sys/class/net/$b/operstate")"
+    echo "mtu=$(cat "/sys/class/net/$b/mtu")"
+    for sl in $(cat "/sys/class/net/$b/bonding/slaves"); do
+        echo "slave_${sl}_state=$(cat "/sys/class/net/$sl/bonding_slave/state")"
+        echo "slave_${sl}_operstate=$(cat "/sys/class/net/$sl/operstate")"
+    done
+}
+
+# The daemon's view of bond NAME from /api/v1/bonds, keyed like kernel_bond_view.
+daemon_bond_view() {
+    query_daemon /api/v1/bonds | jq -r --arg b "$1" '
+        def proc_mode: {"balance-rr": "load balancing (round-robin)", "active-backup": "fault-tolerance (active-backup)",
+            "balance-xor": "load balancing (xor)", "broadcast": "fault-tolerance (broadcast)",
+            "802.3ad": "IEEE 802.3ad Dynamic link aggregation", "balance-tlb": "transmit load balancing",
+            "balance-alb": "adaptive load balancing"}[.] // .;
+        first(.bonds[] | select(.name == $b)) as $x
+        | "mode=\($x.mode)", "mode_text=\($x.mode | proc_mode)", "xmit_hash_policy=\($x.xmit_hash_policy)",
+          "miimon_ms=\($x.miimon_ms)", "active_slave=\($x.active_slave // "")", "operstate=\($x.operstate)",
+          "mtu=\($x.mtu)", "slaves=\([$x.slaves[].name] | join(" "))", "slaves_total=\($x.slaves_total)",
+          "slaves_up=\($x.slaves_up)",
+          ($x.slaves[] | "slave_\(.name)_mii_status=\(.mii_status)", "slave_\(.name)_link_failure_count=\(.link_failure_count)",
+            "slave_\(.name)_perm_hwaddr=\(.perm_hwaddr)", "slave_\(.name)_state=\(.state)",
+            "slave_\(.name)_operstate=\(.operstate)")'
+}
+
+# expect_bond_matches_kernel NAME TAG: the daemon's bond equals /proc/net/bonding and sysfs.
+expect_bond_matches_kernel() {
+    local k dv
+    k=$(kernel_bond_view "$1")
+    dv=$(daemon_bond_view "$1")
+    if ! views_agree "$k" "$dv"; then
+        # the bond may have changed since the snapshot: judge a newer one
+        wait_generation 2 10
+        k=$(kernel_bond_view "$1")
+        dv=$(daemon_bond_view "$1")
+    fi
+    echo "$k" >"$RES/kernel-bond-$1-$2.txt"
+    echo "$dv" >"$RES/daemon-bond-$1-$2.txt"
+    compare_views "bond $1 ($2)" "$k" "$dv"
+}
+
+# GID indices of DEV bound to NETDEV in the kernel, as the daemon's details list them.
+kernel_gid_indices_on() { gid_table "$1" | awk -v n="$2" '$4 == n { s = s (s == "" ? "" : ", ") $1 } END { print (s == "" ? "none" : s) }'; }
 
 section "rxe devices on the bare rails"
 for rail in "${RAILS[@]}"; do
@@ -103,19 +165,42 @@ else
 fi
 sync_point rdma-tried 90
 
-section "slave railB loses its link"
+section "rocewatchd on the bonded node"
+daemon_up=0
 if start_daemon; then
-    save_daemon_state bonded
-    expect_alert gid_on_bond rxe0 10
-    expect_alert gid_on_bond rxe1 10
-    # What the bond looks like to the daemon, compared with the kernel's own words.
-    bonds=$(query_daemon /api/v1/bonds)
-    check_eq "rocewatchd: bond0 mode" balance-xor "$(jq -r '[.. | objects | select(.mode?)][0].mode' <<<"$bonds")"
-    check_eq "rocewatchd: bond0 hash policy" "layer3+4" "$(jq -r '[.. | objects | select(.xmit_hash_policy?)][0].xmit_hash_policy' <<<"$bonds")"
-    check_eq "rocewatchd: bond0 slaves" "railA railB" "$(jq -r '[.. | objects | select(.slaves?)][0].slaves | if type == "array" then map(if type == "object" then .name else . end) | sort | join(" ") else . end' <<<"$bonds")"
+    daemon_up=1
+    for rail in "${RAILS[@]}"; do
+        dev=${RAIL_RXE[$rail]}
+        # the kernel still binds the port to the slave (rdma link: netdev railA) while its
+        # GID entries name bond0: the daemon must show both as they are
+        expect_port_matches_kernel "$dev" ACTIVE
+        if expect_alert gid_on_bond "$dev/1" 10 critical; then
+            check_eq "rocewatchd: gid_on_bond $dev/1 bond" bond0 "$(jq -r .details.bond <<<"$ALERT")"
+            check_eq "rocewatchd: gid_on_bond $dev/1 netdev" "$rail" "$(jq -r .details.netdev <<<"$ALERT")"
+            check_eq "rocewatchd: gid_on_bond $dev/1 GID indices on bond0 = the kernel's" \
+                "$(kernel_gid_indices_on "$dev" bond0)" "$(jq -r .details.gid_indices_on_bond <<<"$ALERT")"
+        fi
+        expect_interface "$rail" master bond0
+        # the port still names the slave; no GID entry names it any more
+        expect_interface "$rail" '.rdma | map("\(.device)/\(.port) \(.state_name)")' "[\"$dev/1 ACTIVE\"]"
+        expect_interface "$rail" gid_refs "[]"
+    done
+    check_eq "rocewatchd: GID entries naming bond0 = the kernel's" \
+        "$(for dev in rxe0 rxe1; do gid_table "$dev" | awk -v d="$dev" '$4 == "bond0" { print d "/" $1 }'; done | sort | tr '\n' ' ')" \
+        "$(query_daemon /api/v1/interfaces | jq -r 'first(.interfaces[] | select(.name == "bond0")) | .gid_refs[] | "\(.device)/\(.index)"' | sort | tr '\n' ' ')"
+    expect_interface bond0 is_bond true
     # balance-xor is the documented choice: only balance-rr reorders
-    if alert_active bond_mode_reorders bond0; then fail "rocewatchd: bond_mode_reorders on a balance-xor bond"; else pass "rocewatchd: no bond_mode_reorders for balance-xor"; fi
+    expect_no_alert bond_mode_reorders bond0
+    expect_alert_set "gid_on_bond rxe0/1" "gid_on_bond rxe1/1"
+    expect_health critical
+    expect_bond_matches_kernel bond0 up
+    expect_metric "rocewatch_bond_info{bond=\"bond0\",mode=\"balance-xor\",xmit_hash_policy=\"layer3+4\"} 1" \
+        "rocewatch_bond_slaves{bond=\"bond0\"} 2" "rocewatch_bond_slaves_up{bond=\"bond0\"} 2" \
+        "rocewatch_bond_miimon_seconds{bond=\"bond0\"} 0.1"
+    save_daemon_state bonded
 fi
+
+section "slave railB loses its link"
 sync_point pull-railB
 ((NODE == 1)) && host_request set_link railB off
 if wait_slave_mii railB down; then
@@ -128,9 +213,21 @@ check_eq "railA MII stays up" up "$(bond_slave_mii railA)"
 check_eq "bond0 operstate (one slave left)" up "$(cat /sys/class/net/bond0/operstate)"
 cp /proc/net/bonding/bond0 "$RES/proc-net-bonding-bond0-degraded.txt"
 check "ping the peer over the degraded bond" bb ping -c 3 -W 5 "$PEER_BOND_IP"
-if daemon_running; then
-    expect_alert bond_slave_down railB 5
-    expect_alert bond_degraded bond0 5
+if ((daemon_up)); then
+    # railA still up: losing redundancy is a warning (critical only with no slave left)
+    expect_alert bond_slave_down railB 10 warning
+    expect_alert bond_degraded bond0 10 warning
+    check_eq "rocewatchd: bond_degraded names the down slave" "railB" "$(jq -r .details.down <<<"$ALERT")"
+    expect_bond_matches_kernel bond0 degraded
+    # the rest of what a lost link means: rxe1's port and railB are down too
+    check_eq "kernel: rxe1 port state with railB's link off" DOWN "$(port_state rxe1)"
+    expect_alert port_down rxe1/1 10 critical
+    expect_alert netdev_down railB 10 critical
+    expect_no_alert bond_slave_down railA
+    expect_metric "rocewatch_bond_slaves_up{bond=\"bond0\"} 1" \
+        "rocewatch_bond_slave_mii_up{bond=\"bond0\",interface=\"railB\"} 0" \
+        "rocewatch_bond_slave_link_failures_total{bond=\"bond0\",interface=\"railB\"} $(bond_slave_failures railB)"
+    save_daemon_state degraded
 fi
 sync_point restore-railB
 ((NODE == 1)) && host_request set_link railB on
@@ -139,9 +236,18 @@ if wait_slave_mii railB up; then
 else
     fail "railB MII still $(bond_slave_mii railB) after the link came back"
 fi
-if daemon_running; then
-    expect_cleared bond_slave_down railB 45
-    expect_cleared bond_degraded bond0 45
+if ((daemon_up)); then
+    expect_cleared bond_slave_down railB 15
+    expect_cleared bond_degraded bond0 15
+    expect_cleared port_down rxe1/1 15
+    expect_cleared netdev_down railB 15
+    expect_bond_matches_kernel bond0 restored
+    # what stays: the GIDs are still on the bond; railB's link failure and rxe1's
+    # link_downed stay within the counter window (5 minutes)
+    expect_alert bond_link_failures railB 5 warning
+    check_eq "rocewatchd: railB link failures in the window = the kernel's count" \
+        "$(bond_slave_failures railB)" "$(jq -r .details.link_failures_in_window <<<"$ALERT")"
+    expect_alert_set "gid_on_bond rxe0/1" "gid_on_bond rxe1/1" "bond_link_failures railB" "error_counters rxe1/1:link_downed"
     save_daemon_state restored
 fi
 sync_point finished

@@ -3,7 +3,8 @@
 #
 # Environment from init: RW_NODE (1 or 2), RW_NODES, RW_SCENARIO, RW_SHARE (the
 # read-write share, the same directory in every guest and on the host), RW_REPO,
-# ROCEWATCHD (path of the daemon binary; may not exist yet).
+# ROCEWATCHD (path of the daemon binary), RW_CI ("true" when the host runs in CI: a
+# missing daemon is then a failure, not a skip).
 #
 # Conventions: check/fail never exit; `finish` at the end exits non-zero when any check
 # failed. Waits are bounded. Figures go to results/summary.txt, which the host prints.
@@ -132,7 +133,9 @@ wait_mark() {
 }
 
 # host_request WORDS...: asks the harness on the host to act (e.g. "set_link railA off":
-# QMP set_link on that rail of every guest, i.e. both ends of the cable). Waits for it.
+# QMP set_link on that rail of every guest, i.e. both ends of the cable; it answers
+# "ok HOST_US_BEFORE HOST_US_AFTER", its clock around the QMP commands; "clock" answers
+# "ok HOST_US"). Waits for it; with HOST_REPLY_FILE set, leaves the answer there.
 host_request() {
     # Builtins only until the request is out: the callers time from just before it.
     local id=${EPOCHREALTIME/./}.node$NODE t=0
@@ -147,6 +150,8 @@ host_request() {
     done
     local r
     r=$(cat "$SHARE/ctl/$id.done")
+    # The reply ("ok [FIGURES...]") for a caller that runs this in the background.
+    [[ -n ${HOST_REPLY_FILE:-} ]] && echo "$r" >"$HOST_REPLY_FILE"
     if [[ $r != ok* ]]; then
         fail "host request '$*': $r"
         return 1
@@ -290,63 +295,78 @@ perftest_result_line() {
     awk '/#bytes/ { h = 1; next } h && $1 ~ /^[0-9]+$/ { print; found = 1; exit } END { exit !found }' "$1"
 }
 
-# ------------------------------------------------------------------ rocewatchd hooks
+# ------------------------------------------------------------------ rocewatchd
 #
-# Phase 2 wires these to the real daemon. Until build/daemon/rocewatchd exists they say
-# so and skip: the kernel-side checks above stand on their own.
+# The daemon under test runs in each guest on the guest's real /sys, /proc and netlink,
+# with a config of its own (daemon_config) and a fresh state dir; its answers are held
+# against what the kernel says. The JSON keys are those of api/json_view.cpp, the alert
+# objects those of daemon/rules/rules.cpp ("rxe0/1" for ports, the netdev's name for
+# netdev rules, "rxe0/1:link_downed" for error counters, the slave or bond for bond rules).
 
-DAEMON_URL=http://127.0.0.1:9879
+DAEMON_LISTEN=127.0.0.1:9879
+DAEMON_URL=http://$DAEMON_LISTEN
 DAEMON_PID=
+DAEMON_DIR=/run/rocewatchd-vm
+# expect.rails of the config; a scenario may change it before start_daemon ("" = every device).
+DAEMON_RAILS=${DAEMON_RAILS-rxe0 rxe1}
+# Rules the scenarios watch clear: a short clear_after so that takes seconds, not 30 s+.
+DAEMON_FAST_CLEAR=(port_down netdev_down bond_slave_down bond_degraded)
 
 daemon_present() { [[ -n ${ROCEWATCHD:-} && -x $ROCEWATCHD ]]; }
 
-# The config the guests run with: short clear delays so a scenario sees an alert clear
-# within seconds. The key names follow daemon/model/config.hpp; if the daemon rejects
-# them (--check-config), the daemon runs on its built-in defaults instead.
+# The config every guest runs with: a healthy node as the test bed builds it (MTU 9000,
+# 100 Gb/s rails as the NICs declare), collection every second, fast clears.
 daemon_config() {
-    cat <<'EOF'
+    local rails="" r
+    for r in $DAEMON_RAILS; do rails+="${rails:+, }\"$r\""; done
+    cat <<EOF
+# written by tests/vm/scenarios/lib.sh for scenario $RW_SCENARIO, node $NODE
 [daemon]
-listen = "127.0.0.1:9879"
 interval = "1s"
-state_dir = "/var/lib/rocewatch"
-log_level = "debug"
+log_level = "info"
 
 [expect]
 mtu = 9000
-
-[rules.port_down]
-clear_after = "3s"
-[rules.netdev_down]
-clear_after = "3s"
-[rules.bond_slave_down]
-clear_after = "3s"
-[rules.bond_degraded]
-clear_after = "3s"
+port_rate_gbps = 100
+rails = [$rails]
 EOF
+    for r in "${DAEMON_FAST_CLEAR[@]}"; do
+        printf '\n[rules.%s]\nclear_after = "2s"\n' "$r"
+    done
 }
 
-# start_daemon [EXTRA ARGS...]: starts rocewatchd in the background and waits for
-# /readyz. Returns 1 (after saying why) when the binary is missing or it does not start.
+# start_daemon: checks the config with --check-config (a rejected config is a failure,
+# never a fallback to defaults), starts rocewatchd in the background and waits for
+# /readyz. Returns 1 when it cannot: the binary missing (a failure with CI=true, else a
+# skip that says why) or the daemon not starting.
 start_daemon() {
     if ! daemon_present; then
-        skip "rocewatchd not built (${ROCEWATCHD:-unset} missing): daemon assertions skipped"
+        if [[ ${RW_CI:-} == true ]]; then
+            fail "rocewatchd not found or not executable at '${ROCEWATCHD:-}' (CI=true: the daemon assertions must run)"
+        else
+            skip "rocewatchd not found or not executable at '${ROCEWATCHD:-}': daemon assertions skipped (build it, or set ROCEWATCHD)"
+        fi
         return 1
     fi
-    mkdir -p /etc/rocewatch /var/lib/rocewatch
-    local cfg=/etc/rocewatch/vm.toml args=(--listen 127.0.0.1:9879 --log-level debug)
+    mkdir -p "$DAEMON_DIR/state"
+    local cfg=$DAEMON_DIR/rocewatch.toml
     daemon_config >"$cfg"
-    if "$ROCEWATCHD" --check-config "$cfg" >"$OUT/rocewatchd-check-config.txt" 2>&1; then
-        args+=(--config "$cfg")
+    cp "$cfg" "$RES/rocewatch.toml"
+    local out
+    if out=$("$ROCEWATCHD" --check-config --config "$cfg" 2>&1); then
+        pass "rocewatchd --check-config accepts the test bed's config ($out)"
     else
-        log "rocewatchd --check-config rejected the VM config; running on built-in defaults:"
-        sed 's/^/    /' "$OUT/rocewatchd-check-config.txt"
+        fail "rocewatchd --check-config rejects the test bed's config: $out"
+        return 1
     fi
-    "$ROCEWATCHD" "${args[@]}" "$@" >>"$OUT/rocewatchd.log" 2>&1 &
+    "$ROCEWATCHD" --config "$cfg" --state-dir "$DAEMON_DIR/state" --listen "$DAEMON_LISTEN" \
+        >>"$OUT/rocewatchd.log" 2>&1 &
     DAEMON_PID=$!
-    local t=0
+    local t=0 t0=${EPOCHREALTIME/./}
     until curl -sf --max-time 2 "$DAEMON_URL/readyz" >/dev/null; do
         if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-            fail "rocewatchd exited during start-up (see rocewatchd.log)"
+            wait "$DAEMON_PID"
+            fail "rocewatchd exited ($?) during start-up: $(tail -3 "$OUT/rocewatchd.log" | tr '\n' ' ')"
             DAEMON_PID=
             return 1
         fi
@@ -357,19 +377,42 @@ start_daemon() {
         snooze 0.1
         t=$((t + 1))
     done
-    pass "rocewatchd ready (pid $DAEMON_PID)"
+    pass "rocewatchd ready after $(fmt_us $((${EPOCHREALTIME/./} - t0)))s (pid $DAEMON_PID)"
+    # Two more collections: every rule has judged a settled snapshot (rates need two).
+    wait_generation 2 10
 }
 
+# wait_generation N TIMEOUT_S: waits until the daemon has made N more snapshots.
+wait_generation() {
+    local g0 g t=0
+    g0=$(query_daemon /api/v1/status | jq -r .generation) || return 1
+    while :; do
+        g=$(query_daemon /api/v1/status | jq -r .generation)
+        ((g >= g0 + $1)) && return 0
+        ((t++ < $2 * 5)) || { fail "rocewatchd made no new snapshot within $2s (generation $g)"; return 1; }
+        snooze 0.2
+    done
+}
+
+# stop_daemon: SIGTERM must end it cleanly (exit 0) within 10 s.
 stop_daemon() {
     [[ -n $DAEMON_PID ]] || return 0
+    if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+        wait "$DAEMON_PID"
+        fail "rocewatchd died during the scenario (exit status $?): $(tail -3 "$OUT/rocewatchd.log" | tr '\n' ' ')"
+        DAEMON_PID=
+        return 1
+    fi
     kill -TERM "$DAEMON_PID" 2>/dev/null
-    local t=0
+    local t=0 rc
     while kill -0 "$DAEMON_PID" 2>/dev/null && ((t < 100)); do snooze 0.1; t=$((t + 1)); done
     if kill -0 "$DAEMON_PID" 2>/dev/null; then
         fail "rocewatchd ignored SIGTERM for 10s"
         kill -KILL "$DAEMON_PID"
     fi
-    wait "$DAEMON_PID" 2>/dev/null
+    wait "$DAEMON_PID"
+    rc=$?
+    check_eq "rocewatchd exit status after SIGTERM" 0 "$rc"
     DAEMON_PID=
 }
 
@@ -378,48 +421,49 @@ daemon_running() { [[ -n $DAEMON_PID ]]; }
 # query_daemon PATH: the body of GET PATH (non-zero status on HTTP errors).
 query_daemon() { curl -sf --max-time 5 "$DAEMON_URL$1"; }
 
-# Snapshot of every REST answer and /metrics into results, for the record.
+# Every REST answer and /metrics into results, for the record.
 save_daemon_state() {
     local tag=$1 p
     daemon_running || return 0
-    for p in status devices interfaces bonds alerts alerts/history; do
+    for p in status devices interfaces bonds alerts alerts/history config; do
         query_daemon "/api/v1/$p" >"$RES/daemon-$tag-${p//\//-}.json" 2>/dev/null
     done
     query_daemon /metrics >"$RES/daemon-$tag-metrics.txt" 2>/dev/null
 }
 
-# The JSON shapes are guesses until phase 2; the helpers search the whole document for
-# objects with the expected keys so that wrapping ({"alerts": [...]} or [...]) does not
-# matter.
+# ---- alerts
 
-# active_alerts: "rule object state" per line.
+# active_alerts: "rule object state severity" per line, from GET /api/v1/alerts.
 active_alerts() {
-    query_daemon /api/v1/alerts |
-        jq -r '[.. | objects | select(has("rule") and has("object"))] | .[] | "\(.rule) \(.object) \(.state // "?")"'
+    query_daemon /api/v1/alerts | jq -r '.alerts[] | "\(.rule) \(.object) \(.state) \(.severity)"'
 }
 
-# alert_active RULE OBJECT [STATE]: OBJECT is an extended regex for the whole object
-# name ("extra0|railA"); "rxe0" matches "rxe0/1" too.
+# alert_json RULE OBJECT: the active alert, compact JSON ("null" when there is none).
+alert_json() {
+    query_daemon /api/v1/alerts | jq -c --arg r "$1" --arg o "$2" \
+        'first(.alerts[] | select(.rule == $r and .object == $o)) // null'
+}
+
+# alert_active RULE OBJECT [STATE]: OBJECT is the alert's exact object name.
 alert_active() {
-    active_alerts | awk -v r="$1" -v o="^(${2})(/1)?\$" -v s="${3:-}" \
-        '$1 == r && $2 ~ o && (s == "" || $3 == s) { f = 1 } END { exit !f }'
+    active_alerts | awk -v r="$1" -v o="$2" -v s="${3:-}" \
+        '$1 == r && $2 == o && (s == "" || $3 == s) { f = 1 } END { exit !f }'
 }
 
-# wait_alert RULE OBJECT TIMEOUT_S [STATE=firing [START_US]]: prints the seconds it took
-# (from START_US, an earlier ${EPOCHREALTIME/./}, when given).
+# rfc3339_us TIME: an RFC 3339 time as epoch microseconds.
+rfc3339_us() { date -u -d "$1" +%s%6N; }
+
+# wait_alert RULE OBJECT TIMEOUT_S: prints how long the poll took to see it firing.
 wait_alert() {
-    local start=${5:-${EPOCHREALTIME/./}}
-    local limit=$(($3 * 1000000))
-    while ! alert_active "$1" "$2" "${4:-firing}"; do
+    local start=${EPOCHREALTIME/./} limit=$(($3 * 1000000))
+    while ! alert_active "$1" "$2" firing; do
         if ((${EPOCHREALTIME/./} - start > limit)); then
             echo timeout
             return 1
         fi
-        snooze 0.05
+        snooze 0.1
     done
-    local took=$((${EPOCHREALTIME/./} - start))
-    fmt_us "$took"
-    ((took <= limit))
+    fmt_us $((${EPOCHREALTIME/./} - start))
 }
 
 # wait_alert_gone RULE OBJECT TIMEOUT_S: prints the seconds it took.
@@ -435,46 +479,64 @@ wait_alert_gone() {
     fmt_us $((${EPOCHREALTIME/./} - start))
 }
 
-# alert_since_us RULE OBJECT: when the daemon says the alert started (its "first_seen"
-# or "since", as epoch seconds or an ISO 8601 string), in epoch microseconds; empty when
-# it says nothing parseable. Polling through curl+jq costs ~0.3 s a round under TCG, so
-# the daemon's own timestamp is the better measure of how fast it noticed.
-alert_since_us() {
-    local v
-    v=$(query_daemon /api/v1/alerts | jq -r --arg r "$1" --arg o "^(${2})(/1)?$" \
-        '[.. | objects | select(.rule? == $r and ((.object? // "") | test($o)))][0] | .first_seen // .since // empty')
-    [[ -n $v ]] || return 0
-    if [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
-        awk -v v="$v" 'BEGIN { if (v > 1e14) v /= 1e6; else if (v > 1e11) v /= 1e3; printf "%.0f\n", v * 1e6 }'
-    else
-        date -d "$v" +%s%6N 2>/dev/null
-    fi
-}
-
-# expect_alert RULE OBJECT TIMEOUT_S [START_US]: the alert fires within TIMEOUT_S (of
-# START_US when given: then the daemon's own start time of the alert is judged where it
-# gives one, else the time the poll saw it).
+# expect_alert RULE OBJECT TIMEOUT_S [SEVERITY]: the alert is firing within TIMEOUT_S
+# of now (an alert already firing counts), with SEVERITY when given. Leaves the alert's
+# JSON in ALERT.
 expect_alert() {
-    local took since
-    if took=$(wait_alert "$1" "$2" "$3" firing "${4:-}"); then
-        pass "rocewatchd: alert $1 on $2 firing after ${took}s"
-        record "alert $1 $2 fired after ${took}s"
-    elif [[ -n ${4:-} && $took != timeout ]] && since=$(alert_since_us "$1" "$2") && [[ -n $since ]] &&
-        ((since - $4 <= $3 * 1000000 && since - $4 > -500000)); then
-        pass "rocewatchd: alert $1 on $2 started $(fmt_us $((since - $4)))s after the fault (seen by polling after ${took}s)"
-        record "alert $1 $2 started $(fmt_us $((since - $4)))s after the fault"
+    local took
+    ALERT=null
+    if took=$(wait_alert "$1" "$2" "$3"); then
+        ALERT=$(alert_json "$1" "$2")
+        pass "rocewatchd: alert $1 on $2 firing (seen after ${took}s): $(jq -r .summary <<<"$ALERT")"
+        [[ -n ${4:-} ]] && check_eq "rocewatchd: $1 on $2 severity" "$4" "$(jq -r .severity <<<"$ALERT")"
+        return 0
+    fi
+    fail "rocewatchd: alert $1 on $2 not firing within $3s; active: $(active_alerts | tr '\n' ';')"
+    return 1
+}
+
+# expect_alert_within RULE OBJECT LIMIT_MS EVENT_US: the daemon's own start time of the
+# alert (first_seen) lies within LIMIT_MS of EVENT_US (this guest's clock, microseconds).
+# Polling through curl+jq costs ~0.3 s a round under TCG; the daemon's timestamp is the
+# measure of how fast it noticed. The alert must be firing (expect_alert first).
+expect_alert_within() {
+    local rule=$1 obj=$2 limit=$3 event=$4 a fs d
+    a=$(alert_json "$rule" "$obj")
+    fs=$(jq -r '.first_seen // empty' <<<"$a")
+    if [[ -z $fs ]]; then
+        fail "rocewatchd: $rule on $obj has no first_seen: $a"
+        return 1
+    fi
+    d=$((($(rfc3339_us "$fs") - event) / 1000))
+    if ((d <= limit && d >= -${CLOCK_ERR_MS:-0} - 1)); then
+        pass "rocewatchd: $rule on $obj first seen $d ms after the fault (limit $limit ms; clock error +-${CLOCK_ERR_MS:-0} ms)"
+        record "alert $rule $obj: first seen $d ms after the fault (+-${CLOCK_ERR_MS:-0} ms)"
     else
-        fail "rocewatchd: alert $1 on $2 not firing within $3s (${took}); active: $(active_alerts | tr '\n' ';')"
+        fail "rocewatchd: $rule on $obj first seen $d ms after the fault (first_seen $fs; limit $limit ms, clock error +-${CLOCK_ERR_MS:-0} ms)"
     fi
 }
 
-# expect_cleared RULE OBJECT TIMEOUT_S
+# expect_cleared RULE OBJECT TIMEOUT_S: the alert leaves /api/v1/alerts, and the history
+# records its firing -> resolved transition.
 expect_cleared() {
     local took
     if took=$(wait_alert_gone "$1" "$2" "$3"); then
         pass "rocewatchd: alert $1 on $2 cleared after ${took}s"
+        local h
+        h=$(query_daemon /api/v1/alerts/history | jq -r --arg r "$1" --arg o "$2" \
+            '[.history[] | select(.rule == $r and .object == $o) | "\(.from)->\(.to)"] | join(" ")')
+        check_match "rocewatchd: history of $1 on $2 ends firing -> resolved" "firing->resolved$" "$h"
     else
-        fail "rocewatchd: alert $1 on $2 still active after $3s"
+        fail "rocewatchd: alert $1 on $2 still active after $3s: $(alert_json "$1" "$2")"
+    fi
+}
+
+# expect_no_alert RULE OBJECT: that alert is not active.
+expect_no_alert() {
+    if alert_active "$1" "$2"; then
+        fail "rocewatchd: unexpected $1 on $2: $(alert_json "$1" "$2" | jq -r .summary)"
+    else
+        pass "rocewatchd: no $1 on $2"
     fi
 }
 
@@ -485,43 +547,243 @@ expect_no_alerts() {
     if [[ -z $a ]]; then pass "rocewatchd: no active alerts"; else fail "rocewatchd: unexpected alerts: $(echo "$a" | tr '\n' ';')"; fi
 }
 
-# expect_health healthy|warning|critical
-expect_health() {
-    local h
-    h=$(query_daemon /api/v1/status | jq -r '.health // .verdict // .status // .overall // empty')
-    check_eq "rocewatchd: overall health" "$1" "$h"
-}
-
-# port_json DEV: the first object under /api/v1/devices/DEV that looks like a port.
-port_json() {
-    query_daemon "/api/v1/devices/$1" | jq -c '[.. | objects | select(has("state_name") or has("roce_v2_ipv4_gid_index"))][0]'
-}
-
-# expect_device_port DEV STATE GID_INDEX ADDRESS
-expect_device_port() {
-    local j
-    j=$(port_json "$1")
-    check_eq "rocewatchd: $1 port state" "$2" "$(jq -r '.state_name // .state' <<<"$j")"
-    check_eq "rocewatchd: $1 RoCE v2 IPv4 GID index" "$3" "$(jq -r '.roce_v2_ipv4_gid_index' <<<"$j")"
-    check_eq "rocewatchd: $1 RoCE v2 IPv4 address" "$4" "$(jq -r '.roce_v2_ipv4_address' <<<"$j")"
-}
-
-# expect_interface NAME FIELD VALUE: a field of NAME in /api/v1/interfaces.
-expect_interface() {
-    local v
-    v=$(query_daemon /api/v1/interfaces | jq -r --arg n "$1" --arg f "$2" \
-        '[.. | objects | select(.name? == $n)][0] | .[$f] | if type == "array" then tostring else . end')
-    check_eq "rocewatchd: $1 $2" "$3" "$v"
-}
-
-# expect_metric REGEX: some /metrics line matches.
-expect_metric() {
-    if query_daemon /metrics | grep -Eq "$1"; then
-        pass "rocewatchd /metrics has /$1/"
+# expect_alert_set "RULE OBJECT" ...: the active alerts are exactly these.
+expect_alert_set() {
+    local want got
+    want=$(printf '%s\n' "$@" | sort)
+    got=$(active_alerts | awk '{ print $1, $2 }' | sort)
+    if [[ $got == "$want" ]]; then
+        pass "rocewatchd: exactly the expected alerts ($(tr '\n' ';' <<<"$got"))"
     else
-        fail "rocewatchd /metrics lacks /$1/"
+        fail "rocewatchd: alerts differ: expected $(tr '\n' ';' <<<"$want") got $(tr '\n' ';' <<<"$got")"
     fi
 }
+
+# expect_health healthy|warning|critical: /api/v1/status and /metrics agree.
+expect_health() {
+    local h m
+    h=$(query_daemon /api/v1/status | jq -r .health)
+    check_eq "rocewatchd: /api/v1/status health" "$1" "$h"
+    m=$(query_daemon /metrics | awk '$1 == "rocewatch_health_status" { print $2 }')
+    declare -A code=([healthy]=0 [warning]=1 [critical]=2)
+    check_eq "rocewatchd: rocewatch_health_status" "${code[$1]}" "$m"
+}
+
+# ---- comparing the daemon with the kernel
+
+# views_agree KERNEL DAEMON: every key=value line of KERNEL is in DAEMON (quietly).
+views_agree() {
+    local line
+    declare -A have=()
+    while IFS= read -r line; do [[ -n $line ]] && have[$line]=1; done <<<"$2"
+    while IFS= read -r line; do
+        [[ -z $line || -n ${have[$line]:-} ]] || return 1
+    done <<<"$1"
+}
+
+# compare_views WHAT KERNEL DAEMON: both "key=value" lines; every key the kernel side
+# names must have the same value on the daemon's side (one check per key).
+compare_views() {
+    local what=$1 kernel=$2 daemon=$3 line key kv dv
+    declare -A dmap=()
+    while IFS= read -r line; do
+        [[ -n $line ]] && dmap[${line%%=*}]=${line#*=}
+    done <<<"$daemon"
+    while IFS= read -r line; do
+        [[ -n $line ]] || continue
+        key=${line%%=*}
+        kv=${line#*=}
+        dv=${dmap[$key]-<absent>}
+        if [[ $dv == "$kv" ]]; then
+            pass "rocewatchd = kernel: $what $key ($kv)"
+        else
+            fail "rocewatchd != kernel: $what $key: kernel '$kv', rocewatchd '$dv'"
+        fi
+    done <<<"$kernel"
+}
+
+# Kernel view of DEV's port 1 as key=value: sysfs, rdma link and ibv_devinfo.
+kernel_port_view() {
+    local dev=$1 d info link n
+    d=$(port_dir "$dev")
+    info=$(ibv_devinfo -v -d "$dev")
+    link=$(rdma -j link show "$dev/1")
+    local st ph
+    st=$(cat "$d/state")
+    ph=$(cat "$d/phys_state")
+    echo "state=${st%%:*}"
+    echo "state_name=${st#*: }"
+    echo "phys_state=${ph%%:*}"
+    echo "phys_state_name=${ph#*: }"
+    echo "rdma_link_state=$(jq -r '.[0].state' <<<"$link")"
+    echo "rdma_link_physical_state=$(jq -r '.[0].physical_state' <<<"$link")"
+    echo "netdev=$(jq -r '.[0].netdev' <<<"$link")"
+    echo "link_layer=$(cat "$d/link_layer")"
+    echo "rate_text=$(cat "$d/rate")"
+    echo "rate_gbps=$(awk '{ print $1 }' "$d/rate")"
+    echo "active_mtu=$(awk '$1 == "active_mtu:" { print $2; exit }' <<<"$info")"
+    echo "max_mtu=$(awk '$1 == "max_mtu:" { print $2; exit }' <<<"$info")"
+    echo "active_width=$(sed -n 's/.*active_width:.*(\([0-9]*\)).*/\1/p' <<<"$info" | head -1)"
+    echo "active_speed=$(sed -n 's/.*active_speed:.*(\([0-9]*\)).*/\1/p' <<<"$info" | head -1)"
+    echo "gids=$(gid_table "$dev" | tr '\n' ';')"
+    # lifespan is the counters' cache time in ms, not a counter
+    echo "hw_counters=$(grep -H . "$d"/hw_counters/* | sed 's|.*/||' | grep -v '^lifespan:' | sort | tr '\n' ';')"
+    echo "has_counters_dir=$([[ -d $d/counters ]] && echo yes || echo no)"
+    echo "node_guid=$(cat "/sys/class/infiniband/$dev/node_guid")"
+    echo "node_type=$(cat "/sys/class/infiniband/$dev/node_type")"
+    # rxe has no device/driver link: a parent file and no device/ say "rxe"
+    [[ -r /sys/class/infiniband/$dev/parent && ! -e /sys/class/infiniband/$dev/device ]] && echo "driver=rxe"
+}
+
+# The daemon's view of DEV's port 1, keyed like kernel_port_view.
+daemon_port_view() {
+    query_daemon "/api/v1/devices/$1" | jq -r '
+        .ports[0] as $p
+        | "state=\($p.state)", "state_name=\($p.state_name)",
+          "phys_state=\($p.phys_state)", "phys_state_name=\($p.phys_state_name)",
+          "rdma_link_state=\($p.state_name)",
+          "rdma_link_physical_state=\($p.phys_state_name | if . == "LinkUp" then "LINK_UP" else ascii_upcase end)",
+          "netdev=\($p.netdev)", "link_layer=\($p.link_layer)",
+          "rate_text=\($p.rate_text)", "rate_gbps=\($p.rate_gbps)",
+          "active_mtu=\($p.active_mtu)", "max_mtu=\($p.max_mtu)",
+          "active_width=\($p.active_width)", "active_speed=\($p.active_speed)",
+          "gids=\([$p.gids[] | "\(.index) \(.gid) \(.type | gsub(" "; "_")) \(.netdev)\n"] | join("") | gsub("\n"; ";"))",
+          "hw_counters=\($p.hw_counters | to_entries | map("\(.key):\(.value);") | join(""))",
+          "has_counters_dir=\(if ($p.counters | length) > 0 then "yes" else "no" end)",
+          "node_guid=\(.node_guid)", "node_type=\(.node_type)", "driver=\(.driver)",
+          "roce_v2_gid=\($p.roce_v2_gid.index) \($p.roce_v2_gid.address)",
+          "up=\($p.up)"'
+}
+
+# expect_port_matches_kernel DEV [STATE_NAME]: the daemon's port equals the kernel's
+# (when they differ, judged again on a snapshot made after the kernel's reading).
+expect_port_matches_kernel() {
+    local dev=$1 k dv
+    k=$(kernel_port_view "$dev")
+    dv=$(daemon_port_view "$dev")
+    if ! views_agree "$k" "$dv"; then
+        # The snapshot is a collection older than the kernel's reading: judge a newer one.
+        wait_generation 2 10
+        k=$(kernel_port_view "$dev")
+        dv=$(daemon_port_view "$dev")
+    fi
+    echo "$k" >"$RES/kernel-port-$dev.txt"
+    echo "$dv" >"$RES/daemon-port-$dev.txt"
+    compare_views "$dev/1" "$k" "$dv"
+    [[ -n ${2:-} ]] && check_eq "rocewatchd: $dev/1 state_name" "$2" "$(grep -m1 ^state_name= <<<"$dv" | cut -d= -f2)"
+}
+
+# expect_roce_gid DEV INDEX ADDRESS: the daemon's chosen RoCE v2 GID, and the kernel's
+# entry at that index holds ADDRESS as a RoCE v2 GID.
+expect_roce_gid() {
+    local dev=$1 idx=$2 addr=$3 d
+    d=$(port_dir "$dev")
+    check_eq "rocewatchd: $dev/1 roce_v2_gid" "$idx $addr" \
+        "$(query_daemon "/api/v1/devices/$dev" | jq -r '.ports[0].roce_v2_gid | "\(.index) \(.address)"')"
+    check_eq "kernel: $dev GID $idx is $addr" "$(ipv4_gid "$addr") RoCE v2" "$(cat "$d/gids/$idx") $(cat "$d/gid_attrs/types/$idx")"
+}
+
+# Kernel view of netdev NAME as key=value (ip -j and sysfs).
+kernel_link_view() {
+    local n=$1 j
+    j=$(ip -j -d addr show dev "$n")
+    echo "mtu=$(cat "/sys/class/net/$n/mtu")"
+    echo "ip_mtu=$(jq -r '.[0].mtu' <<<"$j")"
+    echo "operstate=$(cat "/sys/class/net/$n/operstate")"
+    echo "carrier=$([[ $(cat "/sys/class/net/$n/carrier" 2>/dev/null) == 1 ]] && echo true || echo false)"
+    echo "admin_up=$(jq -r '.[0].flags | index("UP") != null' <<<"$j")"
+    echo "mac=$(cat "/sys/class/net/$n/address")"
+    echo "master=$(jq -r '.[0].master // "null"' <<<"$j")"
+    echo "kind=$(jq -r '.[0].linkinfo.info_kind // "null"' <<<"$j")"
+    echo "carrier_changes=$(cat "/sys/class/net/$n/carrier_changes")"
+    echo "addresses=$(jq -r '[.[0].addr_info[] | "\(.family) \(.local)/\(.prefixlen) \(.scope)"] | sort | join(";")' <<<"$j")"
+}
+
+daemon_link_view() {
+    query_daemon /api/v1/interfaces | jq -r --arg n "$1" '
+        first(.interfaces[] | select(.name == $n)) as $l
+        | "mtu=\($l.mtu)", "ip_mtu=\($l.mtu)", "operstate=\($l.operstate)", "carrier=\($l.carrier)",
+          "admin_up=\($l.admin_up)", "mac=\($l.mac)", "master=\($l.master)", "kind=\($l.kind)",
+          "carrier_changes=\($l.carrier_changes)",
+          "addresses=\([$l.addresses[] | "\(.family) \(.address)/\(.prefixlen) \(.scope)"] | sort | join(";"))",
+          "rdma=\([$l.rdma[] | "\(.device)/\(.port) \(.state_name) \(.roce_v2_gid_index)"] | join(";"))"'
+}
+
+# expect_link_matches_kernel NAME: the daemon's interface equals ip -j and sysfs.
+expect_link_matches_kernel() {
+    local k dv
+    k=$(kernel_link_view "$1")
+    dv=$(daemon_link_view "$1")
+    if ! views_agree "$k" "$dv"; then
+        wait_generation 2 10
+        k=$(kernel_link_view "$1")
+        dv=$(daemon_link_view "$1")
+    fi
+    echo "$k" >"$RES/kernel-link-$1.txt"
+    echo "$dv" >"$RES/daemon-link-$1.txt"
+    compare_views "interface $1" "$k" "$dv"
+}
+
+# expect_interface NAME FIELD VALUE: one field of NAME in /api/v1/interfaces (arrays and
+# objects as compact JSON); FIELD may be a jq expression on the interface (".rdma | length").
+expect_interface() {
+    local v f=$2
+    [[ $f == .* ]] || f=".$f"
+    v=$(query_daemon /api/v1/interfaces | jq -r --arg n "$1" \
+        "first(.interfaces[] | select(.name == \$n)) | $f | if type == \"array\" or type == \"object\" then tojson else . end")
+    check_eq "rocewatchd: interface $1 $2" "$3" "$v"
+}
+
+# expect_metric LINE...: each exact line ("name{labels} value") is in /metrics.
+expect_metric() {
+    local m l
+    m=$'\n'$(query_daemon /metrics)$'\n'
+    for l in "$@"; do
+        # a whole line, matched without a fork (each costs ~50 ms under TCG)
+        if [[ $m == *$'\n'"$l"$'\n'* ]]; then
+            pass "rocewatchd /metrics: $l"
+        else
+            fail "rocewatchd /metrics lacks '$l'; it has: $(grep -F -- "${l%% *}" <<<"$m" | head -3 | tr '\n' ';')"
+        fi
+    done
+}
+
+# expect_no_metric PREFIX: no series starts with PREFIX.
+expect_no_metric() {
+    if query_daemon /metrics | grep -qF -- "$1"; then
+        fail "rocewatchd /metrics has unexpected '$1'"
+    else
+        pass "rocewatchd /metrics has no '$1'"
+    fi
+}
+
+# ---- clocks
+#
+# The guests' clocks start from the RTC (one-second resolution) and drift under TCG, so
+# a time taken on the host (the moment QEMU was told to pull a cable) is brought into
+# this guest's clock through an offset measured against the host just before.
+
+# measure_host_clock: HOST_OFFSET_US = host clock - this guest's clock, best of 3 round
+# trips through the host; CLOCK_ERR_MS is half the best round trip (the bound on its error).
+measure_host_clock() {
+    local i t0 t1 h best=
+    for i in 1 2 3; do
+        t0=${EPOCHREALTIME/./}
+        HOST_REPLY_FILE=$RES/.clock host_request clock || return 1
+        t1=${EPOCHREALTIME/./}
+        read -r _ h <"$RES/.clock"
+        if [[ -z $best ]] || ((t1 - t0 < best)); then
+            best=$((t1 - t0))
+            HOST_OFFSET_US=$((h - (t0 + t1) / 2))
+        fi
+    done
+    rm -f "$RES/.clock"
+    CLOCK_ERR_MS=$(((best / 2 + 999) / 1000))
+    log "host clock - guest clock: $((HOST_OFFSET_US / 1000)) ms (+-$CLOCK_ERR_MS ms)"
+}
+
+# host_to_guest_us HOST_US: a host time in this guest's clock.
+host_to_guest_us() { echo $(($1 - HOST_OFFSET_US)); }
 
 # ------------------------------------------------------------------ sysfs snapshot
 

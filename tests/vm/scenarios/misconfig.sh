@@ -5,8 +5,9 @@
 #     subnet: two routes to 10.10.1.0/24;
 #   - an rxe device (rxe2, on the other veth end) with no IPv4 address, so no RoCE v2
 #     IPv4 GID.
-# The daemon, where built, must raise one alert per fault naming the right object on
-# node 1 and nothing on node 2.
+# The daemon (node 1: rails rxe0 rxe1 rxe2; node 2: rxe0 rxe1) must raise one alert per
+# fault naming the right object, with details matching the kernel, on node 1, and
+# nothing on node 2.
 # vm-nodes: 2
 # vm-timeout: 360
 . "$(dirname "$0")/lib.sh"
@@ -70,19 +71,53 @@ fi
 sync_point perftest-done 120
 
 section "rocewatchd"
+# rxe2 is listed as a rail on node 1: a device meant to carry RoCE v2 traffic
+((NODE == 1)) && DAEMON_RAILS="rxe0 rxe1 rxe2"
 if start_daemon; then
     if ((NODE == 1)); then
-        expect_alert mtu_low railB 10
-        expect_alert roce_mtu_low rxe1 10
-        expect_alert subnet_overlap "extra0|railA" 10
-        expect_alert no_roce_v2_gid rxe2 10
-        for other in rxe0 railA; do
-            if alert_active 'mtu_low|roce_mtu_low' "$other"; then fail "rocewatchd: MTU alert on healthy $other"; else pass "rocewatchd: no MTU alert on $other"; fi
+        if expect_alert mtu_low railB 10 warning; then
+            check_eq "rocewatchd: mtu_low railB actual_mtu = sysfs" "$(cat /sys/class/net/railB/mtu)" "$(jq -r .details.actual_mtu <<<"$ALERT")"
+        fi
+        if expect_alert roce_mtu_low rxe1/1 10 warning; then
+            info=$(ibv_devinfo -d rxe1)
+            check_eq "rocewatchd: roce_mtu_low rxe1/1 active_mtu/max_mtu = ibv_devinfo" \
+                "$(awk '$1 == "active_mtu:" { a = $2 } $1 == "max_mtu:" { m = $2 } END { print a "/" m }' <<<"$info")" \
+                "$(jq -r '"\(.details.active_mtu)/\(.details.max_mtu)"' <<<"$ALERT")"
+        fi
+        # the rail whose subnet another interface shares is the object; extra0 the conflict
+        if expect_alert subnet_overlap railA 10 warning; then
+            check_eq "rocewatchd: subnet_overlap railA conflicts (ip: $(ip -4 -o addr show dev extra0 | awk '{ print $4 }'))" \
+                "extra0 $(ip -4 -o addr show dev extra0 | awk '{ print $4 }')" "$(jq -r .details.conflicts <<<"$ALERT")"
+        fi
+        expect_alert no_roce_v2_gid rxe2/1 10 critical
+        # rxe2 sits on a veth: its port rate is the veth's speed, not the rails' 100 Gb/s
+        rate=$(cat "$(port_dir rxe2)/rate")
+        if (($(awk '{ print int($1) }' <<<"$rate") < 100)); then
+            expect_alert port_rate_low rxe2/1 10 warning
+            check_eq "rocewatchd: port_rate_low rxe2/1 rate = sysfs" "$rate" "$(jq -r .details.rate <<<"$ALERT")"
+            rate_alert=("port_rate_low rxe2/1")
+        else
+            rate_alert=()
+        fi
+        for other in "mtu_low railA" "roce_mtu_low rxe0/1" "subnet_overlap railB" "mtu_low extra1"; do
+            # shellcheck disable=SC2086
+            expect_no_alert $other
         done
-        expect_health warning
+        expect_alert_set "mtu_low railB" "roce_mtu_low rxe1/1" "subnet_overlap railA" "no_roce_v2_gid rxe2/1" "${rate_alert[@]}"
+        # no_roce_v2_gid is critical by the rules' table
+        expect_health critical
+        expect_port_matches_kernel rxe1 ACTIVE
+        expect_port_matches_kernel rxe2 ACTIVE
+        expect_link_matches_kernel railB
+        expect_link_matches_kernel extra1
+        check_eq "rocewatchd: rxe2/1 roce_v2_gid (kernel: no IPv4 GID)" null \
+            "$(query_daemon /api/v1/devices/rxe2 | jq -c '.ports[0].roce_v2_gid')"
     else
         expect_no_alerts
         expect_health healthy
+        for rail in "${RAILS[@]}"; do
+            expect_port_matches_kernel "${RAIL_RXE[$rail]}" ACTIVE
+        done
     fi
     save_daemon_state misconfig
 fi
