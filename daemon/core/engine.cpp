@@ -15,6 +15,25 @@
 namespace rocewatch {
 namespace {
 
+constexpr auto kGidRefresh = std::chrono::seconds(60);
+
+// A cycle that skipped the GID tables takes them, and the netdev of ports bound where their
+// GID 0 points, from the previous snapshot.
+// Returns false when a device or port is new, and so has nothing to carry over.
+bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
+    for (auto& d : devices) {
+        const RdmaDevice* old = find_device(prev, d.name);
+        if (!old || old->ports.size() != d.ports.size()) return false;
+        for (auto& p : d.ports)
+            for (const auto& op : old->ports)
+                if (op.port == p.port) {
+                    p.gids = op.gids;
+                    if (p.netdev.empty()) p.netdev = op.netdev;
+                }
+    }
+    return true;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -90,10 +109,25 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
 
     // sysfs: devices, ports, GIDs, counters.
     auto t0 = std::chrono::steady_clock::now();
+    bool read_gids = !last_ || t0 - gids_read_at_ >= kGidRefresh;
+    {
+        std::lock_guard lock(mu_);
+        if (gid_reads_due_ > 0) {
+            read_gids = true;
+            --gid_reads_due_;
+        }
+    }
     SysfsReadResult rdma;
     CollectorStatus sysfs_status{.name = "sysfs"};
     try {
-        rdma = read_rdma_devices(cfg->daemon.sysfs_root);
+        rdma = read_rdma_devices(cfg->daemon.sysfs_root, SysfsReadOptions{.gids = read_gids});
+        // A device the last snapshot did not have (rdma link add, a driver reload) has no GIDs
+        // to carry over: read them now.
+        if (!read_gids && !carry_over_gids(rdma.devices, *last_)) {
+            rdma = read_rdma_devices(cfg->daemon.sysfs_root);
+            read_gids = true;
+        }
+        if (read_gids) gids_read_at_ = t0;
         sysfs_status.success = true;
         sysfs_status.read_errors = rdma.read_errors;
         if (!rdma.errors.empty()) sysfs_status.last_error = rdma.errors.back();
@@ -161,6 +195,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         snap->daemon = daemon_;
     }
     std::shared_ptr<const Snapshot> out = std::move(snap);
+    last_ = out;
     store_.publish(out);
     return out;
 }
@@ -201,6 +236,7 @@ void Engine::wake() {
     {
         std::lock_guard lock(mu_);
         woken_ = true;
+        gid_reads_due_ = 2;
     }
     cv_.notify_all();
 }

@@ -65,6 +65,10 @@ private:
     DaemonStatus daemon_;
     bool woken_ = false;
     bool stopping_ = false;
+    // GID tables change only when addresses, links or bonds do, and rxe has 1024 slots per
+    // port: they are read on the two cycles after a wake (the kernel updates them from a
+    // work queue, so the first may still be stale) and every kGidRefresh otherwise.
+    int gid_reads_due_ = 1;
 
     // Touched only by the collecting thread.
     std::unique_ptr<TrendTracker> trends_;
@@ -73,6 +77,8 @@ private:
     size_t saved_history_size_ = 0;
     TimePoint saved_last_transition_{};
     uint64_t generation_ = 0;
+    std::chrono::steady_clock::time_point gids_read_at_{};
+    std::shared_ptr<const Snapshot> last_;  // the previous snapshot, for carrying GIDs over
 };
 
 }  // namespace rocewatch

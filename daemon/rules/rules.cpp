@@ -351,8 +351,20 @@ void rule_no_roce_v2_gid(const Context& ctx, Severity sev, Findings& out) {
         const Link* l = find_link(ctx.s, jp.netdev);
         if (!l) continue;
         const auto addrs = ipv4_of(*l);
-        if (addrs.empty()) continue;
         const auto& p = *jp.port;
+        if (addrs.empty()) {
+            // A rail the operator named must be reachable by IP. An enslaved netdev is the
+            // bond rule's business (its address lives on the bond).
+            if (!l->master.empty() || !contains(ctx.c.expect.rails, jp.dev->name) || p.roce_v2_ipv4_gid_index) continue;
+            out.push_back(make("no_roce_v2_gid", sev, jp.object,
+                               port_words(jp) + " is a rail but has no IPv4 RoCE v2 GID: " + jp.netdev +
+                                   " holds no IPv4 address, so peers cannot reach it by IP (rdma_cm, perftest -x, "
+                                   "NCCL, UCX)",
+                               "Give " + jp.netdev + " its rail address (`ip addr add <address>/<prefix> dev " +
+                                   jp.netdev + "`); the kernel then adds the RoCE v2 GID that RDMA by IP uses.",
+                               {{"netdev", jp.netdev}, {"ipv4_addresses", "none"}}));
+            continue;
+        }
 
         std::vector<std::string> missing;
         std::vector<std::string> v2;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/engine.hpp"
 #include "test_env.hpp"
@@ -100,4 +101,28 @@ TEST_F(EngineTest, RejectedReloadIsReportedAndKeepsConfig) {
     EXPECT_FALSE(s->daemon.config_last_reload_ok);
     ASSERT_EQ(s->daemon.config_last_errors.size(), 1u);
     EXPECT_EQ(s->config->expect.rails.size(), 2u);
+}
+
+TEST_F(EngineTest, GidTablesAreReadAfterEventsAndCarriedOverOtherwise) {
+    // A private copy of the tree, so the test can change a GID behind the engine's back.
+    const fs::path tree = state / "sysfs";
+    fs::create_directories(state);
+    fs::copy(rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark", tree,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = tree.string();
+    cfg->daemon.state_dir.clear();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    Engine engine(cfg, std::move(src), store, log);
+    engine.collect_once();
+    const fs::path type3 = tree / "class/infiniband/rocep1s0f0/ports/1/gid_attrs/types/3";
+    std::ofstream(type3) << "IB/RoCE v1\n";
+    auto quiet = engine.collect_once();
+    EXPECT_EQ(find_device(*quiet, "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index, 3)
+        << "no event, inside the refresh: the table is carried over, not re-read";
+    EXPECT_FALSE(find_device(*quiet, "rocep1s0f0")->ports.at(0).counters.empty());
+    engine.wake();  // a netlink event: the next cycles read the tables again
+    auto woken = engine.collect_once();
+    EXPECT_FALSE(find_device(*woken, "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index)
+        << "re-read after the event: GID 3 is no longer RoCE v2";
 }

@@ -338,7 +338,25 @@ TEST(NoRoceV2Gid, NoAddressNoVerdict) {
     link_of(s, "enp1s0f0np0").addresses.clear();
     port_of(s, "rocep1s0f0").gids.resize(2);
     port_of(s, "rocep1s0f0").roce_v2_ipv4_gid_index.reset();
-    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "no_roce_v2_gid").empty());
+    EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "no_roce_v2_gid").empty())
+        << "a device nobody named as a rail may legitimately have no address";
+}
+
+TEST(NoRoceV2Gid, ANamedRailWithoutAddressIsUnreachableByIp) {
+    // The VM test bed's rxe2: a configured rail whose only GID is link-local.
+    Snapshot s = healthy_spark();
+    link_of(s, "enp1s0f0np0").addresses.clear();
+    port_of(s, "rocep1s0f0").gids.resize(2);
+    port_of(s, "rocep1s0f0").roce_v2_ipv4_gid_index.reset();
+    Config c = spark_config();
+    c.expect.rails = {"rocep1s0f0", "rocep1s0f1"};
+    const auto all = evaluate_rules(s, c);
+    const auto f = find(all, "no_roce_v2_gid", "rocep1s0f0/1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_NE(f->summary.find("enp1s0f0np0"), std::string::npos);
+    EXPECT_NE(f->action.find("ip addr add"), std::string::npos);
+    EXPECT_EQ(of_rule(all, "no_roce_v2_gid").size(), 1u) << "rail 1 has its address";
 }
 
 TEST(FieldNotes, Bond0HoldsTheGids) {
