@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/errors.hpp"
+#include "probes/hex.hpp"
 
 namespace rocewatch {
 
@@ -22,15 +23,6 @@ std::string gid_to_string(const std::array<uint8_t, 16>& gid) {
     }
     return s;
 }
-
-namespace {
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-}  // namespace
 
 std::optional<std::array<uint8_t, 16>> gid_from_string(std::string_view s) {
     // Only the full sysfs form: 8 groups of exactly 4 hex digits.

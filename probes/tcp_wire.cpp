@@ -1,16 +1,11 @@
 // Encoding and decoding of the TCP probe headers (see tcp_wire.hpp for the layouts).
 #include "probes/tcp_wire.hpp"
 
+#include "probes/hex.hpp"
+
 namespace rocewatch {
 
 namespace {
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 
 void put16(uint8_t* p, uint16_t v) {
     p[0] = static_cast<uint8_t>(v >> 8);
