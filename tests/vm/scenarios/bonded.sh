@@ -55,18 +55,7 @@ daemon_bond_view() {
 
 # expect_bond_matches_kernel NAME TAG: the daemon's bond equals /proc/net/bonding and sysfs.
 expect_bond_matches_kernel() {
-    local k dv
-    k=$(kernel_bond_view "$1")
-    dv=$(daemon_bond_view "$1")
-    if ! views_agree "$k" "$dv"; then
-        # the bond may have changed since the snapshot: judge a newer one
-        wait_generation 2 10
-        k=$(kernel_bond_view "$1")
-        dv=$(daemon_bond_view "$1")
-    fi
-    echo "$k" >"$RES/kernel-bond-$1-$2.txt"
-    echo "$dv" >"$RES/daemon-bond-$1-$2.txt"
-    compare_views "bond $1 ($2)" "$k" "$dv"
+    expect_view_matches bond "$1" "bond $1 ($2)" "bond-$1-$2"
 }
 
 # GID indices of DEV bound to NETDEV in the kernel, as the daemon's details list them.

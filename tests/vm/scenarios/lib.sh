@@ -655,22 +655,29 @@ daemon_port_view() {
           "up=\($p.up)"'
 }
 
-# expect_port_matches_kernel DEV [STATE_NAME]: the daemon's port equals the kernel's
-# (when they differ, judged again on a snapshot made after the kernel's reading).
-expect_port_matches_kernel() {
-    local dev=$1 k dv
-    k=$(kernel_port_view "$dev")
-    dv=$(daemon_port_view "$dev")
+# expect_view_matches KIND ARG WHAT TAG: kernel_KIND_view ARG and daemon_KIND_view ARG agree,
+# key by key (when they differ, judged again on a snapshot made after the kernel's reading:
+# the daemon's may be a collection older than it). Both views are kept as
+# $RES/kernel-TAG.txt and $RES/daemon-TAG.txt.
+expect_view_matches() {
+    local kind=$1 arg=$2 what=$3 tag=$4 k dv
+    k=$("kernel_${kind}_view" "$arg")
+    dv=$("daemon_${kind}_view" "$arg")
     if ! views_agree "$k" "$dv"; then
-        # The snapshot is a collection older than the kernel's reading: judge a newer one.
         wait_generation 2 10
-        k=$(kernel_port_view "$dev")
-        dv=$(daemon_port_view "$dev")
+        k=$("kernel_${kind}_view" "$arg")
+        dv=$("daemon_${kind}_view" "$arg")
     fi
-    echo "$k" >"$RES/kernel-port-$dev.txt"
-    echo "$dv" >"$RES/daemon-port-$dev.txt"
-    compare_views "$dev/1" "$k" "$dv"
-    [[ -n ${2:-} ]] && check_eq "rocewatchd: $dev/1 state_name" "$2" "$(grep -m1 ^state_name= <<<"$dv" | cut -d= -f2)"
+    echo "$k" >"$RES/kernel-$tag.txt"
+    echo "$dv" >"$RES/daemon-$tag.txt"
+    compare_views "$what" "$k" "$dv"
+}
+
+# expect_port_matches_kernel DEV [STATE_NAME]: the daemon's port equals the kernel's.
+expect_port_matches_kernel() {
+    local dev=$1
+    expect_view_matches port "$dev" "$dev/1" "port-$dev"
+    [[ -n ${2:-} ]] && check_eq "rocewatchd: $dev/1 state_name" "$2" "$(grep -m1 ^state_name= "$RES/daemon-port-$dev.txt" | cut -d= -f2)"
 }
 
 # expect_roce_gid DEV INDEX ADDRESS: the daemon's chosen RoCE v2 GID, and the kernel's
@@ -711,17 +718,7 @@ daemon_link_view() {
 
 # expect_link_matches_kernel NAME: the daemon's interface equals ip -j and sysfs.
 expect_link_matches_kernel() {
-    local k dv
-    k=$(kernel_link_view "$1")
-    dv=$(daemon_link_view "$1")
-    if ! views_agree "$k" "$dv"; then
-        wait_generation 2 10
-        k=$(kernel_link_view "$1")
-        dv=$(daemon_link_view "$1")
-    fi
-    echo "$k" >"$RES/kernel-link-$1.txt"
-    echo "$dv" >"$RES/daemon-link-$1.txt"
-    compare_views "interface $1" "$k" "$dv"
+    expect_view_matches link "$1" "interface $1" "link-$1"
 }
 
 # expect_interface NAME FIELD VALUE: one field of NAME in /api/v1/interfaces (arrays and
