@@ -1,11 +1,14 @@
-// The control side of probing: asks a peer daemon for its hello over its HTTP port.
+// The control side of probing: talks to a peer daemon's HTTP port, as the bearer of our token.
 #pragma once
 
 #include <chrono>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "model/config.hpp"
 #include "model/probe.hpp"
+#include "probes/session.hpp"
 
 namespace rocewatch::api {
 
@@ -14,5 +17,11 @@ namespace rocewatch::api {
 // one of the probe reasons (peer_unreachable, timeout, auth_refused, protocol_error,
 // version_mismatch).
 PeerState fetch_hello(const PeerConfig& peer, const std::string& token, std::chrono::steady_clock::time_point deadline);
+
+// POST the request as JSON to a peer session endpoint (/api/v1/peer/rdma, /api/v1/peer/ucx)
+// within the deadline. 200 and 422 (the peer refused: {"reason", "detail"}) come back as
+// bodies; 401/403 is auth_refused, 503 peer_busy, anything else a transport reason.
+SessionReply post_session(const PeerConfig& peer, const std::string& token, const std::string& path,
+                          const nlohmann::json& request, Deadline deadline);
 
 }  // namespace rocewatch::api

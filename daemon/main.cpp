@@ -33,6 +33,8 @@
 #include "core/probe_store.hpp"
 #include "core/snapshot_store.hpp"
 #include "netlink/watcher.hpp"
+#include "peering/rdma_runner.hpp"
+#include "peering/session_host.hpp"
 #include "probes/errors.hpp"
 #include "probes/tcp.hpp"
 
@@ -199,12 +201,11 @@ std::string numeric_host(const std::string& host_port) {
 
 // Fraction of the rail's link rate real traffic uses, from the RDMA port of the rail's
 // device (or the one bound to its interface) in the latest snapshot; nullopt when unknown.
-std::optional<double> rail_utilisation(const Snapshot* s, const ProbeJob& job) {
-    if (!s || !job.rail) return std::nullopt;
+std::optional<double> rail_utilisation(const Snapshot* s, const PeerRailConfig& rail) {
     for (const auto& d : s->devices)
         for (const auto& p : d.ports) {
-            bool match = (!job.rail->local_device.empty() && d.name == job.rail->local_device) ||
-                         (!job.rail->local_interface.empty() && p.netdev == job.rail->local_interface);
+            bool match = (!rail.local_device.empty() && d.name == rail.local_device) ||
+                         (!rail.local_interface.empty() && p.netdev == rail.local_interface);
             if (!match || !p.rate_gbps || *p.rate_gbps <= 0) continue;
             double busiest = 0;
             for (const char* c : {"port_xmit_data", "port_rcv_data"})
@@ -212,6 +213,16 @@ std::optional<double> rail_utilisation(const Snapshot* s, const ProbeJob& job) {
             return busiest * 8 / (*p.rate_gbps * 1e9);
         }
     return std::nullopt;
+}
+
+// A job without a rail (all rails, UCX) is as busy as the busiest rail of its peer.
+std::optional<double> rail_utilisation(const Snapshot* s, const ProbeJob& job) {
+    if (!s) return std::nullopt;
+    if (job.rail) return rail_utilisation(s, *job.rail);
+    std::optional<double> busiest;
+    for (const auto& r : job.peer.rails)
+        if (auto u = rail_utilisation(s, r)) busiest = std::max(busiest.value_or(0.0), *u);
+    return busiest;
 }
 
 ProbeResult run_tcp_probe(const Config& cfg, const ProbeToken& token, const ProbeJob& job, const PeerHello& hello,
@@ -311,6 +322,13 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     std::shared_ptr<const Config> sched_cfg = cfg;
     ProbeSchedulerDeps deps{
         .run = [&](const ProbeJob& job, const PeerHello& hello, ProbeClock::time_point deadline) {
+            if (is_rdma_kind(job.kind)) {
+                auto exchange = [&](const nlohmann::json& request, Deadline d) {
+                    return api::post_session(job.peer, token_hex, "/api/v1/peer/rdma", request, d);
+                };
+                auto s = store.latest();
+                return run_rdma_job(*sched_cfg, s.get(), job, exchange, Deadline{deadline});
+            }
             return run_tcp_probe(*sched_cfg, *token, job, hello, deadline);
         },
         .hello = [&](const PeerConfig& peer, ProbeClock::time_point deadline) {
@@ -320,6 +338,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
             auto s = store.latest();
             return rail_utilisation(s.get(), job);
         },
+        .available = [](ProbeKind k) { return is_tcp_kind(k) || is_rdma_kind(k); },
     };
     ProbeScheduler scheduler(cfg, std::move(deps), probe_store, log);
 
@@ -350,6 +369,35 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         auto s = store.latest();
         if (!s) return send(res, 503, api::error_json(503, "no snapshot yet"));
         send(res, 200, api::hello_json(*s, data_port_number));
+    });
+    // The passive side of a peer's RDMA probe: endpoints opened and at RTR before we answer,
+    // the serve step on the session host's thread. Our own [probes.rdma_*] budget caps it.
+    SessionHost sessions;
+    api->add_post("/api/v1/peer/rdma", [&](const httplib::Request& req, httplib::Response& res) {
+        if (!token) return send(res, 503, api::error_json(503, "peer probing is off: " + no_probing));
+        if (!api::bearer_matches(req.get_header_value("Authorization"), token_hex)) return unauthorized(res);
+        auto s = store.latest();
+        if (!s) return send(res, 503, api::error_json(503, "no snapshot yet"));
+        auto request = nlohmann::json::parse(req.body, nullptr, false);
+        if (request.is_discarded())
+            return send(res, 422, {{"reason", reason::protocol_error}, {"detail", "the body is not JSON"}});
+        if (!sessions.try_claim()) {
+            res.set_header("Retry-After", "5");
+            return send(res, 503, {{"reason", reason::peer_busy}, {"detail", "another probe session is running"}});
+        }
+        auto accepted = accept_rdma_session(s->config ? *s->config : *cfg, *s, request);
+        if (!accepted.ok()) {
+            sessions.release();
+            log->info("RDMA session from {} refused: {} ({})", req.remote_addr, accepted.reply.value("reason", ""),
+                      accepted.reply.value("detail", ""));
+            return send(res, 422, accepted.reply);
+        }
+        sessions.run([serve = std::move(accepted.serve), from = req.remote_addr, log] {
+            auto r = serve();
+            log->debug("RDMA session ({}) from {}: {} {}", to_string(r.kind), from, r.success ? "ok" : r.reason,
+                       r.detail);
+        });
+        send(res, 200, accepted.reply);
     });
     api->add_get("/api/v1/probes", [&](const httplib::Request&, httplib::Response& res) {
         auto s = store.latest();
@@ -382,7 +430,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         }
         std::string peer = body.value("peer", ""), rail = body.value("rail", ""), kind_name = body.value("kind", "tcp_lat");
         auto kind = probe_kind_from_string(kind_name);
-        if (!kind || !ProbeScheduler::runnable(*kind))
+        if (!kind || !scheduler.runnable(*kind))
             return send(res, 400, api::error_json(400, "kind " + kind_name + " is not a probe this daemon runs"));
         auto job = scheduler.find_job(peer, rail, *kind);
         if (!job) return send(res, 404, api::error_json(404, "no configured peer/rail " + peer + "/" + rail));
@@ -399,8 +447,8 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     api->add_get("/probe", [&](const httplib::Request& req, httplib::Response& res) {
         if (!token) return send(res, 503, api::error_json(503, "peer probing is off: " + no_probing));
         auto kind = probe_kind_from_string(req.get_param_value("module"));
-        if (!kind || !ProbeScheduler::runnable(*kind))
-            return send(res, 400, api::error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw)"));
+        if (!kind || !scheduler.runnable(*kind))
+            return send(res, 400, api::error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw, rdma_write_lat, rdma_write_bw, rdma_multirail_bw)"));
         auto job = scheduler.find_job(req.get_param_value("target"), req.get_param_value("rail"), *kind);
         if (!job) return send(res, 404, api::error_json(404, "target must be a configured peer"));
         double scrape_timeout = 10;
@@ -417,16 +465,20 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
             return send(res, 429, api::error_json(429, "a /probe is already running"));
         }
         auto bound = std::chrono::milliseconds(static_cast<int64_t>(scrape_timeout * 1000));
-        job->deadline = ProbeClock::now() + bound;
+        const auto asked = ProbeClock::now();
+        job->deadline = asked + bound;
         auto f = scheduler.submit(*job);
         ProbeResult r;
         if (f && wait_for(*f, bound + std::chrono::milliseconds(200))) {
             r = f->get();
         } else {
             r.kind = *kind;
+            r.peer = job->peer.name;
+            r.rail = job->rail ? job->rail->name : "";
             r.success = false;
             r.reason = f ? "timeout" : "peer_busy";
-            r.duration_seconds = scrape_timeout;
+            r.detail = f ? "still queued or running at the scrape timeout" : "probe queue full";
+            r.duration_seconds = std::chrono::duration<double>(ProbeClock::now() - asked).count();
         }
         blackbox_busy = false;
         res.status = 200;
@@ -489,6 +541,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     sd_notify(0, "STOPPING=1");
     api->stop();
     scheduler.stop();
+    sessions.stop();
     if (data_port) data_port->stop();
     watcher->stop();
     engine.stop();

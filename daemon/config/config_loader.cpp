@@ -408,35 +408,99 @@ constexpr Duration kMinProbeInterval{1000};
 // Bandwidth probes: the data port server grants at most 10 s per session.
 constexpr Duration kMaxBwDuration{10000};
 
+// Keys every probe section shares, for any section type with these members.
+template <class C>
+constexpr KeySpec<C> interval_key() {
+    return {"interval", [](const Field& f, C& c) { assign(c.interval, f.duration(kMinProbeInterval)); }};
+}
+template <class C>
+constexpr KeySpec<C> jitter_key() {
+    return {"jitter", [](const Field& f, C& c) { assign(c.jitter, f.duration(Duration{0})); }};
+}
+template <class C>
+constexpr KeySpec<C> bw_duration_key() {
+    return {"duration", [](const Field& f, C& c) {
+                auto d = f.duration(Duration{100});
+                if (d && *d > kMaxBwDuration)
+                    f.fail(format_duration(*d) + " is above the maximum " + format_duration(kMaxBwDuration));
+                else
+                    assign(c.duration, d);
+            }};
+}
+template <class C>
+constexpr KeySpec<C> busy_fraction_key() {
+    return {"busy_fraction", [](const Field& f, C& c) {
+                auto v = f.number(0, true);
+                if (v && *v > 1)
+                    f.fail(number_text(*v) + " is out of range (a fraction: > 0 and <= 1)");
+                else
+                    assign(c.busy_fraction, v);
+            }};
+}
+template <class C>
+constexpr KeySpec<C> timeout_key() {
+    return {"timeout", [](const Field& f, C& c) { assign(c.timeout, f.duration(Duration{100})); }};
+}
+template <class C>
+constexpr KeySpec<C> count_key() {
+    return {"count", [](const Field& f, C& c) { assign(c.count, f.integer(1, 1'000'000)); }};
+}
+
 const KeySpec<TcpLatProbeConfig> kTcpLatKeys[] = {
-    {"interval", [](const Field& f, TcpLatProbeConfig& c) { assign(c.interval, f.duration(kMinProbeInterval)); }},
-    {"jitter", [](const Field& f, TcpLatProbeConfig& c) { assign(c.jitter, f.duration(Duration{0})); }},
-    {"count", [](const Field& f, TcpLatProbeConfig& c) { assign(c.count, f.integer(1, 1'000'000)); }},
+    interval_key<TcpLatProbeConfig>(),
+    jitter_key<TcpLatProbeConfig>(),
+    count_key<TcpLatProbeConfig>(),
     {"size", [](const Field& f, TcpLatProbeConfig& c) { assign(c.size, f.integer(1, 64 * 1024)); }},
-    {"timeout", [](const Field& f, TcpLatProbeConfig& c) { assign(c.timeout, f.duration(Duration{100})); }},
+    timeout_key<TcpLatProbeConfig>(),
 };
 
 const KeySpec<TcpBwProbeConfig> kTcpBwKeys[] = {
-    {"interval", [](const Field& f, TcpBwProbeConfig& c) { assign(c.interval, f.duration(kMinProbeInterval)); }},
-    {"jitter", [](const Field& f, TcpBwProbeConfig& c) { assign(c.jitter, f.duration(Duration{0})); }},
-    {"duration",
-     [](const Field& f, TcpBwProbeConfig& c) {
-         auto d = f.duration(Duration{100});
-         if (d && *d > kMaxBwDuration)
-             f.fail(format_duration(*d) + " is above the maximum " + format_duration(kMaxBwDuration));
-         else
-             assign(c.duration, d);
-     }},
+    interval_key<TcpBwProbeConfig>(),
+    jitter_key<TcpBwProbeConfig>(),
+    bw_duration_key<TcpBwProbeConfig>(),
     {"streams", [](const Field& f, TcpBwProbeConfig& c) { assign(c.streams, f.integer(1, 8)); }},
-    {"busy_fraction",
-     [](const Field& f, TcpBwProbeConfig& c) {
-         auto v = f.number(0, true);
-         if (v && *v > 1)
-             f.fail(number_text(*v) + " is out of range (a fraction: > 0 and <= 1)");
-         else
-             assign(c.busy_fraction, v);
-     }},
+    busy_fraction_key<TcpBwProbeConfig>(),
 };
+
+const KeySpec<RdmaBwProbeConfig> kRdmaBwKeys[] = {
+    interval_key<RdmaBwProbeConfig>(),
+    jitter_key<RdmaBwProbeConfig>(),
+    bw_duration_key<RdmaBwProbeConfig>(),
+    {"message_size", [](const Field& f, RdmaBwProbeConfig& c) { assign(c.message_size, f.integer(1, 1 << 20)); }},
+    {"tx_depth", [](const Field& f, RdmaBwProbeConfig& c) { assign(c.tx_depth, f.integer(1, 1024)); }},
+    {"qps_per_rail", [](const Field& f, RdmaBwProbeConfig& c) { assign(c.qps_per_rail, f.integer(1, 8)); }},
+    busy_fraction_key<RdmaBwProbeConfig>(),
+};
+
+const KeySpec<RdmaLatProbeConfig> kRdmaLatKeys[] = {
+    interval_key<RdmaLatProbeConfig>(),
+    jitter_key<RdmaLatProbeConfig>(),
+    count_key<RdmaLatProbeConfig>(),
+    {"size", [](const Field& f, RdmaLatProbeConfig& c) { assign(c.size, f.integer(1, 64 * 1024)); }},
+    timeout_key<RdmaLatProbeConfig>(),
+};
+
+const KeySpec<UcxBwProbeConfig> kUcxBwKeys[] = {
+    interval_key<UcxBwProbeConfig>(),
+    jitter_key<UcxBwProbeConfig>(),
+    bw_duration_key<UcxBwProbeConfig>(),
+    {"message_size", [](const Field& f, UcxBwProbeConfig& c) { assign(c.message_size, f.integer(1, 1 << 20)); }},
+    busy_fraction_key<UcxBwProbeConfig>(),
+};
+
+const KeySpec<UcxLatProbeConfig> kUcxLatKeys[] = {
+    interval_key<UcxLatProbeConfig>(),
+    jitter_key<UcxLatProbeConfig>(),
+    count_key<UcxLatProbeConfig>(),
+    {"size", [](const Field& f, UcxLatProbeConfig& c) { assign(c.size, f.integer(8, 64 * 1024)); }},
+    timeout_key<UcxLatProbeConfig>(),
+};
+
+// A [probes.<name>] sub-table loaded with its own key list.
+template <class C, size_t N, C ProbesConfig::*member>
+void load_probe_section(const Field& f, ProbesConfig& p, const KeySpec<C> (&keys)[N]) {
+    if (auto* t = f.table()) load_keys<C>(*t, f.key(), keys, p.*member, f.errors());
+}
 
 const KeySpec<ProbesConfig> kProbeKeys[] = {
     {"token_file", [](const Field& f, ProbesConfig& p) { assign(p.token_file, f.nonempty_string()); }},
@@ -482,6 +546,22 @@ const KeySpec<ProbesConfig> kProbeKeys[] = {
     {"tcp_bw",
      [](const Field& f, ProbesConfig& p) {
          if (auto* t = f.table()) load_keys<TcpBwProbeConfig>(*t, f.key(), kTcpBwKeys, p.tcp_bw, f.errors());
+     }},
+    {"rdma_bw",
+     [](const Field& f, ProbesConfig& p) {
+         load_probe_section<RdmaBwProbeConfig, std::size(kRdmaBwKeys), &ProbesConfig::rdma_bw>(f, p, kRdmaBwKeys);
+     }},
+    {"rdma_lat",
+     [](const Field& f, ProbesConfig& p) {
+         load_probe_section<RdmaLatProbeConfig, std::size(kRdmaLatKeys), &ProbesConfig::rdma_lat>(f, p, kRdmaLatKeys);
+     }},
+    {"ucx_bw",
+     [](const Field& f, ProbesConfig& p) {
+         load_probe_section<UcxBwProbeConfig, std::size(kUcxBwKeys), &ProbesConfig::ucx_bw>(f, p, kUcxBwKeys);
+     }},
+    {"ucx_lat",
+     [](const Field& f, ProbesConfig& p) {
+         load_probe_section<UcxLatProbeConfig, std::size(kUcxLatKeys), &ProbesConfig::ucx_lat>(f, p, kUcxLatKeys);
      }},
 };
 

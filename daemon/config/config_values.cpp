@@ -266,6 +266,40 @@ nlohmann::json probes_json(const ProbesConfig& p) {
              {"streams", p.tcp_bw.streams},
              {"busy_fraction", p.tcp_bw.busy_fraction},
          }},
+        {"rdma_bw",
+         {
+             {"interval", format_duration(p.rdma_bw.interval)},
+             {"jitter", format_duration(p.rdma_bw.jitter)},
+             {"duration", format_duration(p.rdma_bw.duration)},
+             {"message_size", p.rdma_bw.message_size},
+             {"tx_depth", p.rdma_bw.tx_depth},
+             {"qps_per_rail", p.rdma_bw.qps_per_rail},
+             {"busy_fraction", p.rdma_bw.busy_fraction},
+         }},
+        {"rdma_lat",
+         {
+             {"interval", format_duration(p.rdma_lat.interval)},
+             {"jitter", format_duration(p.rdma_lat.jitter)},
+             {"count", p.rdma_lat.count},
+             {"size", p.rdma_lat.size},
+             {"timeout", format_duration(p.rdma_lat.timeout)},
+         }},
+        {"ucx_bw",
+         {
+             {"interval", format_duration(p.ucx_bw.interval)},
+             {"jitter", format_duration(p.ucx_bw.jitter)},
+             {"duration", format_duration(p.ucx_bw.duration)},
+             {"message_size", p.ucx_bw.message_size},
+             {"busy_fraction", p.ucx_bw.busy_fraction},
+         }},
+        {"ucx_lat",
+         {
+             {"interval", format_duration(p.ucx_lat.interval)},
+             {"jitter", format_duration(p.ucx_lat.jitter)},
+             {"count", p.ucx_lat.count},
+             {"size", p.ucx_lat.size},
+             {"timeout", format_duration(p.ucx_lat.timeout)},
+         }},
     };
 }
 

@@ -83,7 +83,12 @@ std::optional<ProbeJob> ProbeScheduler::find_job(const std::string& peer, const 
     std::lock_guard lock(mu_);
     for (const auto& p : config_->peers) {
         if (p.name != peer) continue;
-        if (rail.empty() && p.rails.empty()) return ProbeJob{p, std::nullopt, kind};
+        // Peer-level kinds (all rails, UCX's own lanes) and peers without rails: no rail.
+        if (is_peer_level_kind(kind) || p.rails.empty()) {
+            if (!rail.empty()) return std::nullopt;
+            if (kind == ProbeKind::rdma_multirail_bw && p.rails.empty()) return std::nullopt;
+            return ProbeJob{p, std::nullopt, kind};
+        }
         for (const auto& r : p.rails)
             if (r.name == rail || rail.empty()) return ProbeJob{p, r, kind};
     }
@@ -105,24 +110,11 @@ std::optional<std::shared_future<ProbeResult>> ProbeScheduler::submit(ProbeJob j
     return f;
 }
 
-ProbeClock::duration ProbeScheduler::interval_of(ProbeKind k) const {
-    const auto& p = cur_->probes;
-    return k == ProbeKind::tcp_bw ? ProbeClock::duration(p.tcp_bw.interval) : ProbeClock::duration(p.tcp_lat.interval);
-}
-
 ProbeClock::duration ProbeScheduler::jitter(ProbeKind k) {
-    const auto& p = cur_->probes;
-    auto j = k == ProbeKind::tcp_bw ? p.tcp_bw.jitter : p.tcp_lat.jitter;
+    auto j = probe_timing(cur_->probes, k).jitter;
     if (j.count() <= 0) return ProbeClock::duration::zero();
     std::uniform_int_distribution<int64_t> d(0, j.count());
     return std::chrono::milliseconds(d(rng_));
-}
-
-ProbeClock::duration ProbeScheduler::budget_of(ProbeKind k) const {
-    const auto& p = cur_->probes;
-    // Bandwidth: the sending time plus connect, handshake and the receiver's report.
-    if (k == ProbeKind::tcp_bw) return ProbeClock::duration(p.tcp_bw.duration) + std::chrono::seconds(5);
-    return p.tcp_lat.timeout;
 }
 
 void ProbeScheduler::plan(ProbeClock::time_point now) {
@@ -137,11 +129,18 @@ void ProbeScheduler::plan(ProbeClock::time_point now) {
             log_->warn("probe kind {} is enabled but not available in this build; not scheduled", name);
     }
     for (const auto& peer : cur_->peers) {
-        std::vector<std::optional<PeerRailConfig>> rails;
-        for (const auto& r : peer.rails) rails.emplace_back(r);
-        if (rails.empty()) rails.emplace_back(std::nullopt);
-        for (const auto& rail : rails)
-            for (ProbeKind k : kinds) entries_.push_back({ProbeJob{peer, rail, k}, now + jitter(k)});
+        for (ProbeKind k : kinds) {
+            if (is_peer_level_kind(k)) {
+                // All rails at once needs two of them to say anything a per-rail run does not.
+                if (k != ProbeKind::rdma_multirail_bw || peer.rails.size() >= 2)
+                    entries_.push_back({ProbeJob{peer, std::nullopt, k}, now + jitter(k)});
+            } else if (!peer.rails.empty()) {
+                for (const auto& r : peer.rails) entries_.push_back({ProbeJob{peer, r, k}, now + jitter(k)});
+            } else if (is_tcp_kind(k)) {
+                // TCP can go to the peer's control host; RDMA needs a rail.
+                entries_.push_back({ProbeJob{peer, std::nullopt, k}, now + jitter(k)});
+            }
+        }
     }
     hellos_.clear();
     // Results and hellos of peers the config no longer names would otherwise stay for good.
@@ -157,7 +156,10 @@ const PeerHello* ProbeScheduler::fresh_hello(const ProbeJob& job, ProbeClock::ti
     auto it = hellos_.find(job.peer.name);
     if (it != hellos_.end() && it->second.first.hello_ok && now - it->second.second < kHelloMaxAge)
         return &*it->second.first.hello;
-    auto deadline = now + std::min<ProbeClock::duration>(std::chrono::seconds(2), budget_of(job.kind));
+    auto deadline =
+        now + std::min<ProbeClock::duration>(std::chrono::seconds(2), probe_timing(cur_->probes, job.kind).budget);
+    // An on-demand caller (GET /probe) gives up at its own deadline: so does the hello.
+    if (job.deadline) deadline = std::min(deadline, *job.deadline);
     PeerState st;
     try {
         st = deps_.hello(job.peer, deadline);
@@ -194,8 +196,9 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
         return res;
     };
 
-    if (scheduled && is_bandwidth_kind(job.kind)) {
-        double limit = cur_->probes.tcp_bw.busy_fraction;
+    const ProbeTiming timing = probe_timing(cur_->probes, job.kind);
+    if (scheduled && timing.busy_fraction) {
+        double limit = *timing.busy_fraction;
         if (auto used = deps_.rail_utilisation(job); used && *used > limit) {
             r.reason = kReasonSkippedBusy;
             r.detail = "rail " + (r.rail.empty() ? std::string("to ") + r.peer : r.rail) + " already carries " +
@@ -208,7 +211,7 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     const PeerHello* hello = fresh_hello(job, t0, r);
     if (!hello) return finish(std::move(r));
     try {
-        auto deadline = t0 + budget_of(job.kind);
+        auto deadline = t0 + ProbeClock::duration(timing.budget);
         if (job.deadline) deadline = std::min(deadline, *job.deadline);
         ProbeResult res = deps_.run(job, *hello, deadline);
         res.peer = r.peer;
@@ -253,7 +256,7 @@ ProbeClock::time_point ProbeScheduler::run_due(ProbeClock::time_point now) {
         if (e.due > now) continue;
         execute(e.job, true);
         now = deps_.now();
-        e.due = now + interval_of(e.job.kind) + jitter(e.job.kind);
+        e.due = now + ProbeClock::duration(probe_timing(cur_->probes, e.job.kind).interval) + jitter(e.job.kind);
         drain();
     }
     auto next = now + std::chrono::hours(1);

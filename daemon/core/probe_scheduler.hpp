@@ -46,6 +46,8 @@ struct ProbeSchedulerDeps {
     std::function<std::optional<double>(const ProbeJob&)> rail_utilisation = [](const ProbeJob&) {
         return std::optional<double>{};
     };
+    // Kinds this build has a runner for (RDMA needs libibverbs, UCX libucp).
+    std::function<bool(ProbeKind)> available = [](ProbeKind k) { return is_tcp_kind(k); };
     std::function<ProbeClock::time_point()> now = [] { return ProbeClock::now(); };
     std::function<TimePoint()> wall_now = [] { return Clock::now(); };
 };
@@ -77,8 +79,8 @@ public:
     // The job for peer/rail/kind from the config; nullopt when no such peer or rail.
     std::optional<ProbeJob> find_job(const std::string& peer, const std::string& rail, ProbeKind kind) const;
 
-    // Kinds this scheduler runs (those it has a runner for and config enables).
-    static bool runnable(ProbeKind k) { return is_tcp_kind(k); }
+    // Kinds this scheduler can run (those it has a runner for).
+    bool runnable(ProbeKind k) const { return deps_.available(k); }
 
     void apply_config(std::shared_ptr<const Config> config);
 
@@ -89,9 +91,7 @@ private:
     };
     ProbeResult execute(const ProbeJob& job, bool scheduled);
     void plan(ProbeClock::time_point now);
-    ProbeClock::duration interval_of(ProbeKind k) const;
     ProbeClock::duration jitter(ProbeKind k);
-    ProbeClock::duration budget_of(ProbeKind k) const;
     const PeerHello* fresh_hello(const ProbeJob& job, ProbeClock::time_point now, ProbeResult& failed);
 
     ProbeSchedulerDeps deps_;

@@ -73,6 +73,45 @@ struct TcpBwProbeConfig {
     double busy_fraction = 0.5;
 };
 
+// [probes.rdma_bw]: RDMA write bandwidth per rail (rdma_write_bw) and on all rails at once
+// (rdma_multirail_bw), as perftest's ib_write_bw; rarely and short.
+struct RdmaBwProbeConfig {
+    Duration interval{std::chrono::minutes(30)};
+    Duration jitter{std::chrono::minutes(2)};
+    Duration duration{std::chrono::seconds(2)};  // posting time
+    uint32_t message_size = 64 * 1024;           // perftest -s
+    uint32_t tx_depth = 128;                     // outstanding WRs per QP (perftest -t)
+    uint32_t qps_per_rail = 2;                   // QPs per rail (perftest -q); 2+ for 100G line rate
+    double busy_fraction = 0.5;                  // as [probes.tcp_bw]
+};
+
+// [probes.rdma_lat]: ib_write_lat ping-pong per rail; often and tiny.
+struct RdmaLatProbeConfig {
+    Duration interval{std::chrono::seconds(60)};
+    Duration jitter{std::chrono::seconds(5)};
+    uint32_t count = 1000;                       // ping-pongs (perftest -n)
+    uint32_t size = 2;                           // bytes (perftest default)
+    Duration timeout{std::chrono::seconds(5)};
+};
+
+// [probes.ucx_bw]: ucp put bandwidth over the lanes UCX selects (the path NIXL uses).
+struct UcxBwProbeConfig {
+    Duration interval{std::chrono::minutes(30)};
+    Duration jitter{std::chrono::minutes(2)};
+    Duration duration{std::chrono::seconds(2)};
+    uint32_t message_size = 64 * 1024;
+    double busy_fraction = 0.5;
+};
+
+// [probes.ucx_lat]: ucp put ping-pong.
+struct UcxLatProbeConfig {
+    Duration interval{std::chrono::seconds(60)};
+    Duration jitter{std::chrono::seconds(5)};
+    uint32_t count = 1000;
+    uint32_t size = 8;
+    Duration timeout{std::chrono::seconds(5)};
+};
+
 // [probes]: what this daemon measures towards its peers, and what it grants them.
 struct ProbesConfig {
     std::string token_file;                      // 64 hex digits; "" = peer probing off
@@ -82,6 +121,20 @@ struct ProbesConfig {
     Duration latency_threshold{1};               // probe_latency_high above this p99 (TCP)
     TcpLatProbeConfig tcp_lat;
     TcpBwProbeConfig tcp_bw;
+    RdmaBwProbeConfig rdma_bw;
+    RdmaLatProbeConfig rdma_lat;
+    UcxBwProbeConfig ucx_bw;
+    UcxLatProbeConfig ucx_lat;
+};
+
+// When and how long a probe kind runs, from its section of [probes].
+struct ProbeTiming {
+    Duration interval{0};
+    Duration jitter{0};
+    // The whole probe's deadline: sending time plus set-up and report for bandwidth kinds,
+    // the configured timeout for latency kinds.
+    Duration budget{0};
+    std::optional<double> busy_fraction;  // bandwidth kinds: skip above this rail utilisation
 };
 
 // [[peers.rails]]: one path to a peer. remote_address is the peer's address on that rail.
@@ -110,6 +163,9 @@ struct Config {
     ProbesConfig probes;
     std::vector<PeerConfig> peers;
 };
+
+enum class ProbeKind;
+ProbeTiming probe_timing(const ProbesConfig& p, ProbeKind k);
 
 // Settings of one rule with the defaults applied.
 RuleSettings rule_settings(const Config& c, const std::string& rule);

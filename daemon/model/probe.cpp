@@ -1,6 +1,8 @@
 // Names of the probe kinds (the spelling used in config, metrics and the HTTP API) and the probe book.
 #include "model/probe.hpp"
 
+#include "model/config.hpp"
+
 namespace rocewatch {
 
 const char* to_string(ProbeKind k) {
@@ -41,6 +43,30 @@ bool is_rdma_kind(ProbeKind k) {
 }
 
 bool is_tcp_kind(ProbeKind k) { return k == ProbeKind::tcp_bw || k == ProbeKind::tcp_lat; }
+
+bool is_ucx_kind(ProbeKind k) { return k == ProbeKind::ucx_put_bw || k == ProbeKind::ucx_put_lat; }
+
+bool is_peer_level_kind(ProbeKind k) { return k == ProbeKind::rdma_multirail_bw || is_ucx_kind(k); }
+
+ProbeTiming probe_timing(const ProbesConfig& p, ProbeKind k) {
+    // Bandwidth: sending time plus connect, QP or worker set-up, and the closing report.
+    constexpr Duration kTcpSetup{std::chrono::seconds(5)};
+    constexpr Duration kSessionSetup{std::chrono::seconds(10)};
+    switch (k) {
+        case ProbeKind::tcp_bw:
+            return {p.tcp_bw.interval, p.tcp_bw.jitter, p.tcp_bw.duration + kTcpSetup, p.tcp_bw.busy_fraction};
+        case ProbeKind::tcp_lat: return {p.tcp_lat.interval, p.tcp_lat.jitter, p.tcp_lat.timeout, std::nullopt};
+        case ProbeKind::rdma_write_bw:
+        case ProbeKind::rdma_multirail_bw:
+            return {p.rdma_bw.interval, p.rdma_bw.jitter, p.rdma_bw.duration + kSessionSetup, p.rdma_bw.busy_fraction};
+        case ProbeKind::rdma_write_lat:
+            return {p.rdma_lat.interval, p.rdma_lat.jitter, p.rdma_lat.timeout, std::nullopt};
+        case ProbeKind::ucx_put_bw:
+            return {p.ucx_bw.interval, p.ucx_bw.jitter, p.ucx_bw.duration + kSessionSetup, p.ucx_bw.busy_fraction};
+        case ProbeKind::ucx_put_lat: return {p.ucx_lat.interval, p.ucx_lat.jitter, p.ucx_lat.timeout, std::nullopt};
+    }
+    return {};
+}
 
 const ProbeResult* ProbeBook::latest(const ProbeKey& k) const {
     auto it = results.find(k);

@@ -32,6 +32,10 @@ const std::vector<ProbeKind>& all_probe_kinds();
 bool is_bandwidth_kind(ProbeKind k);
 bool is_rdma_kind(ProbeKind k);
 bool is_tcp_kind(ProbeKind k);
+bool is_ucx_kind(ProbeKind k);
+// Kinds run once per peer over whatever paths they choose (all rails, UCX's lanes), not
+// once per rail: their results carry rail "".
+bool is_peer_level_kind(ProbeKind k);
 
 // Latency figures as perftest's ib_write_lat reports them (see probes/stats.hpp for the
 // exact arithmetic). All values in seconds; for ping-pong probes they are half round trips.

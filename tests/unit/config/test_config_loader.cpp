@@ -144,6 +144,36 @@ duration = "1s"
 streams = 4
 busy_fraction = 0.25
 
+[probes.rdma_bw]
+interval = "2h"
+jitter = "10m"
+duration = "3s"
+message_size = 1048576
+tx_depth = 256
+qps_per_rail = 4
+busy_fraction = 0.3
+
+[probes.rdma_lat]
+interval = "2m"
+jitter = "10s"
+count = 5000
+size = 64
+timeout = "8s"
+
+[probes.ucx_bw]
+interval = "3h"
+jitter = "7m"
+duration = "4s"
+message_size = 131072
+busy_fraction = 0.4
+
+[probes.ucx_lat]
+interval = "3m"
+jitter = "9s"
+count = 2000
+size = 16
+timeout = "7s"
+
 [[peers]]
 name = "spark-b"
 address = "192.168.1.12:9879"
@@ -283,6 +313,10 @@ TEST(ConfigErrors, ProbesAndPeers) {
     EXPECT_EQ(errors_of("[probes.tcp_bw]\nbusy_fraction = 1.5\nduration = \"1m\"\n"),
               (Lines{"t.toml:2: probes.tcp_bw.busy_fraction: 1.5 is out of range (a fraction: > 0 and <= 1)",
                      "t.toml:3: probes.tcp_bw.duration: 1m is above the maximum 10s"}));
+    EXPECT_EQ(errors_of("[probes.rdma_bw]\nqps_per_rail = 9\nduration = \"20s\"\n[probes.ucx_lat]\nsize = 4\n"),
+              (Lines{"t.toml:2: probes.rdma_bw.qps_per_rail: 9 is out of range 1..8",
+                     "t.toml:3: probes.rdma_bw.duration: 20s is above the maximum 10s",
+                     "t.toml:5: probes.ucx_lat.size: 4 is out of range 8..65536"}));
     EXPECT_EQ(errors_of("[probes]\ndata_port = 0\n"),
               (Lines{"t.toml:2: probes.data_port: 0 is out of range 1..65535"}));
     EXPECT_EQ(errors_of("[probes.tcp_lat]\ncnt = 5\n"),
@@ -313,7 +347,7 @@ TEST(ConfigKeys, EveryKeyDiffersFromItsDefaultInTheTestConfig) {
         for (const auto& [k, v] : def[section].items())
             EXPECT_NE(got[section][k], v) << section << "." << k << " is not exercised";
     }
-    for (const char* sub : {"tcp_lat", "tcp_bw"})
+    for (const char* sub : {"tcp_lat", "tcp_bw", "rdma_bw", "rdma_lat", "ucx_bw", "ucx_lat"})
         for (const auto& [k, v] : def["probes"][sub].items())
             EXPECT_NE(got["probes"][sub][k], v) << "probes." << sub << "." << k << " is not exercised";
     for (const auto& [k, v] : def["rules"]["mtu_low"].items())

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
+#include <set>
 
 #include "core/probe_scheduler.hpp"
 
@@ -18,6 +20,9 @@ struct SchedulerTest : ::testing::Test {
     std::vector<std::pair<ProbeKind, ProbeClock::time_point>> runs;
     std::optional<double> utilisation;
     int hellos = 0;
+    std::vector<ProbeJob> jobs;
+    std::vector<ProbeClock::time_point> hello_deadlines;
+    std::function<bool(ProbeKind)> available = [](ProbeKind k) { return is_tcp_kind(k); };
     std::string hello_error;  // "" = hello succeeds
     std::shared_ptr<spdlog::logger> log =
         std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
@@ -37,6 +42,7 @@ struct SchedulerTest : ::testing::Test {
         ProbeSchedulerDeps d{
             .run = [this](const ProbeJob& j, const PeerHello& h, ProbeClock::time_point deadline) {
                 runs.emplace_back(j.kind, now);
+                jobs.push_back(j);
                 EXPECT_EQ(h.data_port, 9880);
                 EXPECT_GT(deadline, now);
                 ProbeResult r;
@@ -44,8 +50,9 @@ struct SchedulerTest : ::testing::Test {
                 r.duration_seconds = 0.01;
                 return r;
             },
-            .hello = [this](const PeerConfig& p, ProbeClock::time_point) {
+            .hello = [this](const PeerConfig& p, ProbeClock::time_point deadline) {
                 ++hellos;
+                hello_deadlines.push_back(deadline);
                 PeerState st;
                 st.name = p.name;
                 st.hello_ok = hello_error.empty();
@@ -54,6 +61,7 @@ struct SchedulerTest : ::testing::Test {
                 return st;
             },
             .rail_utilisation = [this](const ProbeJob&) { return utilisation; },
+            .available = [this](ProbeKind k) { return available(k); },
             .now = [this] { return now; },
         };
         return std::make_unique<ProbeScheduler>(c, std::move(d), store, log, 42);
@@ -161,3 +169,81 @@ TEST_F(SchedulerTest, WorkerThreadStopsPromptly) {
 }
 
 }  // namespace
+
+TEST_F(SchedulerTest, PeerLevelKindsRunOncePerPeerAndRailKindsOncePerRail) {
+    auto c = config();
+    c->peers[0].rails.push_back({"rail1", "", "10.2.0.1", "10.2.0.2", "", ""});
+    c->probes.enabled = {"tcp_lat", "rdma_write_lat", "rdma_multirail_bw", "ucx_put_lat"};
+    available = [](ProbeKind) { return true; };
+    auto s = make(c);
+    s->run_due(now);        // plans: each first run within its jitter
+    now += 5min;
+    s->run_due(now);  // everything is due once
+    std::multiset<std::pair<std::string, std::string>> got;
+    for (const auto& j : jobs) got.insert({to_string(j.kind), j.rail ? j.rail->name : ""});
+    std::multiset<std::pair<std::string, std::string>> want = {
+        {"tcp_lat", "rail0"},           {"tcp_lat", "rail1"}, {"rdma_write_lat", "rail0"},
+        {"rdma_write_lat", "rail1"},    {"rdma_multirail_bw", ""}, {"ucx_put_lat", ""},
+    };
+    EXPECT_EQ(got, want);
+    // On demand: a peer-level kind takes no rail, a rail kind any configured rail.
+    EXPECT_TRUE(s->find_job("spark-b", "", ProbeKind::rdma_multirail_bw));
+    EXPECT_FALSE(s->find_job("spark-b", "rail0", ProbeKind::rdma_multirail_bw));
+    EXPECT_EQ(s->find_job("spark-b", "rail1", ProbeKind::rdma_write_bw)->rail->name, "rail1");
+}
+
+TEST_F(SchedulerTest, KindsWithoutARunnerOrWithoutRailsAreNotScheduled) {
+    auto c = config();
+    c->probes.enabled = {"tcp_lat", "rdma_write_lat", "rdma_multirail_bw", "ucx_put_bw"};
+    available = [](ProbeKind k) { return !is_ucx_kind(k); };  // a build without UCX
+    auto s = make(c);
+    s->run_due(now);
+    now += 5min;
+    s->run_due(now);
+    EXPECT_EQ(count(ProbeKind::ucx_put_bw), 0u) << "no UCX runner in this build";
+    EXPECT_EQ(count(ProbeKind::rdma_multirail_bw), 0u) << "one rail: multi-rail says nothing more";
+    EXPECT_EQ(count(ProbeKind::rdma_write_lat), 1u);
+    EXPECT_FALSE(s->runnable(ProbeKind::ucx_put_bw));
+
+    c = config();
+    c->peers[0].rails.clear();
+    c->probes.enabled = {"tcp_lat", "rdma_write_lat"};
+    runs.clear();
+    auto s2 = make(c);
+    s2->run_due(now);
+    now += 5min;
+    s2->run_due(now);
+    EXPECT_EQ(count(ProbeKind::tcp_lat), 1u) << "TCP goes to the control host without rails";
+    EXPECT_EQ(count(ProbeKind::rdma_write_lat), 0u) << "RDMA needs a rail";
+    EXPECT_FALSE(s2->find_job("spark-b", "", ProbeKind::rdma_multirail_bw));
+}
+
+TEST_F(SchedulerTest, RdmaBandwidthUsesItsOwnBusyFraction) {
+    auto c = config();
+    c->probes.enabled = {"rdma_write_bw"};
+    c->probes.rdma_bw.busy_fraction = 0.2;
+    c->probes.tcp_bw.busy_fraction = 0.9;
+    available = [](ProbeKind) { return true; };
+    utilisation = 0.3;
+    auto s = make(c);
+    s->run_due(now);
+    now += 5min;
+    s->run_due(now);
+    EXPECT_EQ(count(ProbeKind::rdma_write_bw), 0u);
+    const auto* r = store.latest()->latest({"spark-b", "rail0", ProbeKind::rdma_write_bw});
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->reason, kReasonSkippedBusy);
+    EXPECT_NE(r->detail.find("busy_fraction 20%"), std::string::npos) << r->detail;
+}
+
+TEST_F(SchedulerTest, AnOnDemandDeadlineBoundsTheHelloToo) {
+    auto s = make(config());
+    auto job = s->find_job("spark-b", "rail0", ProbeKind::tcp_lat);
+    ASSERT_TRUE(job);
+    job->deadline = now + 500ms;  // a scrape that gives up before the hello's own 2 s
+    auto f = s->submit(*job);
+    ASSERT_TRUE(f);
+    s->run_due(now);
+    ASSERT_FALSE(hello_deadlines.empty());
+    EXPECT_EQ(hello_deadlines.front(), now + 500ms);
+}

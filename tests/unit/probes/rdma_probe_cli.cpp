@@ -7,10 +7,11 @@
 //                  [--timeout S] [--retry-cnt R] [--sysfs-root DIR]
 //
 // The two sides exchange RdmaEndpointInfo as JSON lines over a plain TCP socket (the
-// daemon carries the same JSON over its HTTP control path), then run the probe; each side
-// prints one JSON result line on stdout. Exit 0 on success, 1 when the probe failed, 2 on
-// bad usage. The client fills bytes_per_rail from each rail's counters around the run:
-// port_xmit_data x 4 where the port has it, else the GID's netdev tx_bytes (Soft-RoCE).
+// daemon carries the same JSON over its HTTP control path; both use probes/rdma_session),
+// then run the probe; each side prints one JSON result line on stdout. Exit 0 on success,
+// 1 when the probe failed, 2 on bad usage. The client fills bytes_per_rail from each
+// rail's counters around the run: port_xmit_data x 4 where the port has it, else the
+// GID's netdev tx_bytes (Soft-RoCE).
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -32,6 +33,7 @@
 
 #include "probes/errors.hpp"
 #include "probes/rdma.hpp"
+#include "probes/rdma_session.hpp"
 
 using namespace rocewatch;
 using nlohmann::json;
@@ -123,100 +125,36 @@ void set_timeout(int fd, double seconds) {
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-// ---- counters
-
-std::optional<uint64_t> read_u64(const std::string& path) {
-    std::ifstream f(path);
-    uint64_t v = 0;
-    if (f >> v) return v;
-    return std::nullopt;
-}
-
-std::string read_word(const std::string& path) {
-    std::ifstream f(path);
-    std::string s;
-    f >> s;
-    return s;
-}
-
-// Bytes the port has sent: port_xmit_data (4-byte units) where the driver has it, else the
-// tx_bytes of the netdev the GID entry sits on (Soft-RoCE has no counters/ directory).
-struct TxCounter {
-    std::string path;
-    uint64_t scale = 1;
-    std::string source;
-};
-
-TxCounter tx_counter(const std::string& sysfs, const RdmaEndpointInfo& e) {
-    const std::string port = sysfs + "/class/infiniband/" + e.device + "/ports/" + std::to_string(e.port);
-    if (read_u64(port + "/counters/port_xmit_data")) return {port + "/counters/port_xmit_data", 4, "port_xmit_data"};
-    const auto ndev = read_word(port + "/gid_attrs/ndevs/" + std::to_string(e.gid_index));
-    if (!ndev.empty()) return {sysfs + "/class/net/" + ndev + "/statistics/tx_bytes", 1, ndev + " tx_bytes"};
-    return {};
-}
-
 // ---- server
 
 int serve_session(int fd, int retry_cnt) {
     auto line = recv_line(fd);
     if (!line) return 1;
     const auto req = json::parse(*line, nullptr, false);
-    if (req.is_discarded() || !req.is_object()) {
-        send_line(fd, json{{"ok", false}, {"reason", reason::protocol_error}, {"detail", "request is not JSON"}}.dump());
-        return 1;
-    }
-    const std::string mode = req.value("mode", "");
-    const double timeout = req.value("timeout", 30.0);
-    const auto deadline = Deadline::after_seconds(timeout);
-    const uint32_t size = req.value("size", 65536u);
-    const uint64_t iters = req.value("iters", uint64_t{1000});
-    const ProbeKind kind = mode == "lat" ? ProbeKind::rdma_write_lat
-                           : mode == "multirail" ? ProbeKind::rdma_multirail_bw : ProbeKind::rdma_write_bw;
-    std::vector<std::unique_ptr<RdmaEndpoint>> owned;
-    std::vector<RdmaRail> rails;
-    json reply_rails = json::array();
-    auto refuse = [&](const std::string& reason, const std::string& detail) {
-        send_line(fd, json{{"ok", false}, {"reason", reason}, {"detail", detail}}.dump());
-        return print_result(failed(kind, reason, detail));
-    };
-    if (!req.contains("rails") || !req["rails"].is_array()) return refuse(reason::protocol_error, "no rails");
-    for (const auto& rj : req["rails"]) {
-        RdmaRail rail;
-        rail.name = rj.value("name", "");
-        const auto dev = parse_dev(rj.value("device", ""));
-        json infos = json::array();
-        if (!rj.contains("endpoints") || !rj["endpoints"].is_array()) return refuse(reason::protocol_error, "no endpoints");
-        for (const auto& ej : rj["endpoints"]) {
-            auto parsed = parse_endpoint_info(ej);
-            if (!parsed.info) return refuse(reason::protocol_error, parsed.error);
-            RdmaEndpointOptions o;
-            o.device = dev.device;
-            o.gid_index = dev.gid_index;
-            o.retry_cnt = retry_cnt;
-            o.buffer_size = std::max<uint32_t>(2 * size, 1u << 20);
-            auto opened = RdmaEndpoint::open(o);
-            if (!opened.endpoint) return refuse(opened.status.reason, opened.status.detail);
-            auto st = opened.endpoint->connect(*parsed.info);
-            if (!st.ok()) return refuse(st.reason, st.detail);
-            infos.push_back(opened.endpoint->info());
-            rail.endpoints.push_back(opened.endpoint.get());
-            rail.remotes.push_back(*parsed.info);
-            owned.push_back(std::move(opened.endpoint));
+    RdmaServeLimits limits;
+    limits.retry_cnt = retry_cnt;
+    limits.max_bw_seconds = 600;
+    limits.max_session_seconds = 3600;
+    // The client names our device (and GID index); no address lookup here.
+    auto resolve = [](const std::string& device, int gid_index, const std::string&,
+                      std::string& why) -> std::optional<RdmaEndpointOptions> {
+        if (device.empty()) {
+            why = "rdma_probe_cli needs --remote-dev";
+            return std::nullopt;
         }
-        reply_rails.push_back(json{{"name", rail.name}, {"endpoints", infos}});
-        rails.push_back(std::move(rail));
+        RdmaEndpointOptions o;
+        o.device = device;
+        o.gid_index = gid_index;
+        return o;
+    };
+    auto accepted = rdma_session_accept(req, limits, resolve);
+    if (!send_line(fd, accepted.reply.dump())) return 1;
+    if (!accepted.ok()) {
+        const auto kind = probe_kind_from_string(req.is_object() ? req.value("kind", "") : "");
+        return print_result(failed(kind.value_or(ProbeKind::rdma_write_bw), accepted.reply.value("reason", ""),
+                                   accepted.reply.value("detail", "")));
     }
-    if (rails.empty() || rails[0].endpoints.empty()) return refuse(reason::protocol_error, "no endpoints");
-    if (!send_line(fd, json{{"ok", true}, {"rails", reply_rails}}.dump())) return 1;
-    ProbeResult r;
-    if (kind == ProbeKind::rdma_write_lat) {
-        r = rdma_write_lat_serve(*rails[0].endpoints[0], rails[0].remotes[0], RdmaLatSettings{size, iters}, deadline);
-        r.rail = rails[0].name;
-    } else {
-        r = rdma_multirail_bw_serve(rails, deadline);
-        r.kind = kind;
-    }
-    return print_result(r);
+    return print_result(accepted.serve());
 }
 
 int run_server(const std::string& listen_addr, uint16_t port, int sessions, int retry_cnt) {
@@ -288,99 +226,58 @@ struct ClientArgs {
 };
 
 int run_client(const ClientArgs& a) {
-    const ProbeKind kind = a.mode == "lat" ? ProbeKind::rdma_write_lat
-                           : a.mode == "multirail" ? ProbeKind::rdma_multirail_bw : ProbeKind::rdma_write_bw;
-    const auto t0 = SteadyClock::now();
-    const auto deadline = Deadline::after_seconds(a.timeout);
-    const uint32_t size = a.size ? a.size : (kind == ProbeKind::rdma_write_lat ? 2 : 65536);
-    const uint32_t qps = kind == ProbeKind::rdma_write_lat ? 1 : std::max<uint32_t>(1, a.qps);
-    auto fail_now = [&](const std::string& reason, const std::string& detail) {
-        auto r = failed(kind, reason, detail);
-        r.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-        return print_result(r);
-    };
-    std::vector<std::unique_ptr<RdmaEndpoint>> owned;
-    std::vector<RdmaRail> rails;
-    json req_rails = json::array();
+    RdmaClientPlan plan;
+    plan.kind = a.mode == "lat" ? ProbeKind::rdma_write_lat
+                : a.mode == "multirail" ? ProbeKind::rdma_multirail_bw : ProbeKind::rdma_write_bw;
+    const bool lat = plan.kind == ProbeKind::rdma_write_lat;
+    plan.qps_per_rail = std::max<uint32_t>(1, a.qps);
+    plan.sysfs_root = a.sysfs;
+    plan.bw.message_size = a.size ? a.size : 65536;
+    plan.bw.iterations = a.seconds > 0 ? 0 : a.iters;
+    plan.bw.seconds = a.seconds;
+    plan.bw.tx_depth = a.tx_depth;
+    plan.bw.cq_mod = a.cq_mod;
+    plan.lat = RdmaLatSettings{a.size ? a.size : 2, a.iters};
     for (size_t i = 0; i < a.devs.size(); ++i) {
-        RdmaRail rail;
-        rail.name = a.devs[i].device;
-        json infos = json::array();
-        for (uint32_t q = 0; q < qps; ++q) {
-            RdmaEndpointOptions o;
-            o.device = a.devs[i].device;
-            o.gid_index = a.devs[i].gid_index;
-            o.retry_cnt = a.retry_cnt;
-            o.buffer_size = std::max<uint32_t>(2 * size, 1u << 20);
-            o.max_send_wr = std::max<uint32_t>(a.tx_depth + 8, 16);
-            auto opened = RdmaEndpoint::open(o);
-            if (!opened.endpoint) return fail_now(opened.status.reason, opened.status.detail);
-            infos.push_back(opened.endpoint->info());
-            rail.endpoints.push_back(opened.endpoint.get());
-            owned.push_back(std::move(opened.endpoint));
-        }
+        RdmaRailPlan rp;
+        rp.name = a.devs[i].device;
+        rp.local.device = a.devs[i].device;
+        rp.local.gid_index = a.devs[i].gid_index;
+        rp.local.retry_cnt = a.retry_cnt;
         const auto& rd = i < a.remote_devs.size() ? a.remote_devs[i] : a.devs[i];
-        req_rails.push_back(json{{"name", rail.name},
-                                 {"device", rd.device + (rd.gid_index >= 0 ? ":" + std::to_string(rd.gid_index) : "")},
-                                 {"endpoints", infos}});
-        rails.push_back(std::move(rail));
+        rp.remote_device = rd.device;
+        rp.remote_gid_index = rd.gid_index;
+        rp.remote_address = a.server;
+        plan.rails.push_back(std::move(rp));
     }
-    const int fd = connect_to(a.server, a.port, std::max(1.0, a.timeout));
-    if (fd < 0) return fail_now(reason_from_errno(-fd), errno_detail("connect to " + a.server, -fd));
-    const json req{{"mode", a.mode}, {"size", size}, {"iters", a.iters}, {"timeout", a.timeout + 5}, {"rails", req_rails}};
-    std::optional<std::string> line;
-    if (send_line(fd, req.dump())) line = recv_line(fd);
-    ::close(fd);
-    if (!line) return fail_now(reason::peer_closed, "no answer from the peer's rdma_probe_cli");
-    const auto rep = json::parse(*line, nullptr, false);
-    if (rep.is_discarded() || !rep.is_object()) return fail_now(reason::protocol_error, "answer is not JSON");
-    if (!rep.value("ok", false)) return fail_now(rep.value("reason", reason::protocol_error), "peer: " + rep.value("detail", ""));
-    const auto& rr = rep["rails"];
-    if (!rr.is_array() || rr.size() != rails.size()) return fail_now(reason::protocol_error, "rail count differs");
-    for (size_t i = 0; i < rails.size(); ++i) {
-        const auto& eps = rr[i]["endpoints"];
-        if (!eps.is_array() || eps.size() != rails[i].endpoints.size())
-            return fail_now(reason::protocol_error, "endpoint count differs");
-        for (size_t k = 0; k < eps.size(); ++k) {
-            auto parsed = parse_endpoint_info(eps[k]);
-            if (!parsed.info) return fail_now(reason::protocol_error, parsed.error);
-            auto st = rails[i].endpoints[k]->connect(*parsed.info);
-            if (!st.ok()) return fail_now(st.reason, st.detail);
-            rails[i].remotes.push_back(*parsed.info);
+    // A per-rail run over several --dev is a multi-rail run (one rail per device).
+    if (!lat && plan.rails.size() > 1) plan.kind = ProbeKind::rdma_multirail_bw;
+    auto exchange = [&](const json& request, Deadline deadline) {
+        SessionReply rep;
+        const int fd = connect_to(a.server, a.port, std::max(1.0, deadline.remaining_seconds()));
+        if (fd < 0) {
+            rep.reason = reason_from_errno(-fd);
+            rep.detail = errno_detail("connect to " + a.server, -fd);
+            return rep;
         }
-    }
-    // Counters around the data phase only (the exchange above also crossed a rail).
-    std::vector<TxCounter> counters;
-    std::vector<std::optional<uint64_t>> before;
-    for (auto& rail : rails) {
-        counters.push_back(tx_counter(a.sysfs, rail.endpoints[0]->info()));
-        before.push_back(counters.back().path.empty() ? std::nullopt : read_u64(counters.back().path));
-    }
-    ProbeResult r;
-    RdmaBwSettings bs;
-    bs.message_size = size;
-    bs.iterations = a.seconds > 0 ? 0 : a.iters;
-    bs.seconds = a.seconds;
-    bs.tx_depth = a.tx_depth;
-    bs.cq_mod = a.cq_mod;
-    if (kind == ProbeKind::rdma_write_lat) {
-        r = rdma_write_lat(*rails[0].endpoints[0], rails[0].remotes[0], RdmaLatSettings{size, a.iters}, deadline);
-        r.rail = rails[0].name;
-    } else if (kind == ProbeKind::rdma_write_bw && rails.size() == 1 && qps == 1) {
-        r = rdma_write_bw(*rails[0].endpoints[0], rails[0].remotes[0], bs, deadline);
-        r.rail = rails[0].name;
-    } else {
-        r = rdma_multirail_bw(rails, bs, deadline);
-        r.kind = kind;
-    }
-    for (size_t i = 0; i < rails.size(); ++i) {
-        if (!before[i]) continue;
-        if (const auto after = read_u64(counters[i].path))
-            r.bytes_per_rail[rails[i].name] = (*after - *before[i]) * counters[i].scale;
-        r.info["rail." + rails[i].name + ".counter"] = counters[i].source;
-    }
-    r.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-    return print_result(r);
+        std::optional<std::string> line;
+        if (send_line(fd, request.dump())) line = recv_line(fd);
+        ::close(fd);
+        if (!line) {
+            rep.reason = reason::peer_closed;
+            rep.detail = "no answer from the peer's rdma_probe_cli";
+            return rep;
+        }
+        auto body = json::parse(*line, nullptr, false);
+        if (body.is_discarded()) {
+            rep.reason = reason::protocol_error;
+            rep.detail = "answer is not JSON";
+            return rep;
+        }
+        rep.body = std::move(body);
+        return rep;
+    };
+    return print_result(rdma_probe_run(plan, exchange, Deadline::after_seconds(a.timeout)));
 }
 
 }  // namespace

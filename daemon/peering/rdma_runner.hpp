@@ -1,0 +1,31 @@
+// RDMA probes as the daemon runs them: plans from config and snapshot, both session sides.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/probe_scheduler.hpp"
+#include "model/config.hpp"
+#include "model/snapshot.hpp"
+#include "probes/rdma_session.hpp"
+
+namespace rocewatch {
+
+// The active side's plan for a job: per-rail kinds use the job's rail, rdma_multirail_bw
+// every rail of the peer. nullopt with `why` when a rail has no usable local RDMA port.
+std::optional<RdmaClientPlan> rdma_plan(const Config& cfg, const Snapshot& snap, const ProbeJob& job,
+                                        std::string& why);
+
+// Runs one RDMA job; `exchange` carries the session request to the peer. Never throws.
+ProbeResult run_rdma_job(const Config& cfg, const Snapshot* snap, const ProbeJob& job, const SessionExchange& exchange,
+                         Deadline deadline);
+
+// What this daemon grants a peer's RDMA session: its own [probes.rdma_*] budget.
+RdmaServeLimits rdma_serve_limits(const Config& cfg);
+
+// The passive side of a peer's request, with endpoints found in our snapshot.
+RdmaSessionAccept accept_rdma_session(const Config& cfg, const Snapshot& snap, const nlohmann::json& request);
+
+}  // namespace rocewatch

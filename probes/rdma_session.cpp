@@ -1,0 +1,293 @@
+// An RDMA probe session between two nodes, independent of the transport: see the header.
+#include "probes/rdma_session.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <fstream>
+#include <memory>
+
+#include "probes/errors.hpp"
+
+namespace rocewatch {
+namespace {
+
+using nlohmann::json;
+
+std::optional<uint64_t> read_u64(const std::string& path) {
+    std::ifstream f(path);
+    uint64_t v = 0;
+    if (f >> v) return v;
+    return std::nullopt;
+}
+
+std::string read_word(const std::string& path) {
+    std::ifstream f(path);
+    std::string s;
+    f >> s;
+    return s;
+}
+
+ProbeResult failed(ProbeKind kind, const std::string& reason, const std::string& detail) {
+    ProbeResult r;
+    r.kind = kind;
+    r.reason = reason;
+    r.detail = detail;
+    return r;
+}
+
+bool bandwidth_kind(ProbeKind k) { return k == ProbeKind::rdma_write_bw || k == ProbeKind::rdma_multirail_bw; }
+
+std::optional<ProbeKind> session_kind(const std::string& s) {
+    auto k = probe_kind_from_string(s);
+    if (k && (bandwidth_kind(*k) || *k == ProbeKind::rdma_write_lat)) return k;
+    return std::nullopt;
+}
+
+uint32_t buffer_for(uint32_t message_size) { return std::max<uint32_t>(2 * message_size, 1u << 20); }
+
+// A refusal as the passive side answers it.
+RdmaSessionAccept refuse(const std::string& reason, const std::string& detail) {
+    return RdmaSessionAccept{json{{"reason", reason}, {"detail", detail}}, {}};
+}
+
+std::string number(double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+RdmaTxCounter rdma_tx_counter(const std::string& sysfs_root, const std::string& device, uint8_t port,
+                              int gid_index) {
+    const std::string dir = sysfs_root + "/class/infiniband/" + device + "/ports/" + std::to_string(port);
+    if (read_u64(dir + "/counters/port_xmit_data")) return {dir + "/counters/port_xmit_data", 4, "port_xmit_data"};
+    if (gid_index >= 0) {
+        const auto ndev = read_word(dir + "/gid_attrs/ndevs/" + std::to_string(gid_index));
+        if (!ndev.empty()) return {sysfs_root + "/class/net/" + ndev + "/statistics/tx_bytes", 1, ndev + " tx_bytes"};
+    }
+    return {};
+}
+
+std::optional<uint64_t> read_tx_counter(const RdmaTxCounter& c) {
+    if (c.path.empty()) return std::nullopt;
+    auto v = read_u64(c.path);
+    if (!v) return std::nullopt;
+    return *v * c.scale;
+}
+
+json rdma_session_request(const RdmaClientPlan& plan, const std::vector<json>& rail_endpoints,
+                          double timeout_seconds) {
+    const bool lat = plan.kind == ProbeKind::rdma_write_lat;
+    json rails = json::array();
+    for (size_t i = 0; i < plan.rails.size(); ++i) {
+        const auto& r = plan.rails[i];
+        rails.push_back(json{{"name", r.name},
+                             {"device", r.remote_device},
+                             {"gid_index", r.remote_gid_index},
+                             {"address", r.remote_address},
+                             {"endpoints", i < rail_endpoints.size() ? rail_endpoints[i] : json::array()}});
+    }
+    return json{{"kind", to_string(plan.kind)},
+                {"message_size", lat ? plan.lat.message_size : plan.bw.message_size},
+                {"iterations", lat ? plan.lat.iterations : plan.bw.iterations},
+                {"seconds", lat ? 0.0 : plan.bw.seconds},
+                {"timeout", timeout_seconds},
+                {"rails", rails}};
+}
+
+ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& exchange, Deadline deadline) {
+    const auto t0 = SteadyClock::now();
+    const ProbeKind kind = plan.kind;
+    auto done = [&](ProbeResult r) {
+        r.kind = kind;
+        if (plan.rails.size() == 1 && r.rail.empty()) r.rail = plan.rails[0].name;
+        r.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+        return r;
+    };
+    try {
+        if (!session_kind(to_string(kind)) || plan.rails.empty() ||
+            (kind != ProbeKind::rdma_multirail_bw && plan.rails.size() != 1))
+            return done(failed(kind, reason::bad_target, "an RDMA probe needs one rail (all rails for multi-rail)"));
+        const bool lat = kind == ProbeKind::rdma_write_lat;
+        const uint32_t qps = lat ? 1 : std::max<uint32_t>(1, plan.qps_per_rail);
+        const uint32_t size = lat ? plan.lat.message_size : plan.bw.message_size;
+
+        std::vector<std::unique_ptr<RdmaEndpoint>> owned;
+        std::vector<RdmaRail> rails;
+        std::vector<json> endpoint_infos;
+        for (const auto& rp : plan.rails) {
+            RdmaRail rail;
+            rail.name = rp.name;
+            json infos = json::array();
+            for (uint32_t q = 0; q < qps; ++q) {
+                RdmaEndpointOptions o = rp.local;
+                o.buffer_size = buffer_for(size);
+                o.max_send_wr = std::max<uint32_t>(plan.bw.tx_depth + 8, 16);
+                auto opened = RdmaEndpoint::open(o);
+                if (!opened.endpoint)
+                    return done(failed(kind, opened.status.reason, "rail " + rp.name + ": " + opened.status.detail));
+                infos.push_back(opened.endpoint->info());
+                rail.endpoints.push_back(opened.endpoint.get());
+                owned.push_back(std::move(opened.endpoint));
+            }
+            endpoint_infos.push_back(std::move(infos));
+            rails.push_back(std::move(rail));
+        }
+
+        // The peer waits a little longer than we do, so it never gives up first.
+        auto reply = exchange(rdma_session_request(plan, endpoint_infos, deadline.remaining_seconds() + 2), deadline);
+        if (!reply.body) return done(failed(kind, reply.reason, reply.detail));
+        const json& rep = *reply.body;
+        if (!rep.is_object()) return done(failed(kind, reason::protocol_error, "the peer's answer is not a JSON object"));
+        if (rep.contains("reason"))
+            return done(failed(kind, rep.value("reason", std::string(reason::protocol_error)),
+                               "peer: " + rep.value("detail", std::string("refused the RDMA session"))));
+        const auto rr = rep.find("rails");
+        if (rr == rep.end() || !rr->is_array() || rr->size() != rails.size())
+            return done(failed(kind, reason::protocol_error, "the peer answered for a different number of rails"));
+        for (size_t i = 0; i < rails.size(); ++i) {
+            const auto& r = (*rr)[i];
+            const auto eps = r.is_object() ? r.find("endpoints") : r.end();
+            if (eps == r.end() || !eps->is_array() || eps->size() != rails[i].endpoints.size())
+                return done(failed(kind, reason::protocol_error,
+                                   "rail " + rails[i].name + ": the peer answered for a different number of QPs"));
+            for (size_t k = 0; k < eps->size(); ++k) {
+                auto parsed = parse_endpoint_info((*eps)[k]);
+                if (!parsed.info)
+                    return done(failed(kind, reason::protocol_error, "rail " + rails[i].name + ": " + parsed.error));
+                auto st = rails[i].endpoints[k]->connect(*parsed.info);
+                if (!st.ok()) return done(failed(kind, st.reason, "rail " + rails[i].name + ": " + st.detail));
+                rails[i].remotes.push_back(*parsed.info);
+            }
+        }
+
+        // Counters around the data phase only: the exchange above may have crossed a rail.
+        std::vector<RdmaTxCounter> counters;
+        std::vector<std::optional<uint64_t>> before;
+        for (auto& rail : rails) {
+            const auto& e = rail.endpoints[0]->info();
+            counters.push_back(rdma_tx_counter(plan.sysfs_root, e.device, e.port, e.gid_index));
+            before.push_back(read_tx_counter(counters.back()));
+        }
+        ProbeResult r;
+        if (lat) {
+            r = rdma_write_lat(*rails[0].endpoints[0], rails[0].remotes[0], plan.lat, deadline);
+        } else if (rails.size() == 1 && qps == 1) {
+            r = rdma_write_bw(*rails[0].endpoints[0], rails[0].remotes[0], plan.bw, deadline);
+        } else {
+            r = rdma_multirail_bw(rails, plan.bw, deadline);
+        }
+        for (size_t i = 0; i < rails.size(); ++i) {
+            r.info["rail." + rails[i].name + ".counter"] = counters[i].source.empty() ? "none" : counters[i].source;
+            if (!before[i]) continue;
+            if (auto after = read_tx_counter(counters[i]); after && *after >= *before[i])
+                r.bytes_per_rail[rails[i].name] = *after - *before[i];
+        }
+        for (size_t i = 0; i < rails.size(); ++i) {
+            const auto& e = rails[i].endpoints[0]->info();
+            const auto& re = rails[i].remotes[0];
+            r.info["rail." + rails[i].name + ".path"] = e.device + "/" + std::to_string(e.port) + " gid " +
+                                                        std::to_string(e.gid_index) + " -> " + re.device + "/" +
+                                                        std::to_string(re.port) + " gid " +
+                                                        std::to_string(re.gid_index);
+        }
+        return done(std::move(r));
+    } catch (const std::exception& e) {
+        return done(failed(kind, reason::internal_error, e.what()));
+    }
+}
+
+RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& limits,
+                                      const RdmaDeviceResolver& resolve) {
+    try {
+        if (!req.is_object()) return refuse(reason::protocol_error, "the request is not a JSON object");
+        const auto kind = session_kind(req.value("kind", std::string()));
+        if (!kind)
+            return refuse(reason::bad_target, "kind must be rdma_write_bw, rdma_write_lat or rdma_multirail_bw");
+        const bool lat = *kind == ProbeKind::rdma_write_lat;
+        const auto size = req.value("message_size", uint32_t{0});
+        const auto iterations = req.value("iterations", uint64_t{0});
+        const auto seconds = req.value("seconds", 0.0);
+        const auto timeout = req.value("timeout", 0.0);
+        if (size == 0 || size > limits.max_message_size)
+            return refuse(reason::bad_target, "message_size " + std::to_string(size) + " is outside 1.." +
+                                                  std::to_string(limits.max_message_size) + " bytes that this daemon grants");
+        if (lat && (iterations == 0 || iterations > limits.max_lat_iterations))
+            return refuse(reason::bad_target, "a latency run of " + std::to_string(iterations) +
+                                                  " iterations; this daemon grants 1.." +
+                                                  std::to_string(limits.max_lat_iterations));
+        if (!lat && iterations == 0 && (seconds <= 0 || seconds > limits.max_bw_seconds))
+            return refuse(reason::bad_target, "a bandwidth run of " + number(seconds) + " s; this daemon grants up to " +
+                                                  number(limits.max_bw_seconds) + " s");
+        if (!lat && iterations > limits.max_bw_iterations)
+            return refuse(reason::bad_target, "a bandwidth run of " + std::to_string(iterations) +
+                                                  " writes per QP; this daemon grants up to " +
+                                                  std::to_string(limits.max_bw_iterations));
+        if (timeout <= 0) return refuse(reason::protocol_error, "timeout missing");
+        const auto rails_j = req.find("rails");
+        if (rails_j == req.end() || !rails_j->is_array() || rails_j->empty())
+            return refuse(reason::protocol_error, "rails missing");
+        if (rails_j->size() > limits.max_rails || (*kind != ProbeKind::rdma_multirail_bw && rails_j->size() != 1))
+            return refuse(reason::bad_target, std::to_string(rails_j->size()) + " rails asked for a " + to_string(*kind) +
+                                                  " run");
+        const auto deadline = Deadline::after_seconds(std::min(timeout, limits.max_session_seconds));
+
+        auto owned = std::make_shared<std::vector<std::unique_ptr<RdmaEndpoint>>>();
+        auto rails = std::make_shared<std::vector<RdmaRail>>();
+        json reply_rails = json::array();
+        for (const auto& rj : *rails_j) {
+            if (!rj.is_object()) return refuse(reason::protocol_error, "a rail is not a JSON object");
+            RdmaRail rail;
+            rail.name = rj.value("name", std::string());
+            const auto eps = rj.find("endpoints");
+            if (eps == rj.end() || !eps->is_array() || eps->empty())
+                return refuse(reason::protocol_error, "rail " + rail.name + ": endpoints missing");
+            if (eps->size() > (lat ? 1 : limits.max_qps_per_rail))
+                return refuse(reason::bad_target, "rail " + rail.name + ": " + std::to_string(eps->size()) +
+                                                      " QPs; this daemon grants up to " +
+                                                      std::to_string(lat ? 1 : limits.max_qps_per_rail));
+            std::string why;
+            auto base = resolve(rj.value("device", std::string()), rj.value("gid_index", -1),
+                                rj.value("address", std::string()), why);
+            if (!base) return refuse(reason::device_not_found, "rail " + rail.name + ": " + why);
+            json infos = json::array();
+            for (const auto& ej : *eps) {
+                auto parsed = parse_endpoint_info(ej);
+                if (!parsed.info) return refuse(reason::protocol_error, "rail " + rail.name + ": " + parsed.error);
+                RdmaEndpointOptions o = *base;
+                o.retry_cnt = limits.retry_cnt;
+                o.buffer_size = buffer_for(size);
+                auto opened = RdmaEndpoint::open(o);
+                if (!opened.endpoint)
+                    return refuse(opened.status.reason, "rail " + rail.name + ": " + opened.status.detail);
+                auto st = opened.endpoint->connect(*parsed.info);
+                if (!st.ok()) return refuse(st.reason, "rail " + rail.name + ": " + st.detail);
+                infos.push_back(opened.endpoint->info());
+                rail.endpoints.push_back(opened.endpoint.get());
+                rail.remotes.push_back(*parsed.info);
+                owned->push_back(std::move(opened.endpoint));
+            }
+            reply_rails.push_back(json{{"name", rail.name}, {"endpoints", infos}});
+            rails->push_back(std::move(rail));
+        }
+        const ProbeKind k = *kind;
+        const RdmaLatSettings ls{size, iterations};
+        RdmaSessionAccept a;
+        a.reply = json{{"rails", reply_rails}};
+        a.serve = [owned, rails, k, ls, deadline]() {
+            ProbeResult r = k == ProbeKind::rdma_write_lat
+                                ? rdma_write_lat_serve(*(*rails)[0].endpoints[0], (*rails)[0].remotes[0], ls, deadline)
+                                : rdma_multirail_bw_serve(*rails, deadline);
+            r.kind = k;
+            if (rails->size() == 1) r.rail = (*rails)[0].name;
+            return r;
+        };
+        return a;
+    } catch (const std::exception& e) {
+        return refuse(reason::protocol_error, e.what());
+    }
+}
+
+}  // namespace rocewatch

@@ -1,0 +1,206 @@
+// Rail resolution against the DGX Spark fixture, and the RDMA session's refusals: budget,
+// malformed requests, devices that are not there (this machine has no RDMA devices; the VM
+// scenario 'probes' runs accepted sessions between two daemons over Soft-RoCE).
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include "peering/rail_resolve.hpp"
+#include "peering/rdma_runner.hpp"
+#include "probes/errors.hpp"
+#include "sysfs/rdma_sysfs.hpp"
+#include "test_env.hpp"
+
+using namespace rocewatch;
+using nlohmann::json;
+
+namespace {
+
+// The Spark: rocep1s0f0 (enp1s0f0np0, 192.168.100.11/24, GID 3), rocep1s0f1 (enp1s0f1np1,
+// 192.168.200.11/24, GID 3) and the twin roceP2p1s0f0 (enP2p1s0f0np0, 192.168.100.15).
+Snapshot spark() {
+    Snapshot s;
+    auto r = read_rdma_devices(rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark");
+    s.devices = std::move(r.devices);
+    auto link = [](std::string name, std::string addr) {
+        Link l;
+        l.name = std::move(name);
+        l.addresses.push_back(Address{AF_INET, std::move(addr), 24, "global"});
+        return l;
+    };
+    s.links = {link("enp1s0f0np0", "192.168.100.11"), link("enp1s0f1np1", "192.168.200.11")};
+    for (auto& d : s.devices)
+        for (auto& p : d.ports) {
+            std::vector<std::string> v4;
+            for (const auto& l : s.links)
+                if (l.name == p.netdev)
+                    for (const auto& a : l.addresses) v4.push_back(a.address);
+            assign_roce_v2_gid(p, v4);
+        }
+    return s;
+}
+
+PeerRailConfig rail(std::string remote, std::string device = "", std::string iface = "", std::string local = "") {
+    return PeerRailConfig{"rail0", std::move(iface), std::move(local), std::move(remote), std::move(device), ""};
+}
+
+}  // namespace
+
+TEST(RailResolve, ByAddressFindsTheRoceV2GidHoldingIt) {
+    auto s = spark();
+    std::string why;
+    auto c = find_rdma_port_by_address(s, "", "192.168.200.11", why);
+    ASSERT_TRUE(c) << why;
+    EXPECT_EQ(c->device, "rocep1s0f1");
+    EXPECT_EQ(c->port, 1u);
+    EXPECT_EQ(c->gid_index, 3);
+    EXPECT_EQ(c->netdev, "enp1s0f1np1");
+    // The twin interface's address belongs to the twin device, not the rail.
+    c = find_rdma_port_by_address(s, "", "192.168.100.15", why);
+    ASSERT_TRUE(c) << why;
+    EXPECT_EQ(c->device, "roceP2p1s0f0");
+    EXPECT_FALSE(find_rdma_port_by_address(s, "rocep1s0f0", "192.168.200.11", why));
+    EXPECT_NE(why.find("no RoCE v2 GID holds 192.168.200.11 on rocep1s0f0"), std::string::npos) << why;
+}
+
+TEST(RailResolve, LocalEndInOrderOfWhatTheRailNames) {
+    auto s = spark();
+    std::string why;
+    auto c = find_local_rail_port(s, rail("192.168.100.12", "", "", "192.168.100.11"), why);
+    ASSERT_TRUE(c) << why;
+    EXPECT_EQ(c->device, "rocep1s0f0");
+    EXPECT_EQ(c->gid_index, 3);
+    c = find_local_rail_port(s, rail("192.168.200.12", "rocep1s0f1"), why);
+    ASSERT_TRUE(c) << why;
+    EXPECT_EQ(c->device, "rocep1s0f1");
+    EXPECT_EQ(c->gid_index, 3) << "the device's own RoCE v2 IPv4 GID";
+    c = find_local_rail_port(s, rail("192.168.200.12", "", "enp1s0f1np1"), why);
+    ASSERT_TRUE(c) << why;
+    EXPECT_EQ(c->device, "rocep1s0f1");
+    // Nothing named: the subnet of the remote address picks the rail's own port, not the twin.
+    c = find_local_rail_port(s, rail("192.168.100.12"), why);
+    ASSERT_TRUE(c) << why;
+    EXPECT_EQ(c->device, "rocep1s0f0");
+    EXPECT_FALSE(find_local_rail_port(s, rail("10.9.9.9"), why));
+    EXPECT_NE(why.find("rail rail0: no RDMA port on the subnet of 10.9.9.9"), std::string::npos) << why;
+    EXPECT_FALSE(find_local_rail_port(s, rail("192.168.100.12", "mlx5_9"), why));
+    EXPECT_NE(why.find("no RDMA device mlx5_9"), std::string::npos) << why;
+}
+
+TEST(RailResolve, SessionPortByAddressOrDevice) {
+    auto s = spark();
+    std::string why;
+    auto c = find_session_port(s, "", -1, "192.168.100.11", why);
+    ASSERT_TRUE(c) << why;
+    EXPECT_EQ(c->device, "rocep1s0f0");
+    c = find_session_port(s, "rocep1s0f1", 5, "", why);
+    ASSERT_TRUE(c) << why;
+    EXPECT_EQ(c->gid_index, 5) << "the peer's explicit GID index wins";
+    EXPECT_FALSE(find_session_port(s, "", -1, "", why));
+}
+
+namespace {
+
+json request(const std::string& kind, uint32_t size, uint64_t iterations, double seconds,
+             json rails = json::array({json{{"name", "rail0"},
+                                            {"device", ""},
+                                            {"gid_index", -1},
+                                            {"address", "192.168.100.11"},
+                                            {"endpoints", json::array({json::object()})}}})) {
+    return json{{"kind", kind},     {"message_size", size}, {"iterations", iterations},
+                {"seconds", seconds}, {"timeout", 10.0},     {"rails", rails}};
+}
+
+}  // namespace
+
+TEST(RdmaSession, ThePassiveSideGrantsNoMoreThanItsOwnBudget) {
+    Config cfg;
+    cfg.probes.rdma_bw.duration = std::chrono::seconds(2);
+    cfg.probes.rdma_lat.count = 1000;
+    auto s = spark();
+    auto refused = [&](const json& req) {
+        auto a = accept_rdma_session(cfg, s, req);
+        EXPECT_FALSE(a.ok());
+        return a.reply.value("reason", "") + ": " + a.reply.value("detail", "");
+    };
+    EXPECT_EQ(refused(request("rdma_write_bw", 65536, 0, 5)),
+              "bad_target: a bandwidth run of 5 s; this daemon grants up to 2 s");
+    EXPECT_EQ(refused(request("rdma_write_lat", 2, 5000, 0)),
+              "bad_target: a latency run of 5000 iterations; this daemon grants 1..1000");
+    EXPECT_EQ(refused(request("rdma_write_bw", 4u << 20, 0, 1)),
+              "bad_target: message_size 4194304 is outside 1..65536 bytes that this daemon grants");
+    EXPECT_EQ(refused(request("rdma_write_bw", 65536, 100, 0)),
+              "bad_target: a bandwidth run of 100 writes per QP; this daemon grants up to 0");
+    EXPECT_EQ(refused(request("tcp_bw", 65536, 0, 1)),
+              "bad_target: kind must be rdma_write_bw, rdma_write_lat or rdma_multirail_bw");
+    auto five_qps = json::array({json{{"name", "rail0"},
+                                      {"address", "192.168.100.11"},
+                                      {"endpoints", json::array({{}, {}, {}, {}, {}})}}});
+    EXPECT_EQ(refused(request("rdma_write_bw", 65536, 0, 1, five_qps)),
+              "bad_target: rail rail0: 5 QPs; this daemon grants up to 2");
+    auto two_rails = json::array({five_qps[0], five_qps[0]});
+    EXPECT_EQ(refused(request("rdma_write_lat", 2, 10, 0, two_rails)),
+              "bad_target: 2 rails asked for a rdma_write_lat run");
+}
+
+TEST(RdmaSession, MalformedRequestsAndMissingDevicesAreNamed) {
+    Config cfg;
+    auto s = spark();
+    auto refused = [&](const json& req) {
+        auto a = accept_rdma_session(cfg, s, req);
+        EXPECT_FALSE(a.ok());
+        return a.reply.value("reason", "") + ": " + a.reply.value("detail", "");
+    };
+    EXPECT_EQ(refused(json::array()), "protocol_error: the request is not a JSON object");
+    EXPECT_EQ(refused(json{{"kind", "rdma_write_lat"}, {"message_size", "two"}}).substr(0, 15), "protocol_error:");
+    auto no_rails = request("rdma_write_lat", 2, 10, 0);
+    no_rails.erase("rails");
+    EXPECT_EQ(refused(no_rails), "protocol_error: rails missing");
+    auto elsewhere = json::array({json{{"name", "rail0"},
+                                       {"address", "10.0.0.1"},
+                                       {"endpoints", json::array({json::object()})}}});
+    EXPECT_EQ(refused(request("rdma_write_lat", 2, 10, 0, elsewhere)).substr(0, 47),
+              "device_not_found: rail rail0: no RoCE v2 GID ho");
+    // An endpoint info that does not parse is named before any device is touched.
+    auto r = refused(request("rdma_write_lat", 2, 10, 0));
+    EXPECT_EQ(r, "protocol_error: rail rail0: device: missing");
+    // The fixture's device is in the snapshot, but this machine has no such verbs device.
+    RdmaEndpointInfo remote;
+    remote.device = "rocep1s0f0";
+    remote.gid_index = 3;
+    remote.gid = *gid_from_string("0000:0000:0000:0000:0000:ffff:c0a8:640c");
+    remote.gid_type = "RoCE v2";
+    remote.qpn = 0x11;
+    remote.rkey = 7;
+    remote.addr = 0x1000;
+    remote.size = 4096;
+    remote.active_mtu = 4096;
+    auto good = json::array({json{{"name", "rail0"},
+                                  {"address", "192.168.100.11"},
+                                  {"endpoints", json::array({json(remote)})}}});
+    r = refused(request("rdma_write_lat", 2, 10, 0, good));
+    EXPECT_EQ(r.substr(0, 30), "device_not_found: rail rail0: ") << r;
+    EXPECT_NE(r.find("rocep1s0f0"), std::string::npos) << r;
+}
+
+TEST(RdmaSession, TheActiveSideFailsLocallyWithoutAskingThePeer) {
+    Config cfg;
+    auto s = spark();
+    ProbeJob job{PeerConfig{"spark-b", "192.168.100.12:9879", {rail("192.168.100.12", "rocep1s0f0")}},
+                 rail("192.168.100.12", "rocep1s0f0"), ProbeKind::rdma_write_lat, std::nullopt};
+    int asked = 0;
+    auto exchange = [&](const json&, Deadline) {
+        ++asked;
+        return SessionReply{};
+    };
+    auto r = run_rdma_job(cfg, &s, job, exchange, Deadline::after(std::chrono::seconds(5)));
+    EXPECT_FALSE(r.success);
+    EXPECT_EQ(r.reason, reason::device_not_found) << r.detail;  // no verbs device here
+    EXPECT_EQ(asked, 0);
+    job.rail = rail("10.9.9.9");
+    r = run_rdma_job(cfg, &s, job, exchange, Deadline::after(std::chrono::seconds(5)));
+    EXPECT_EQ(r.reason, reason::device_not_found);
+    EXPECT_NE(r.detail.find("no RDMA port on the subnet of 10.9.9.9"), std::string::npos) << r.detail;
+    r = run_rdma_job(cfg, nullptr, job, exchange, Deadline::after(std::chrono::seconds(5)));
+    EXPECT_EQ(r.detail, "no snapshot yet");
+    EXPECT_EQ(asked, 0);
+}
