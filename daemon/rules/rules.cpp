@@ -774,20 +774,40 @@ std::string probe_object(const ProbeKey& k) {
 }
 
 // Link rate of the local end of a rail, in bits per second: the RDMA port of its device,
-// else the port bound to its interface; nullopt when unknown.
-std::optional<double> local_rate_bps(const Context& ctx, const ProbeKey& k) {
-    const PeerRailConfig* rail = nullptr;
-    for (const auto& p : ctx.c.peers)
-        if (p.name == k.peer)
-            for (const auto& r : p.rails)
-                if (r.name == k.rail) rail = &r;
-    if (!rail) return std::nullopt;
+// else the port bound to its interface, else the port with a GID holding its address;
+// nullopt when unknown.
+std::optional<double> rail_rate_bps(const Context& ctx, const PeerRailConfig& rail) {
     for (const auto& d : ctx.s.devices)
-        for (const auto& port : d.ports)
-            if (((!rail->local_device.empty() && d.name == rail->local_device) ||
-                 (!rail->local_interface.empty() && port.netdev == rail->local_interface)) &&
-                port.rate_gbps && *port.rate_gbps > 0)
-                return *port.rate_gbps * 1e9;
+        for (const auto& port : d.ports) {
+            if (!port.rate_gbps || *port.rate_gbps <= 0) continue;
+            bool match = (!rail.local_device.empty() && d.name == rail.local_device) ||
+                         (!rail.local_interface.empty() && port.netdev == rail.local_interface);
+            if (!match && rail.local_device.empty() && rail.local_interface.empty() && !rail.local_address.empty())
+                match = std::ranges::any_of(port.gids, [&](const GidEntry& g) { return g.ipv4 == rail.local_address; });
+            if (match) return *port.rate_gbps * 1e9;
+        }
+    return std::nullopt;
+}
+
+// The rate a probe could reach: its rail's, or for a run over all rails (multi-rail, UCX's
+// own lanes) the sum of every rail's; nullopt when any is unknown.
+std::optional<double> local_rate_bps(const Context& ctx, const ProbeKey& k) {
+    for (const auto& p : ctx.c.peers) {
+        if (p.name != k.peer) continue;
+        if (!k.rail.empty()) {
+            for (const auto& r : p.rails)
+                if (r.name == k.rail) return rail_rate_bps(ctx, r);
+            return std::nullopt;
+        }
+        if (!is_peer_level_kind(k.kind) || p.rails.empty()) return std::nullopt;
+        double sum = 0;
+        for (const auto& r : p.rails) {
+            auto rate = rail_rate_bps(ctx, r);
+            if (!rate) return std::nullopt;
+            sum += *rate;
+        }
+        return sum;
+    }
     return std::nullopt;
 }
 

@@ -1,4 +1,4 @@
-// Probe rules on synthetic probe books: RDMA and UCX results do not exist yet, so these are their only tests.
+// Probe rules on synthetic probe books (the e2e and VM suites raise them from real probes).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,6 +67,32 @@ TEST_F(ProbeRules, BandwidthLowAgainstTheLocalLinkRate) {
     ASSERT_EQ(f.size(), 1u);
     EXPECT_EQ(f[0].object, "spark-b/rail0:tcp_bw");
     r.bandwidth_bits_per_second = 95e9;
+    book.add(r);
+    EXPECT_TRUE(judge("probe_bandwidth_low").empty());
+}
+
+TEST_F(ProbeRules, BandwidthLowOverAllRailsIsAgainstTheirSum) {
+    // The field notes' NIXL run: 105 of 200 Gbps over two 100G rails.
+    c.peers[0].rails.push_back({"rail1", "", "10.2.0.1", "10.2.0.2", "", ""});  // found by its address
+    RdmaPort port{.port = 1, .rate_gbps = 100.0, .netdev = "enp1s0f1np1"};
+    port.gids.push_back({.index = 3, .gid = "::ffff:10.2.0.1", .type = "RoCE v2", .netdev = "enp1s0f1np1", .ipv4 = "10.2.0.1"});
+    s.devices.push_back(RdmaDevice{.name = "rocep1s0f1", .ports = {port}});
+    for (auto kind : {ProbeKind::rdma_multirail_bw, ProbeKind::ucx_put_bw}) {
+        auto r = result(kind, true, "", "");
+        r.bandwidth_bits_per_second = 105e9;
+        book.add(r);
+        auto f = judge("probe_bandwidth_low");
+        ASSERT_EQ(f.size(), 1u) << to_string(kind);
+        EXPECT_EQ(f[0].object, std::string("spark-b:") + to_string(kind));
+        EXPECT_NE(f[0].summary.find("below 90% of the 200 Gbps link"), std::string::npos) << f[0].summary;
+        r.bandwidth_bits_per_second = 186e9;  // raw verbs on both links in the field notes
+        book.add(r);
+        EXPECT_TRUE(judge("probe_bandwidth_low").empty()) << to_string(kind);
+    }
+    // A rail whose rate is unknown leaves the all-rails figure unjudged, not judged against one rail.
+    s.devices.pop_back();
+    auto r = result(ProbeKind::rdma_multirail_bw, true, "", "");
+    r.bandwidth_bits_per_second = 1e9;
     book.add(r);
     EXPECT_TRUE(judge("probe_bandwidth_low").empty());
 }

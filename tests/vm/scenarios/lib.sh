@@ -303,14 +303,17 @@ perftest_result_line() {
 # objects those of daemon/rules/rules.cpp ("rxe0/1" for ports, the netdev's name for
 # netdev rules, "rxe0/1:link_downed" for error counters, the slave or bond for bond rules).
 
-DAEMON_LISTEN=127.0.0.1:9879
-DAEMON_URL=http://$DAEMON_LISTEN
+# A scenario may listen on every address (peer probing: the other guest's daemon calls in).
+DAEMON_LISTEN=${DAEMON_LISTEN:-127.0.0.1:9879}
+DAEMON_URL=http://127.0.0.1:${DAEMON_LISTEN##*:}
 DAEMON_PID=
 DAEMON_DIR=/run/rocewatchd-vm
 # expect.rails of the config; a scenario may change it before start_daemon ("" = every device).
 DAEMON_RAILS=${DAEMON_RAILS-rxe0 rxe1}
 # Rules the scenarios watch clear: a short clear_after so that takes seconds, not 30 s+.
-DAEMON_FAST_CLEAR=(port_down netdev_down bond_slave_down bond_degraded)
+DAEMON_FAST_CLEAR=(port_down netdev_down bond_slave_down bond_degraded ${DAEMON_FAST_CLEAR_EXTRA:-})
+# TOML a scenario appends to the config ([probes], [[peers]], ...).
+DAEMON_EXTRA_CONFIG=${DAEMON_EXTRA_CONFIG:-}
 
 daemon_present() { [[ -n ${ROCEWATCHD:-} && -x $ROCEWATCHD ]]; }
 
@@ -333,6 +336,7 @@ EOF
     for r in "${DAEMON_FAST_CLEAR[@]}"; do
         printf '\n[rules.%s]\nclear_after = "2s"\n' "$r"
     done
+    [[ -z $DAEMON_EXTRA_CONFIG ]] || printf '\n%s\n' "$DAEMON_EXTRA_CONFIG"
 }
 
 # start_daemon: checks the config with --check-config (a rejected config is a failure,

@@ -1,0 +1,219 @@
+#!/bin/bash
+# RDMA probes between the two guests' daemons, for real, over Soft-RoCE: each rocewatchd
+# names the other as its peer with both rails, and listens on every address so the other
+# can call in (POST /api/v1/peer/rdma sets up the passive side). Then:
+#   - the scheduled probes (rdma_write_lat and tcp_lat on both rails) run by themselves
+#     at start-up and succeed;
+#   - node 2 asks its daemon (POST /api/v1/probes/run, with the token) for write bandwidth
+#     on each rail and on both rails at once: the bytes each rail moved by the daemon's own
+#     counter reading must match what the probe wrote (headers included) and the kernel's
+#     tx_bytes around the call, and /metrics carries them per rail;
+#   - node 1 deletes rail B's rxe device: RDMA to it over rail B fails while TCP over the
+#     same rail works, and node 2's daemon says so (rdma_fails_tcp_works); with the device
+#     back, the probe passes and the alert clears.
+# vm-nodes: 2
+# vm-timeout: 600
+DAEMON_LISTEN=0.0.0.0:9879
+DAEMON_FAST_CLEAR_EXTRA="rdma_fails_tcp_works"
+. "$(dirname "$0")/lib.sh"
+
+MSG=65536
+# RoCE v2 bytes on the wire per 64 KiB write at path MTU 4096, as tx_bytes counts them
+# (see probes.sh): 16 packets x (14 + 20 + 8 + 12 + 4) + a RETH (16) beyond the payload.
+WIRE_PER_MSG=$((MSG + 16 * 58 + 16))
+TOKEN=5f0c9a3e1b7d4c2a8e6f0b1d3c5a7e9f2b4d6f8a0c1e3a5b7d9f1b3d5f7a9c0e
+OTHER=$PEER
+
+# wire_ok DESC COUNTED PAYLOAD: COUNTED tx bytes hold PAYLOAD bytes of 64 KiB writes: at
+# least their wire size (0.5% for rounding), at most 1.5 x (retransmissions under TCG,
+# the HTTP control exchange); anything beyond is traffic the probe did not send.
+wire_ok() {
+    local desc=$1 counted=$2 payload=$3 expect low high ratio
+    expect=$((payload / MSG * WIRE_PER_MSG))
+    low=$((expect - expect / 200))
+    high=$((expect * 3 / 2))
+    ratio=$(awk -v c="$counted" -v e="$expect" 'BEGIN { printf "%.4f", e ? c / e : 0 }')
+    if ((payload > 0 && counted >= low && counted <= high)); then
+        pass "$desc: $counted bytes counted for $payload of payload ($expect on the wire, ratio $ratio)"
+    else
+        fail "$desc: $counted bytes counted for $payload of payload ($expect on the wire, ratio $ratio, not in $low..$high)"
+    fi
+    record "$desc: counted $counted, payload $payload, on the wire $expect, ratio $ratio"
+}
+
+tx_bytes() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
+
+# run_probe TAG JSON: POST /api/v1/probes/run with the token; the result in PROBE.
+run_probe() {
+    local tag=$1 body=$2 t0
+    t0=${EPOCHREALTIME/./}
+    PROBE=$(curl -sS --max-time 60 -X POST -H "Authorization: Bearer $TOKEN" -d "$body" \
+        "$DAEMON_URL/api/v1/probes/run" 2>"$RES/$tag.err")
+    PROBE_MS=$(((${EPOCHREALTIME/./} - t0) / 1000))
+    echo "$PROBE" >"$RES/$tag.json"
+    [[ -n $PROBE ]] || PROBE='{}'
+    log "$tag: ${PROBE_MS} ms: $PROBE"
+}
+jf() { jq -r "$1" <<<"$PROBE"; }
+
+section "rxe devices"
+for rail in "${RAILS[@]}"; do
+    add_rxe "${RAIL_RXE[$rail]}" "$rail"
+done
+sync_point rxe-up
+
+section "daemons that probe each other"
+mkdir -p "$DAEMON_DIR"
+(umask 077 && echo "$TOKEN" >"$DAEMON_DIR/token")
+DAEMON_EXTRA_CONFIG=$(
+    cat <<EOF
+[probes]
+token_file = "$DAEMON_DIR/token"
+enabled = ["tcp_lat", "rdma_write_lat"]
+latency_threshold = "10s"
+
+[probes.tcp_lat]
+interval = "1h"
+jitter = "0s"
+count = 50
+
+[probes.rdma_lat]
+interval = "1h"
+jitter = "0s"
+count = 100
+timeout = "30s"
+
+[probes.rdma_bw]
+duration = "2s"
+qps_per_rail = 2
+
+[[peers]]
+name = "node$OTHER"
+address = "$(rail_ip railA "$OTHER"):9879"
+
+[[peers.rails]]
+name = "railA"
+local_address = "$(rail_ip railA)"
+remote_address = "$(rail_ip railA "$OTHER")"
+
+[[peers.rails]]
+name = "railB"
+local_address = "$(rail_ip railB)"
+remote_address = "$(rail_ip railB "$OTHER")"
+EOF
+)
+start_daemon || { finish; exit; }
+sync_point daemons-up 120
+
+# probe_latest PEER RAIL KIND: the latest result's JSON from /api/v1/probes ("null" if none).
+probe_latest() {
+    query_daemon /api/v1/probes | jq -c --arg p "$1" --arg r "$2" --arg k "$3" \
+        'first(.probes[] | select(.peer == $p and .rail == $r and .kind == $k) | .latest) // null'
+}
+
+section "scheduled probes at start-up"
+for rail in "${RAILS[@]}"; do
+    for kind in tcp_lat rdma_write_lat; do
+        t=0
+        while [[ $(probe_latest "node$OTHER" "$rail" "$kind") == null ]] && ((t < 600)); do
+            snooze 0.1
+            t=$((t + 1))
+        done
+        PROBE=$(probe_latest "node$OTHER" "$rail" "$kind")
+        check_eq "scheduled $kind to node$OTHER over $rail: success" true "$(jf .success)"
+        if [[ $kind == rdma_write_lat ]]; then
+            check_eq "scheduled $kind over $rail: iterations" 100 "$(jf .iterations)"
+            check_eq "scheduled $kind over $rail: GID index (the rail's RoCE v2 IPv4 GID)" 1 "$(jf .info.gid_index)"
+            record "scheduled rdma_write_lat node$NODE -> node$OTHER $rail: typical $(jf '.latency_seconds.typical * 1e6') us, p99 $(jf '.latency_seconds.p99 * 1e6') us ($(jf '.info["rail.'"$rail"'.path"]'))"
+        fi
+    done
+done
+sync_point scheduled-done 120
+
+if ((NODE == 2)); then
+    for rail in "${RAILS[@]}"; do
+        section "write bandwidth on $rail through the daemons"
+        a0=$(tx_bytes "$rail")
+        run_probe "bw-$rail" "{\"peer\": \"node1\", \"rail\": \"$rail\", \"kind\": \"rdma_write_bw\"}"
+        a1=$(tx_bytes "$rail")
+        check_eq "rdma_write_bw $rail: success" true "$(jf .success)"
+        check_eq "rdma_write_bw $rail: 2 QPs (qps_per_rail)" 2 "$(jf .streams)"
+        bytes=$(jf .bytes)
+        if ((bytes > 0 && bytes % MSG == 0)); then pass "rdma_write_bw $rail: $bytes bytes in whole 64 KiB writes"; else fail "rdma_write_bw $rail: $bytes bytes"; fi
+        gbps=$(jf '(.bandwidth_bits_per_second // 0) / 1e9')
+        if fgt "$gbps" 0 && flt "$gbps" 100; then pass "rdma_write_bw $rail: $gbps Gb/s"; else fail "rdma_write_bw $rail: $gbps Gb/s"; fi
+        check_eq "rdma_write_bw $rail: path MTU" 4096 "$(jf .info.path_mtu)"
+        check_eq "rdma_write_bw $rail: Soft-RoCE noted" true "$(jf .info.soft_roce)"
+        wire_ok "rdma_write_bw $rail: the daemon's own $rail counter (data phase)" "$(jf ".bytes_per_rail.$rail // 0")" "$bytes"
+        wire_ok "rdma_write_bw $rail: kernel $rail tx_bytes around the call" $((a1 - a0)) "$bytes"
+        record "daemon rdma_write_bw node2 -> node1 $rail: $gbps Gb/s, $bytes bytes in $(jf .duration_seconds) s (POST answered in $PROBE_MS ms)"
+    done
+
+    section "write bandwidth on both rails at once through the daemons"
+    a0=$(tx_bytes railA)
+    b0=$(tx_bytes railB)
+    run_probe multirail '{"peer": "node1", "rail": "", "kind": "rdma_multirail_bw"}'
+    a1=$(tx_bytes railA)
+    b1=$(tx_bytes railB)
+    check_eq "rdma_multirail_bw: success" true "$(jf .success)"
+    check_eq "rdma_multirail_bw: 2 rails x 2 QPs" 4 "$(jf .streams)"
+    pa=$(jf '.bytes_per_stream[0]')
+    pb=$(jf '.bytes_per_stream[1]')
+    check_eq "rdma_multirail_bw: payload per rail adds up" "$(jf .bytes)" $((pa + pb))
+    wire_ok "rdma_multirail_bw: the daemon's railA counter" "$(jf '.bytes_per_rail.railA // 0')" "$pa"
+    wire_ok "rdma_multirail_bw: the daemon's railB counter" "$(jf '.bytes_per_rail.railB // 0')" "$pb"
+    wire_ok "rdma_multirail_bw: kernel railA tx_bytes around the call" $((a1 - a0)) "$pa"
+    wire_ok "rdma_multirail_bw: kernel railB tx_bytes around the call" $((b1 - b0)) "$pb"
+    record "daemon rdma_multirail_bw node2 -> node1: $(jf '.bandwidth_bits_per_second / 1e9') Gb/s; railA $(jf '.bytes_per_rail.railA') bytes, railB $(jf '.bytes_per_rail.railB') bytes"
+    # Both rails carried their share, so no rail carried almost all of it.
+    expect_no_alert rail_imbalance "node1:rdma_multirail_bw"
+
+    section "probe metrics"
+    metrics=$(query_daemon /metrics)
+    echo "$metrics" | grep '^rocewatch_probe_' >"$RES/probe-metrics.txt"
+    check_match "/metrics: multi-rail success" \
+        'rocewatch_probe_success\{peer="node1",rail="",kind="rdma_multirail_bw"\} 1' "$metrics"
+    for rail in "${RAILS[@]}"; do
+        check_match "/metrics: bytes per rail $rail" \
+            "rocewatch_probe_bytes_per_rail\\{peer=\"node1\",rail=\"$rail\",kind=\"rdma_multirail_bw\"\\} [1-9]" "$metrics"
+        check_match "/metrics: rdma_write_bw $rail bandwidth" \
+            "rocewatch_probe_bandwidth_bytes_per_second\\{peer=\"node1\",rail=\"$rail\",kind=\"rdma_write_bw\"\\} [0-9]" "$metrics"
+    done
+    mark bw-done
+else
+    wait_mark bw-done 300
+fi
+sync_point bw-done 300
+
+section "RDMA fails while TCP works: rail B's rxe device gone on node 1"
+if ((NODE == 1)); then
+    check "rdma link delete rxe1" rdma link delete rxe1
+    mark rxe1-gone
+    wait_mark judged 180
+    add_rxe rxe1 railB
+    wait_port_state rxe1 ACTIVE 20 >/dev/null || fail "rxe1 not ACTIVE after re-adding it"
+    wait_generation 2 10
+    mark rxe1-back
+else
+    wait_mark rxe1-gone 60
+    snooze 3  # node 1's daemon collects every second: its snapshot has lost rxe1
+    run_probe tcp-railB '{"peer": "node1", "rail": "railB", "kind": "tcp_lat"}'
+    check_eq "tcp_lat railB without rxe1 on node 1: success" true "$(jf .success)"
+    run_probe rdma-railB-gone '{"peer": "node1", "rail": "railB", "kind": "rdma_write_lat"}'
+    check_eq "rdma_write_lat railB without rxe1 on node 1: fails, refused by the peer" "false device_not_found" \
+        "$(jf '"\(.success) \(.reason)"')"
+    check_match "the reason names the peer's missing GID" "no RoCE v2 GID holds $(rail_ip railB 1)" "$(jf .detail)"
+    expect_alert rdma_fails_tcp_works "node1/railB:rdma_write_lat" 10 critical || true
+    record "rdma_fails_tcp_works: $(jq -r .summary <<<"$ALERT")"
+    expect_no_alert rdma_fails_tcp_works "node1/railA:rdma_write_lat"
+    mark judged
+    wait_mark rxe1-back 120
+    run_probe rdma-railB-back '{"peer": "node1", "rail": "railB", "kind": "rdma_write_lat"}'
+    check_eq "rdma_write_lat railB with rxe1 back: success" true "$(jf .success)"
+    expect_cleared rdma_fails_tcp_works "node1/railB:rdma_write_lat" 15
+fi
+sync_point rxe1-done 240
+
+save_daemon_state final
+stop_daemon
+finish
