@@ -1,0 +1,115 @@
+// UCX endpoint exchange data: JSON in and out with validation and size limits.
+#include "probes/ucx_info.hpp"
+
+#include <limits>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/hex.hpp"
+
+namespace rocewatch {
+
+std::string bytes_to_hex(const std::vector<uint8_t>& bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(bytes.size() * 2);
+    for (uint8_t b : bytes) {
+        s += digits[b >> 4];
+        s += digits[b & 0xf];
+    }
+    return s;
+}
+
+std::optional<std::vector<uint8_t>> bytes_from_hex(std::string_view s) {
+    if (s.size() % 2) return std::nullopt;
+    std::vector<uint8_t> out(s.size() / 2);
+    for (size_t i = 0; i < out.size(); ++i) {
+        const int hi = hex_value(s[2 * i]);
+        const int lo = hex_value(s[2 * i + 1]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        out[i] = static_cast<uint8_t>(hi << 4 | lo);
+    }
+    return out;
+}
+
+void to_json(nlohmann::json& j, const UcxEndpointInfo& info) {
+    j = nlohmann::json{{"ucx_version", info.ucx_version},
+                       {"worker_address", bytes_to_hex(info.worker_address)},
+                       {"addr", info.addr},
+                       {"size", info.size},
+                       {"rkey", bytes_to_hex(info.rkey)}};
+}
+
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(std::string(key) + ": missing");
+    return *it;
+}
+
+// Non-negative integers only: floats, strings, booleans and negatives are refused.
+uint64_t uint_field(const nlohmann::json& j, const char* key, uint64_t hi) {
+    const auto& v = field(j, key);
+    if (!v.is_number_integer()) throw std::invalid_argument(std::string(key) + ": not an integer");
+    if (!v.is_number_unsigned() && v.get<int64_t>() < 0) throw std::invalid_argument(std::string(key) + ": out of range");
+    const auto u = v.get<uint64_t>();
+    if (u > hi) throw std::invalid_argument(std::string(key) + ": out of range");
+    return u;
+}
+
+std::string string_field(const nlohmann::json& j, const char* key, size_t max_len) {
+    const auto& v = field(j, key);
+    if (!v.is_string()) throw std::invalid_argument(std::string(key) + ": not a string");
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.size() > max_len) throw std::invalid_argument(std::string(key) + ": too long");
+    return s;
+}
+
+std::vector<uint8_t> hex_field(const nlohmann::json& j, const char* key, size_t max_bytes) {
+    auto bytes = bytes_from_hex(string_field(j, key, 2 * max_bytes));
+    if (!bytes) throw std::invalid_argument(std::string(key) + ": not hex");
+    if (bytes->empty()) throw std::invalid_argument(std::string(key) + ": empty");
+    return std::move(*bytes);
+}
+
+}  // namespace
+
+void from_json(const nlohmann::json& j, UcxEndpointInfo& info) {
+    if (!j.is_object()) throw std::invalid_argument("endpoint info: not a JSON object");
+    UcxEndpointInfo r;
+    r.ucx_version = string_field(j, "ucx_version", kUcxMaxVersion);
+    if (r.ucx_version.empty()) throw std::invalid_argument("ucx_version: empty");
+    r.worker_address = hex_field(j, "worker_address", kUcxMaxWorkerAddress);
+    r.addr = uint_field(j, "addr", std::numeric_limits<uint64_t>::max());
+    if (r.addr == 0) throw std::invalid_argument("addr: null");
+    r.size = static_cast<uint32_t>(uint_field(j, "size", std::numeric_limits<uint32_t>::max()));
+    if (r.size == 0) throw std::invalid_argument("size: zero");
+    r.rkey = hex_field(j, "rkey", kUcxMaxRkey);
+    info = std::move(r);
+}
+
+UcxEndpointInfoParse parse_ucx_endpoint_info(const nlohmann::json& j) {
+    UcxEndpointInfoParse out;
+    try {
+        UcxEndpointInfo info;
+        from_json(j, info);
+        out.info = std::move(info);
+    } catch (const std::exception& e) {
+        out.error = e.what();
+    }
+    return out;
+}
+
+UcxEndpointInfoParse parse_ucx_endpoint_info_text(std::string_view text) {
+    try {
+        auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded()) return UcxEndpointInfoParse{std::nullopt, "endpoint info: not JSON"};
+        return parse_ucx_endpoint_info(j);
+    } catch (const std::exception& e) {  // bad_alloc on absurd input
+        return UcxEndpointInfoParse{std::nullopt, std::string("endpoint info: ") + e.what()};
+    }
+}
+
+}  // namespace rocewatch
