@@ -387,6 +387,7 @@ void run_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, 
     std::vector<pollfd> pfds;
     uint64_t writes = 0;
     auto now = SteadyClock::now();
+    auto last_progress = send_start;  // last time any stream's send() took bytes
     for (;;) {
         pfds.clear();
         std::vector<size_t> idx;
@@ -415,6 +416,7 @@ void run_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, 
                 if (w > 0) {
                     st.sent += static_cast<uint64_t>(w);
                     ++writes;
+                    last_progress = SteadyClock::now();
                     continue;
                 }
                 if (w < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -424,6 +426,19 @@ void run_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, 
     }
     const double sender_seconds = seconds_between(send_start, now);
     for (auto& st : streams) ::shutdown(st.fd.get(), SHUT_WR);
+    uint64_t sent = 0;
+    for (const auto& st : streams) sent += st.sent;
+    r.info["sent_bytes"] = std::to_string(sent);
+    r.info["sender_seconds"] = std::to_string(sender_seconds);
+    // The kernel buffers fill within milliseconds of a peer that stops reading; a second
+    // (or a quarter of the run) without progress is a peer that stalled, not a slow link.
+    const double progress_seconds = seconds_between(send_start, last_progress);
+    const bool stalled = sender_seconds - progress_seconds > std::max(1.0, sender_seconds / 4);
+    const std::string stall_note =
+        stalled ? "; the peer stopped reading " + std::to_string(progress_seconds).substr(0, 4) + " s into " +
+                      std::to_string(sender_seconds).substr(0, 4) + " s of sending (" + std::to_string(sent) +
+                      " bytes sent)"
+                : "";
 
     // Reports: each stream's server session answers once it has read our FIN.
     size_t pending = streams.size();
@@ -442,7 +457,7 @@ void run_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, 
         if (rc == 0)
             return fail(r, {reason::timeout, where + ": " + std::to_string(pending) + " of " +
                                                  std::to_string(streams.size()) +
-                                                 " streams sent no report before the deadline"});
+                                                 " streams sent no report before the deadline" + stall_note});
         for (size_t k = 0; k < pfds.size(); ++k) {
             if (pfds[k].revents == 0) continue;
             Stream& st = streams[idx[k]];
@@ -479,12 +494,8 @@ void run_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, 
             mismatch = "stream " + std::to_string(i) + ": peer received " + std::to_string(rep.bytes) +
                        " bytes of " + std::to_string(streams[i].sent) + " sent (" + tcpwire::to_string(rep.code) + ")";
     }
-    uint64_t sent = 0;
-    for (const auto& st : streams) sent += st.sent;
     r.bytes = total;
     r.iterations = writes;
-    r.info["sent_bytes"] = std::to_string(sent);
-    r.info["sender_seconds"] = std::to_string(sender_seconds);
     if (!mismatch.empty()) return fail(r, {reason::peer_closed, where + " " + mismatch});
     if (total == 0) return fail(r, {reason::no_data, where + " received no data"});
     double receiver_seconds = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;

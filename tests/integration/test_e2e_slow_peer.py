@@ -248,6 +248,10 @@ def case_stall_mid_bandwidth(t, a, b, token):
             f"stalled peer: POST tcp_bw fails with timeout ({code}, {res.get('reason')}: {res.get('detail')})")
     t.check("sent no report before the deadline" in (res.get("detail") or ""),
             "the detail says the peer sent no report")
+    t.check("the peer stopped reading" in (res.get("detail") or ""),
+            "the detail says when the peer stopped reading")
+    t.check(int((res.get("info") or {}).get("sent_bytes", "0")) > 0,
+            f"a failed run still says how much it sent ({(res.get('info') or {}).get('sent_bytes')} bytes)")
     t.check(dur <= BW_BUDGET + SLACK, f"within the bandwidth budget ({dur:.2f} s, budget {BW_BUDGET:g} s)")
     t.check(secs <= BW_BUDGET + SLACK, f"POST answered by the deadline ({secs:.2f} s)")
     t.check(worst < FAST and not bad,
