@@ -35,6 +35,7 @@
 #include "netlink/watcher.hpp"
 #include "peering/rdma_runner.hpp"
 #include "peering/session_host.hpp"
+#include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/tcp.hpp"
 
@@ -139,6 +140,14 @@ std::vector<std::string> error_strings(const std::vector<ConfigError>& errors) {
     for (const auto& e : errors) out.push_back(e.to_string());
     return out;
 }
+
+#ifdef ROCEWATCH_HAVE_UCX
+constexpr bool kHaveUcx = true;
+#else
+constexpr bool kHaveUcx = false;
+#endif
+// UCX session children are this binary again (peering/ucx_session.hpp).
+const std::string kSelfExe = "/proc/self/exe";
 
 std::string ucx_version() {
 #ifdef ROCEWATCH_HAVE_UCX
@@ -322,10 +331,12 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     std::shared_ptr<const Config> sched_cfg = cfg;
     ProbeSchedulerDeps deps{
         .run = [&](const ProbeJob& job, const PeerHello& hello, ProbeClock::time_point deadline) {
-            if (is_rdma_kind(job.kind)) {
+            if (is_rdma_kind(job.kind) || is_ucx_kind(job.kind)) {
+                const char* path = is_rdma_kind(job.kind) ? "/api/v1/peer/rdma" : "/api/v1/peer/ucx";
                 auto exchange = [&](const nlohmann::json& request, Deadline d) {
-                    return api::post_session(job.peer, token_hex, "/api/v1/peer/rdma", request, d);
+                    return api::post_session(job.peer, token_hex, path, request, d);
                 };
+                if (is_ucx_kind(job.kind)) return run_ucx_job(*sched_cfg, job, kSelfExe, exchange, Deadline{deadline});
                 auto s = store.latest();
                 return run_rdma_job(*sched_cfg, s.get(), job, exchange, Deadline{deadline});
             }
@@ -338,7 +349,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
             auto s = store.latest();
             return rail_utilisation(s.get(), job);
         },
-        .available = [](ProbeKind k) { return is_tcp_kind(k) || is_rdma_kind(k); },
+        .available = [](ProbeKind k) { return is_tcp_kind(k) || is_rdma_kind(k) || (kHaveUcx && is_ucx_kind(k)); },
     };
     ProbeScheduler scheduler(cfg, std::move(deps), probe_store, log);
 
@@ -370,35 +381,48 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         if (!s) return send(res, 503, api::error_json(503, "no snapshot yet"));
         send(res, 200, api::hello_json(*s, data_port_number));
     });
-    // The passive side of a peer's RDMA probe: endpoints opened and at RTR before we answer,
-    // the serve step on the session host's thread. Our own [probes.rdma_*] budget caps it.
+    // The passive side of a peer's RDMA or UCX probe: endpoints opened (RDMA: at RTR) before
+    // we answer, the serve step on the session host's thread. Our own [probes.*] budget caps it.
     SessionHost sessions;
-    api->add_post("/api/v1/peer/rdma", [&](const httplib::Request& req, httplib::Response& res) {
-        if (!token) return send(res, 503, api::error_json(503, "peer probing is off: " + no_probing));
-        if (!api::bearer_matches(req.get_header_value("Authorization"), token_hex)) return unauthorized(res);
-        auto s = store.latest();
-        if (!s) return send(res, 503, api::error_json(503, "no snapshot yet"));
-        auto request = nlohmann::json::parse(req.body, nullptr, false);
-        if (request.is_discarded())
-            return send(res, 422, {{"reason", reason::protocol_error}, {"detail", "the body is not JSON"}});
-        if (!sessions.try_claim()) {
-            res.set_header("Retry-After", "5");
-            return send(res, 503, {{"reason", reason::peer_busy}, {"detail", "another probe session is running"}});
-        }
-        auto accepted = accept_rdma_session(s->config ? *s->config : *cfg, *s, request);
-        if (!accepted.ok()) {
-            sessions.release();
-            log->info("RDMA session from {} refused: {} ({})", req.remote_addr, accepted.reply.value("reason", ""),
-                      accepted.reply.value("detail", ""));
-            return send(res, 422, accepted.reply);
-        }
-        sessions.run([serve = std::move(accepted.serve), from = req.remote_addr, log] {
-            auto r = serve();
-            log->debug("RDMA session ({}) from {}: {} {}", to_string(r.kind), from, r.success ? "ok" : r.reason,
-                       r.detail);
+    using Accept = std::function<std::pair<nlohmann::json, std::function<ProbeResult()>>(
+        const Config&, const Snapshot&, const nlohmann::json&)>;
+    auto peer_session = [&](const std::string& path, const std::string& what, Accept accept) {
+        api->add_post(path, [&, what, accept](const httplib::Request& req, httplib::Response& res) {
+            if (!token) return send(res, 503, api::error_json(503, "peer probing is off: " + no_probing));
+            if (!api::bearer_matches(req.get_header_value("Authorization"), token_hex)) return unauthorized(res);
+            auto s = store.latest();
+            if (!s) return send(res, 503, api::error_json(503, "no snapshot yet"));
+            auto request = nlohmann::json::parse(req.body, nullptr, false);
+            if (request.is_discarded())
+                return send(res, 422, {{"reason", reason::protocol_error}, {"detail", "the body is not JSON"}});
+            if (!sessions.try_claim()) {
+                res.set_header("Retry-After", "5");
+                return send(res, 503, {{"reason", reason::peer_busy}, {"detail", "another probe session is running"}});
+            }
+            auto [reply, serve] = accept(s->config ? *s->config : *cfg, *s, request);
+            if (!serve) {
+                sessions.release();
+                log->info("{} session from {} refused: {} ({})", what, req.remote_addr, reply.value("reason", ""),
+                          reply.value("detail", ""));
+                return send(res, 422, reply);
+            }
+            sessions.run([serve = std::move(serve), from = req.remote_addr, what, log] {
+                auto r = serve();
+                log->debug("{} session ({}) from {}: {} {}", what, to_string(r.kind), from, r.success ? "ok" : r.reason,
+                           r.detail);
+            });
+            send(res, 200, reply);
         });
-        send(res, 200, accepted.reply);
+    };
+    peer_session("/api/v1/peer/rdma", "RDMA", [](const Config& c, const Snapshot& s, const nlohmann::json& r) {
+        auto a = accept_rdma_session(c, s, r);
+        return std::make_pair(std::move(a.reply), std::move(a.serve));
     });
+    if (kHaveUcx)
+        peer_session("/api/v1/peer/ucx", "UCX", [](const Config& c, const Snapshot&, const nlohmann::json& r) {
+            auto a = accept_ucx_session(c, r, kSelfExe);
+            return std::make_pair(std::move(a.reply), std::move(a.serve));
+        });
     api->add_get("/api/v1/probes", [&](const httplib::Request&, httplib::Response& res) {
         auto s = store.latest();
         if (!s) return send(res, 503, api::error_json(503, "no snapshot yet"));
@@ -448,7 +472,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         if (!token) return send(res, 503, api::error_json(503, "peer probing is off: " + no_probing));
         auto kind = probe_kind_from_string(req.get_param_value("module"));
         if (!kind || !scheduler.runnable(*kind))
-            return send(res, 400, api::error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw, rdma_write_lat, rdma_write_bw, rdma_multirail_bw)"));
+            return send(res, 400, api::error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw, rdma_write_lat, rdma_write_bw, rdma_multirail_bw, ucx_put_lat, ucx_put_bw)"));
         auto job = scheduler.find_job(req.get_param_value("target"), req.get_param_value("rail"), *kind);
         if (!job) return send(res, 404, api::error_json(404, "target must be a configured peer"));
         double scrape_timeout = 10;
@@ -554,6 +578,13 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
 
 int main(int argc, char** argv) {
     using namespace rocewatch;
+    if (argc == 2 && std::string(argv[1]) == kUcxSessionFlag) {
+#ifdef ROCEWATCH_HAVE_UCX
+        return run_ucx_session_child();
+#else
+        return 1;
+#endif
+    }
     auto flags = parse_flags(argc, argv);
     if (!flags) {
         std::cerr << kUsage;

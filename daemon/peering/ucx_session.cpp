@@ -1,0 +1,334 @@
+// UCX probes as the daemon runs them: every UCX endpoint lives in a child process.
+#include "peering/ucx_session.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "api/probe_view.hpp"
+#include "probes/errors.hpp"
+
+extern char** environ;
+
+namespace rocewatch {
+namespace {
+
+using nlohmann::json;
+
+double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+
+ProbeResult failed(ProbeKind kind, const std::string& reason, const std::string& detail) {
+    ProbeResult r;
+    r.kind = kind;
+    r.reason = reason;
+    r.detail = detail;
+    return r;
+}
+
+// The child's environment: ours, with UCX's memory hooks off unless the operator chose.
+std::vector<std::string> child_environment() {
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+    auto set_default = [&](const std::string& name, const std::string& value) {
+        bool have = std::ranges::any_of(env, [&](const std::string& v) { return v.starts_with(name + "="); });
+        if (!have) env.push_back(name + "=" + value);
+    };
+    bool user_chose = std::ranges::any_of(env, [](const std::string& v) {
+        return v.starts_with("UCX_MEM_EVENTS=") || v.starts_with("UCX_MEM_MMAP_HOOK_MODE=") ||
+               v.starts_with("UCX_MEM_MALLOC_HOOKS=");
+    });
+    if (!user_chose) {
+        env.emplace_back("UCX_MEM_MMAP_HOOK_MODE=none");
+        env.emplace_back("UCX_MEM_EVENTS=no");
+    }
+    // UCX logs every refused connect as an ERROR; our result says it once, with context.
+    set_default("UCX_LOG_LEVEL", "fatal");
+    return env;
+}
+
+struct Budget {
+    uint32_t max_size = 0;
+    uint64_t max_iterations = 0;
+    double max_seconds = 0;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- the child process
+
+std::unique_ptr<UcxChild> UcxChild::spawn(const std::string& exe, std::string& why) {
+    int to_child[2], from_child[2];
+    if (::pipe2(to_child, O_CLOEXEC) != 0) {
+        why = errno_detail("pipe", errno);
+        return nullptr;
+    }
+    if (::pipe2(from_child, O_CLOEXEC) != 0) {
+        why = errno_detail("pipe", errno);
+        ::close(to_child[0]);
+        ::close(to_child[1]);
+        return nullptr;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, to_child[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, from_child[1], STDOUT_FILENO);
+    // The child must not inherit our blocked signal mask (SIGTERM would never reach it).
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    sigset_t dfl;
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attr, &dfl);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    auto env = child_environment();
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string arg0 = exe, arg1 = kUcxSessionFlag;
+    char* argv[] = {arg0.data(), arg1.data(), nullptr};
+    pid_t pid = -1;
+    int rc = ::posix_spawn(&pid, exe.c_str(), &fa, &attr, argv, envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    if (rc != 0) {
+        why = errno_detail("start UCX session process " + exe, rc);
+        ::close(to_child[1]);
+        ::close(from_child[0]);
+        return nullptr;
+    }
+    std::unique_ptr<UcxChild> c(new UcxChild());
+    c->pid_ = pid;
+    c->in_ = to_child[1];
+    c->out_ = from_child[0];
+    return c;
+}
+
+UcxChild::~UcxChild() {
+    if (in_ >= 0) ::close(in_);
+    if (out_ >= 0) ::close(out_);
+    if (pid_ > 0) {
+        // A child that finished has exited; one still in a UCX call is ended here.
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, &status, 0);
+        }
+    }
+}
+
+bool UcxChild::send(const json& line) {
+    std::string s = line.dump() + "\n";
+    size_t off = 0;
+    while (off < s.size()) {
+        ssize_t n = ::write(in_, s.data() + off, s.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        off += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+std::optional<json> UcxChild::receive(Deadline deadline, std::string& why) {
+    constexpr size_t kMaxLine = 1 << 20;
+    for (;;) {
+        if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+            std::string line = buffer_.substr(0, nl);
+            buffer_.erase(0, nl + 1);
+            auto j = json::parse(line, nullptr, false);
+            if (j.is_discarded() || !j.is_object()) {
+                why = "protocol_error";
+                return std::nullopt;
+            }
+            return j;
+        }
+        if (buffer_.size() > kMaxLine) {
+            why = "protocol_error";
+            return std::nullopt;
+        }
+        pollfd p{out_, POLLIN, 0};
+        const timespec ts = deadline.remaining_timespec();
+        int rc = ::ppoll(&p, 1, &ts, nullptr);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0) {
+            why = rc == 0 ? reason::timeout : reason::internal_error;
+            return std::nullopt;
+        }
+        char buf[4096];
+        ssize_t n = ::read(out_, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            why = reason::peer_closed;
+            return std::nullopt;
+        }
+        buffer_.append(buf, static_cast<size_t>(n));
+    }
+}
+
+// ---------------------------------------------------------------- results as JSON
+
+json ucx_result_to_json(const ProbeResult& r) { return api::probe_result_json(r); }
+
+ProbeResult ucx_result_from_json(const json& j) {
+    ProbeResult r;
+    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+    r.kind = probe_kind_from_string(str("kind")).value_or(ProbeKind::ucx_put_lat);
+    r.success = j.value("success", false);
+    r.duration_seconds = j.value("duration_seconds", 0.0);
+    r.reason = str("reason");
+    r.detail = str("detail");
+    if (j.contains("bandwidth_bits_per_second") && j["bandwidth_bits_per_second"].is_number())
+        r.bandwidth_bits_per_second = j["bandwidth_bits_per_second"].get<double>();
+    r.bytes = j.value("bytes", uint64_t{0});
+    r.iterations = j.value("iterations", uint64_t{0});
+    r.streams = j.value("streams", uint32_t{0});
+    if (j.contains("info") && j["info"].is_object())
+        for (const auto& [k, v] : j["info"].items())
+            if (v.is_string()) r.info[k] = v.get<std::string>();
+    if (j.contains("latency_seconds") && j["latency_seconds"].is_object()) {
+        const auto& l = j["latency_seconds"];
+        LatencyStats s;
+        s.samples = l.value("samples", uint64_t{0});
+        s.used = l.value("used", uint64_t{0});
+        s.min = l.value("min", 0.0);
+        s.max = l.value("max", 0.0);
+        s.typical = l.value("typical", 0.0);
+        s.mean = l.value("mean", 0.0);
+        s.stddev = l.value("stddev", 0.0);
+        s.p99 = l.value("p99", 0.0);
+        s.p99_9 = l.value("p99_9", 0.0);
+        r.latency = s;
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------- active side
+
+ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe,
+                        const SessionExchange& exchange, Deadline deadline) {
+    const auto t0 = SteadyClock::now();
+    const ProbeKind kind = job.kind;
+    auto done = [&](ProbeResult r) {
+        r.kind = kind;
+        r.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+        return r;
+    };
+    try {
+        const bool lat = kind == ProbeKind::ucx_put_lat;
+        json session{{"kind", to_string(kind)},
+                     {"message_size", lat ? cfg.probes.ucx_lat.size : cfg.probes.ucx_bw.message_size},
+                     {"iterations", lat ? uint64_t{cfg.probes.ucx_lat.count} : uint64_t{0}},
+                     {"seconds", lat ? 0.0 : seconds(cfg.probes.ucx_bw.duration)},
+                     {"timeout", deadline.remaining_seconds()}};
+        std::string why;
+        auto child = UcxChild::spawn(exe, why);
+        if (!child) return done(failed(kind, reason::local_resources, why));
+        json first = session;
+        first["role"] = "active";
+        child->send(first);
+        // Opening a UCX context takes tens of milliseconds; a few seconds at most.
+        auto opened = child->receive(deadline.min(Deadline::after(std::chrono::seconds(10))), why);
+        if (!opened) return done(failed(kind, why, "the UCX session process did not open an endpoint (" + why + ")"));
+        if (!opened->contains("endpoint"))
+            return done(failed(kind, opened->value("reason", std::string(reason::internal_error)),
+                               "local UCX: " + opened->value("detail", std::string())));
+        json request = session;
+        request["endpoint"] = (*opened)["endpoint"];
+        request["timeout"] = deadline.remaining_seconds() + 2;  // the peer waits a little longer than we do
+        auto reply = exchange(request, deadline);
+        if (!reply.body) return done(failed(kind, reply.reason, reply.detail));
+        if (!reply.body->contains("endpoint"))
+            return done(failed(kind, reply.body->value("reason", std::string(reason::protocol_error)),
+                               "peer: " + reply.body->value("detail", std::string("refused the UCX session"))));
+        child->send(json{{"remote", (*reply.body)["endpoint"]}});
+        // The child keeps its own deadline; a second more for it to say so before it is killed.
+        auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1)}, why);
+        if (!result || !result->contains("result"))
+            return done(failed(kind, why.empty() ? reason::protocol_error : why,
+                               why == reason::peer_closed ? "the UCX session process died (see the daemon's log)"
+                                                          : "no result from the UCX session process (" + why + ")"));
+        return done(ucx_result_from_json((*result)["result"]));
+    } catch (const std::exception& e) {
+        return done(failed(kind, reason::internal_error, e.what()));
+    }
+}
+
+// ---------------------------------------------------------------- passive side
+
+UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const std::string& exe) {
+    auto refuse = [](const std::string& reason, const std::string& detail) {
+        return UcxSessionAccept{json{{"reason", reason}, {"detail", detail}}, {}};
+    };
+    try {
+        if (!req.is_object()) return refuse(reason::protocol_error, "the request is not a JSON object");
+        auto kind = probe_kind_from_string(req.value("kind", std::string()));
+        if (!kind || !is_ucx_kind(*kind)) return refuse(reason::bad_target, "kind must be ucx_put_bw or ucx_put_lat");
+        const bool lat = *kind == ProbeKind::ucx_put_lat;
+        const Budget b = lat ? Budget{cfg.probes.ucx_lat.size, cfg.probes.ucx_lat.count, 0}
+                             : Budget{cfg.probes.ucx_bw.message_size, 0, seconds(cfg.probes.ucx_bw.duration)};
+        const auto size = req.value("message_size", uint32_t{0});
+        const auto iterations = req.value("iterations", uint64_t{0});
+        const auto secs = req.value("seconds", 0.0);
+        const auto timeout = req.value("timeout", 0.0);
+        if (size == 0 || size > b.max_size)
+            return refuse(reason::bad_target, "message_size " + std::to_string(size) + " is outside 1.." +
+                                                  std::to_string(b.max_size) + " bytes that this daemon grants");
+        if (lat && (iterations == 0 || iterations > b.max_iterations))
+            return refuse(reason::bad_target, "a latency run of " + std::to_string(iterations) +
+                                                  " iterations; this daemon grants 1.." + std::to_string(b.max_iterations));
+        if (!lat && (iterations != 0 || secs <= 0 || secs > b.max_seconds))
+            return refuse(reason::bad_target, "a bandwidth run of " + std::to_string(secs) +
+                                                  " s; this daemon grants timed runs up to " +
+                                                  std::to_string(b.max_seconds) + " s");
+        if (timeout <= 0 || !req.contains("endpoint")) return refuse(reason::protocol_error, "timeout or endpoint missing");
+        const double max_session = seconds(probe_timing(cfg.probes, *kind).budget) + 5;
+        const auto deadline = Deadline::after_seconds(std::min(timeout, max_session));
+
+        std::string why;
+        std::shared_ptr<UcxChild> child = UcxChild::spawn(exe, why);
+        if (!child) return refuse(reason::local_resources, why);
+        json first{{"role", "passive"},   {"kind", to_string(*kind)}, {"message_size", size},
+                   {"iterations", iterations}, {"seconds", secs},     {"timeout", deadline.remaining_seconds()},
+                   {"remote", req["endpoint"]}};
+        child->send(first);
+        auto opened = child->receive(deadline.min(Deadline::after(std::chrono::seconds(10))), why);
+        if (!opened)
+            return refuse(why == reason::peer_closed ? reason::protocol_error : why,
+                          "the UCX session process " +
+                              std::string(why == reason::peer_closed ? "died on the request (a malformed worker "
+                                                                       "address or rkey aborts UCX)"
+                                                                     : "did not open an endpoint (" + why + ")"));
+        if (!opened->contains("endpoint"))
+            return refuse(opened->value("reason", std::string(reason::internal_error)),
+                          opened->value("detail", std::string()));
+        UcxSessionAccept a;
+        a.reply = json{{"endpoint", (*opened)["endpoint"]}};
+        const ProbeKind k = *kind;
+        a.serve = [child, deadline, k]() {
+            std::string why;
+            auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1)}, why);
+            if (!result || !result->contains("result")) return failed(k, why, "no result from the UCX session process");
+            return ucx_result_from_json((*result)["result"]);
+        };
+        return a;
+    } catch (const std::exception& e) {
+        return refuse(reason::protocol_error, e.what());
+    }
+}
+
+}  // namespace rocewatch

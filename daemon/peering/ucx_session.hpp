@@ -1,0 +1,78 @@
+// UCX probes as the daemon runs them: every UCX endpoint lives in a child process.
+//
+// The child is rocewatchd itself, started as `rocewatchd --ucx-session` (posix_spawn of
+// /proc/self/exe) with UCX's memory hooks off in its environment (UCX_MEM_MMAP_HOOK_MODE=
+// none, UCX_MEM_EVENTS=no: libucs reads them before main(), and the unit forbids the
+// code patching they would do). Three reasons for the process boundary:
+//   - UCX cannot validate a worker address or rkey: a malformed one aborts the process
+//     (ucs_fatal_error). A bad peer may kill a session child, never the daemon.
+//   - A UCX call that blocks past the deadline is ended by killing the child.
+//   - UCX's own threads, fds and registration caches come and go with each session.
+//
+// The child speaks JSON lines on stdin/stdout:
+//   parent -> child  {"role": "active"|"passive", "kind", "message_size", "iterations",
+//                     "seconds", "timeout", "remote": info (passive only)}
+//   child -> parent  {"endpoint": info}            (or {"reason", "detail"} and exit)
+//   parent -> child  {"remote": info}               (active only)
+//   child -> parent  {"result": ProbeResult JSON}
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/probe_scheduler.hpp"
+#include "model/config.hpp"
+#include "probes/deadline.hpp"
+#include "probes/session.hpp"
+
+namespace rocewatch {
+
+// The flag that makes rocewatchd a UCX session child.
+inline constexpr const char* kUcxSessionFlag = "--ucx-session";
+
+// A running session child: its pipes and pid; killed and reaped on destruction.
+class UcxChild {
+public:
+    // Starts `exe --ucx-session`; nullptr with `why` when it cannot.
+    static std::unique_ptr<UcxChild> spawn(const std::string& exe, std::string& why);
+    ~UcxChild();
+    UcxChild(const UcxChild&) = delete;
+    UcxChild& operator=(const UcxChild&) = delete;
+
+    bool send(const nlohmann::json& line);
+    // The next line as JSON by the deadline; nullopt with `why` ("timeout", "peer_closed"
+    // when the child exited, "protocol_error").
+    std::optional<nlohmann::json> receive(Deadline deadline, std::string& why);
+
+private:
+    UcxChild() = default;
+    int pid_ = -1;
+    int in_ = -1;   // child's stdin
+    int out_ = -1;  // child's stdout
+    std::string buffer_;
+};
+
+// The active side of a UCX job: its child's endpoint, the peer's answer through
+// `exchange` (POST /api/v1/peer/ucx), the run. Never throws; the child never outlives it.
+ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe,
+                        const SessionExchange& exchange, Deadline deadline);
+
+// The passive side of a peer's request, checked against our own [probes.ucx_*] budget.
+struct UcxSessionAccept {
+    nlohmann::json reply;                  // {"endpoint": info} or {"reason", "detail"}
+    std::function<ProbeResult()> serve;    // waits for the child's result; empty if refused
+    [[nodiscard]] bool ok() const { return static_cast<bool>(serve); }
+};
+UcxSessionAccept accept_ucx_session(const Config& cfg, const nlohmann::json& request, const std::string& exe);
+
+// ProbeResult <-> the JSON the child prints (api/probe_view's spelling).
+nlohmann::json ucx_result_to_json(const ProbeResult& r);
+ProbeResult ucx_result_from_json(const nlohmann::json& j);
+
+// The child's main: reads the session from stdin, runs it, exits. Only in builds with UCX.
+int run_ucx_session_child();
+
+}  // namespace rocewatch
