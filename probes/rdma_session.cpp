@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "probes/errors.hpp"
+#include "probes/result.hpp"
 
 namespace rocewatch {
 namespace {
@@ -25,14 +26,6 @@ std::string read_word(const std::string& path) {
     std::string s;
     f >> s;
     return s;
-}
-
-ProbeResult failed(ProbeKind kind, const std::string& reason, const std::string& detail) {
-    ProbeResult r;
-    r.kind = kind;
-    r.reason = reason;
-    r.detail = detail;
-    return r;
 }
 
 bool bandwidth_kind(ProbeKind k) { return k == ProbeKind::rdma_write_bw || k == ProbeKind::rdma_multirail_bw; }
@@ -109,7 +102,7 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
     try {
         if (!session_kind(to_string(kind)) || plan.rails.empty() ||
             (kind != ProbeKind::rdma_multirail_bw && plan.rails.size() != 1))
-            return done(failed(kind, reason::bad_target, "an RDMA probe needs one rail (all rails for multi-rail)"));
+            return done(failed_result(kind, reason::bad_target, "an RDMA probe needs one rail (all rails for multi-rail)"));
         const bool lat = kind == ProbeKind::rdma_write_lat;
         const uint32_t qps = lat ? 1 : std::max<uint32_t>(1, plan.qps_per_rail);
         const uint32_t size = lat ? plan.lat.message_size : plan.bw.message_size;
@@ -127,7 +120,7 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
                 o.max_send_wr = std::max<uint32_t>(plan.bw.tx_depth + 8, 16);
                 auto opened = RdmaEndpoint::open(o);
                 if (!opened.endpoint)
-                    return done(failed(kind, opened.status.reason, "rail " + rp.name + ": " + opened.status.detail));
+                    return done(failed_result(kind, opened.status.reason, "rail " + rp.name + ": " + opened.status.detail));
                 infos.push_back(opened.endpoint->info());
                 rail.endpoints.push_back(opened.endpoint.get());
                 owned.push_back(std::move(opened.endpoint));
@@ -138,27 +131,27 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
 
         // The peer waits a little longer than we do, so it never gives up first.
         auto reply = exchange(rdma_session_request(plan, endpoint_infos, deadline.remaining_seconds() + 2), deadline);
-        if (!reply.body) return done(failed(kind, reply.reason, reply.detail));
+        if (!reply.body) return done(failed_result(kind, reply.reason, reply.detail));
         const json& rep = *reply.body;
-        if (!rep.is_object()) return done(failed(kind, reason::protocol_error, "the peer's answer is not a JSON object"));
+        if (!rep.is_object()) return done(failed_result(kind, reason::protocol_error, "the peer's answer is not a JSON object"));
         if (rep.contains("reason"))
-            return done(failed(kind, rep.value("reason", std::string(reason::protocol_error)),
+            return done(failed_result(kind, rep.value("reason", std::string(reason::protocol_error)),
                                "peer: " + rep.value("detail", std::string("refused the RDMA session"))));
         const auto rr = rep.find("rails");
         if (rr == rep.end() || !rr->is_array() || rr->size() != rails.size())
-            return done(failed(kind, reason::protocol_error, "the peer answered for a different number of rails"));
+            return done(failed_result(kind, reason::protocol_error, "the peer answered for a different number of rails"));
         for (size_t i = 0; i < rails.size(); ++i) {
             const auto& r = (*rr)[i];
             const auto eps = r.is_object() ? r.find("endpoints") : r.end();
             if (eps == r.end() || !eps->is_array() || eps->size() != rails[i].endpoints.size())
-                return done(failed(kind, reason::protocol_error,
+                return done(failed_result(kind, reason::protocol_error,
                                    "rail " + rails[i].name + ": the peer answered for a different number of QPs"));
             for (size_t k = 0; k < eps->size(); ++k) {
                 auto parsed = parse_endpoint_info((*eps)[k]);
                 if (!parsed.info)
-                    return done(failed(kind, reason::protocol_error, "rail " + rails[i].name + ": " + parsed.error));
+                    return done(failed_result(kind, reason::protocol_error, "rail " + rails[i].name + ": " + parsed.error));
                 auto st = rails[i].endpoints[k]->connect(*parsed.info);
-                if (!st.ok()) return done(failed(kind, st.reason, "rail " + rails[i].name + ": " + st.detail));
+                if (!st.ok()) return done(failed_result(kind, st.reason, "rail " + rails[i].name + ": " + st.detail));
                 rails[i].remotes.push_back(*parsed.info);
             }
         }
@@ -195,7 +188,7 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
         }
         return done(std::move(r));
     } catch (const std::exception& e) {
-        return done(failed(kind, reason::internal_error, e.what()));
+        return done(failed_result(kind, reason::internal_error, e.what()));
     }
 }
 

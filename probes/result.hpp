@@ -4,4 +4,19 @@
 // rules and the API can hold results without linking the probes.
 #pragma once
 
+#include <string>
+
 #include "model/probe.hpp"
+
+namespace rocewatch {
+
+// A failed run that got no further than `reason` (a probes/errors.hpp word) and `detail`.
+inline ProbeResult failed_result(ProbeKind kind, const std::string& reason, const std::string& detail) {
+    ProbeResult r;
+    r.kind = kind;
+    r.reason = reason;
+    r.detail = detail;
+    return r;
+}
+
+}  // namespace rocewatch

@@ -18,6 +18,7 @@
 
 #include "api/probe_view.hpp"
 #include "probes/errors.hpp"
+#include "probes/result.hpp"
 
 extern char** environ;
 
@@ -27,14 +28,6 @@ namespace {
 using nlohmann::json;
 
 double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
-
-ProbeResult failed(ProbeKind kind, const std::string& reason, const std::string& detail) {
-    ProbeResult r;
-    r.kind = kind;
-    r.reason = reason;
-    r.detail = detail;
-    return r;
-}
 
 // The child's environment: ours, with UCX's memory hooks off unless the operator chose.
 std::vector<std::string> child_environment() {
@@ -237,34 +230,34 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
                      {"timeout", deadline.remaining_seconds()}};
         std::string why;
         auto child = UcxChild::spawn(exe, why);
-        if (!child) return done(failed(kind, reason::local_resources, why));
+        if (!child) return done(failed_result(kind, reason::local_resources, why));
         json first = session;
         first["role"] = "active";
         child->send(first);
         // Opening a UCX context takes tens of milliseconds; a few seconds at most.
         auto opened = child->receive(deadline.min(Deadline::after(std::chrono::seconds(10))), why);
-        if (!opened) return done(failed(kind, why, "the UCX session process did not open an endpoint (" + why + ")"));
+        if (!opened) return done(failed_result(kind, why, "the UCX session process did not open an endpoint (" + why + ")"));
         if (!opened->contains("endpoint"))
-            return done(failed(kind, opened->value("reason", std::string(reason::internal_error)),
+            return done(failed_result(kind, opened->value("reason", std::string(reason::internal_error)),
                                "local UCX: " + opened->value("detail", std::string())));
         json request = session;
         request["endpoint"] = (*opened)["endpoint"];
         request["timeout"] = deadline.remaining_seconds() + 2;  // the peer waits a little longer than we do
         auto reply = exchange(request, deadline);
-        if (!reply.body) return done(failed(kind, reply.reason, reply.detail));
+        if (!reply.body) return done(failed_result(kind, reply.reason, reply.detail));
         if (!reply.body->contains("endpoint"))
-            return done(failed(kind, reply.body->value("reason", std::string(reason::protocol_error)),
+            return done(failed_result(kind, reply.body->value("reason", std::string(reason::protocol_error)),
                                "peer: " + reply.body->value("detail", std::string("refused the UCX session"))));
         child->send(json{{"remote", (*reply.body)["endpoint"]}});
         // The child keeps its own deadline; a second more for it to say so before it is killed.
         auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1)}, why);
         if (!result || !result->contains("result"))
-            return done(failed(kind, why.empty() ? reason::protocol_error : why,
+            return done(failed_result(kind, why.empty() ? reason::protocol_error : why,
                                why == reason::peer_closed ? "the UCX session process died (see the daemon's log)"
                                                           : "no result from the UCX session process (" + why + ")"));
         return done(ucx_result_from_json((*result)["result"]));
     } catch (const std::exception& e) {
-        return done(failed(kind, reason::internal_error, e.what()));
+        return done(failed_result(kind, reason::internal_error, e.what()));
     }
 }
 
@@ -322,7 +315,7 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
         a.serve = [child, deadline, k]() {
             std::string why;
             auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1)}, why);
-            if (!result || !result->contains("result")) return failed(k, why, "no result from the UCX session process");
+            if (!result || !result->contains("result")) return failed_result(k, why, "no result from the UCX session process");
             return ucx_result_from_json((*result)["result"]);
         };
         return a;

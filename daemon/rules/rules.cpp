@@ -880,8 +880,14 @@ void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) 
         if (is_tcp_kind(k.kind) && !results.empty() && results.back().success) tcp_ok.insert(k.peer + "/" + k.rail);
     for (const auto& [k, results] : ctx.s.probes->results) {
         if (!is_rdma_kind(k.kind) || results.empty()) continue;
-        const ProbeResult& r = results.back();
-        if (r.success || r.reason == kReasonSkippedBusy || !tcp_ok.count(k.peer + "/" + k.rail)) continue;
+        // A probe that did not run (our rail busy, the peer busy with another session) says
+        // nothing about RDMA: judge the newest one that did.
+        auto ran = std::find_if(results.rbegin(), results.rend(), [](const ProbeResult& p) {
+            return p.reason != kReasonSkippedBusy && p.reason != "peer_busy";
+        });
+        if (ran == results.rend()) continue;
+        const ProbeResult& r = *ran;
+        if (r.success || !tcp_ok.count(k.peer + "/" + k.rail)) continue;
         out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
                            "RDMA to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) + " fails (" + r.reason +
                                ") while TCP over the same path works: the network carries IP, so the fault is in "

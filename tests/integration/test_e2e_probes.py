@@ -124,6 +124,27 @@ def main():
             t.check(res.get("success") is True and res.get("kind") == "tcp_lat",
                     f"POST /api/v1/probes/run returns the result ({r.stdout[:120]})")
 
+            # The RDMA session endpoint: the token first, then our own budget, then devices
+            # (this machine has none: the VM scenario peer-probes runs real sessions).
+            peer_rdma = f"http://10.77.0.2:{port_b}/api/v1/peer/rdma"
+            ask = json.dumps({"kind": "rdma_write_bw", "message_size": 65536, "iterations": 0, "seconds": 60,
+                              "timeout": 70, "rails": [{"name": "rail0", "address": "10.77.0.2",
+                                                        "endpoints": [{}]}]})
+            r = na.run("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", ask, peer_rdma,
+                       check=False)
+            t.check(r.stdout.strip() == "401", f"POST /api/v1/peer/rdma without a token is 401 ({r.stdout})")
+            r = na.run("curl", "-sS", "-w", "\n%{http_code}", "-X", "POST", "-H", f"Authorization: Bearer {tok}",
+                       "-d", ask, peer_rdma, check=False)
+            text, _, code = r.stdout.rpartition("\n")
+            t.check(code == "422" and '"bad_target"' in text and "grants up to 2 s" in text,
+                    f"a 60 s RDMA run against node-b's 2 s budget is refused ({code} {text[:160]})")
+            ask = ask.replace('"seconds": 60', '"seconds": 1')
+            r = na.run("curl", "-sS", "-w", "\n%{http_code}", "-X", "POST", "-H", f"Authorization: Bearer {tok}",
+                       "-d", ask, peer_rdma, check=False)
+            text, _, code = r.stdout.rpartition("\n")
+            t.check(code == "422" and '"device_not_found"' in text,
+                    f"within budget, a node without RDMA says so ({code} {text[:160]})")
+
             code, metrics, _ = scrape_seconds(a)
             for fam in ("rocewatch_probe_success", "rocewatch_probe_duration_seconds",
                         "rocewatch_probe_bandwidth_bytes_per_second", "rocewatch_probe_latency_seconds",

@@ -640,6 +640,8 @@ TEST(ConfigFile, ExampleConfigsParseCleanly) {
     spark.expect.rails = {"rocep1s0f0", "rocep1s0f1"};
     spark.expect.ignore_devices = {"roceP2p1s0f0"};
     spark.probes.token_file = "/etc/rocewatch/probe.token";
+    spark.probes.enabled = {"tcp_lat",           "tcp_bw",      "rdma_write_lat", "rdma_write_bw",
+                            "rdma_multirail_bw", "ucx_put_lat", "ucx_put_bw"};
     spark.peers = {PeerConfig{.name = "spark-b",
                               .address = "spark-b:9879",
                               .rails = {{"rail0", "enp1s0f0np0", "192.168.100.11", "192.168.100.12", "rocep1s0f0",

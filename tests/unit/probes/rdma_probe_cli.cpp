@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/errors.hpp"
+#include "probes/result.hpp"
 #include "probes/rdma.hpp"
 #include "probes/rdma_session.hpp"
 
@@ -84,14 +85,6 @@ int print_result(const ProbeResult& r) {
     std::printf("%s\n", result_json(r).dump().c_str());
     std::fflush(stdout);
     return r.success ? 0 : 1;
-}
-
-ProbeResult failed(ProbeKind kind, const std::string& reason, const std::string& detail) {
-    ProbeResult r;
-    r.kind = kind;
-    r.reason = reason;
-    r.detail = detail;
-    return r;
 }
 
 // ---- line-oriented JSON over TCP
@@ -151,7 +144,7 @@ int serve_session(int fd, int retry_cnt) {
     if (!send_line(fd, accepted.reply.dump())) return 1;
     if (!accepted.ok()) {
         const auto kind = probe_kind_from_string(req.is_object() ? req.value("kind", "") : "");
-        return print_result(failed(kind.value_or(ProbeKind::rdma_write_bw), accepted.reply.value("reason", ""),
+        return print_result(failed_result(kind.value_or(ProbeKind::rdma_write_bw), accepted.reply.value("reason", ""),
                                    accepted.reply.value("detail", "")));
     }
     return print_result(accepted.serve());

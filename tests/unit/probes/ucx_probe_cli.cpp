@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/errors.hpp"
+#include "probes/result.hpp"
 #include "probes/ucx.hpp"
 
 using namespace rocewatch;
@@ -58,14 +59,6 @@ int print_result(const ProbeResult& r) {
     std::printf("%s\n", result_json(r).dump().c_str());
     std::fflush(stdout);
     return r.success ? 0 : 1;
-}
-
-ProbeResult failed(ProbeKind kind, const std::string& reason, const std::string& detail) {
-    ProbeResult r;
-    r.kind = kind;
-    r.reason = reason;
-    r.detail = detail;
-    return r;
 }
 
 bool send_line(int fd, const std::string& s) {
@@ -125,7 +118,7 @@ int serve_session(int fd, const Args& a) {
     const ProbeKind kind = mode == "lat" ? ProbeKind::ucx_put_lat : ProbeKind::ucx_put_bw;
     auto refuse = [&](const std::string& reason, const std::string& detail) {
         send_line(fd, json{{"ok", false}, {"reason", reason}, {"detail", detail}}.dump());
-        return print_result(failed(kind, reason, detail));
+        return print_result(failed_result(kind, reason, detail));
     };
     if (!req.is_object() || !req.contains("info")) return refuse(reason::protocol_error, "request is not JSON with info");
     const auto client = parse_ucx_endpoint_info(req["info"]);
@@ -137,7 +130,7 @@ int serve_session(int fd, const Args& a) {
     auto& ep = *opened.endpoint;
     if (auto st = ep.connect(*client.info); !st.ok()) return refuse(st.reason, st.detail);
     if (!send_line(fd, json{{"ok", true}, {"info", ep.info()}}.dump()))
-        return print_result(failed(kind, reason::peer_closed, "client went away before the probe"));
+        return print_result(failed_result(kind, reason::peer_closed, "client went away before the probe"));
     if (kind == ProbeKind::ucx_put_lat) {
         UcxLatSettings s;
         s.message_size = size;
@@ -193,23 +186,23 @@ int run_client(const Args& a) {
     const uint64_t iters = a.iters_set ? a.iters : (kind == ProbeKind::ucx_put_lat ? 1000u : 5000u);
     const auto deadline = Deadline::after_seconds(a.timeout);
     auto opened = UcxEndpoint::open(endpoint_options(a, size));
-    if (!opened.endpoint) return print_result(failed(kind, opened.status.reason, opened.status.detail));
+    if (!opened.endpoint) return print_result(failed_result(kind, opened.status.reason, opened.status.detail));
     auto& ep = *opened.endpoint;
     const int fd = connect_tcp(a.server, a.port);
-    if (fd < 0) return print_result(failed(kind, reason::connection_refused, "control connection to " + a.server));
+    if (fd < 0) return print_result(failed_result(kind, reason::connection_refused, "control connection to " + a.server));
     set_timeout(fd, std::max(1.0, a.timeout));
     json req{{"mode", a.mode}, {"size", size}, {"iters", iters}, {"timeout", a.timeout}, {"info", ep.info()}};
-    if (!send_line(fd, req.dump())) return print_result(failed(kind, reason::peer_closed, "control send"));
+    if (!send_line(fd, req.dump())) return print_result(failed_result(kind, reason::peer_closed, "control send"));
     const auto line = recv_line(fd);
     ::close(fd);
-    if (!line) return print_result(failed(kind, reason::peer_closed, "no answer on the control connection"));
+    if (!line) return print_result(failed_result(kind, reason::peer_closed, "no answer on the control connection"));
     const auto rep = json::parse(*line, nullptr, false);
     if (!rep.is_object() || !rep.value("ok", false))
-        return print_result(failed(kind, rep.is_object() ? rep.value("reason", reason::protocol_error) : reason::protocol_error,
+        return print_result(failed_result(kind, rep.is_object() ? rep.value("reason", reason::protocol_error) : reason::protocol_error,
                                    rep.is_object() ? rep.value("detail", "") : "answer is not JSON"));
     const auto peer = parse_ucx_endpoint_info(rep["info"]);
-    if (!peer.info) return print_result(failed(kind, reason::protocol_error, peer.error));
-    if (auto st = ep.connect(*peer.info); !st.ok()) return print_result(failed(kind, st.reason, st.detail));
+    if (!peer.info) return print_result(failed_result(kind, reason::protocol_error, peer.error));
+    if (auto st = ep.connect(*peer.info); !st.ok()) return print_result(failed_result(kind, st.reason, st.detail));
     if (kind == ProbeKind::ucx_put_lat) {
         UcxLatSettings s;
         s.message_size = size;

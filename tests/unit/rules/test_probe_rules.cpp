@@ -120,6 +120,16 @@ TEST_F(ProbeRules, RdmaFailsWhileTcpWorksPointsAtGidMtuQp) {
     EXPECT_TRUE(judge("rdma_fails_tcp_works").empty()) << "both failing is peer_unreachable's business";
 }
 
+TEST_F(ProbeRules, RdmaProbesThatDidNotRunAreNotJudged) {
+    book.add(result(ProbeKind::tcp_lat, true));
+    book.add(result(ProbeKind::rdma_write_lat, true));
+    book.add(result(ProbeKind::rdma_write_lat, false, "peer_busy"));
+    EXPECT_TRUE(judge("rdma_fails_tcp_works").empty()) << "the peer served another session: RDMA untested";
+    book.add(result(ProbeKind::rdma_write_lat, false, "device_not_found"));
+    book.add(result(ProbeKind::rdma_write_lat, false, "peer_busy"));
+    EXPECT_EQ(judge("rdma_fails_tcp_works").size(), 1u) << "the newest run that ran failed";
+}
+
 TEST_F(ProbeRules, RailImbalanceOverNinetyPercent) {
     auto r = result(ProbeKind::rdma_multirail_bw, true, "", "");
     r.bytes_per_rail = {{"rail0", 95}, {"rail1", 5}};
