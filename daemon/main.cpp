@@ -336,8 +336,11 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                 auto exchange = [&](const nlohmann::json& request, Deadline d) {
                     return api::post_session(job.peer, token_hex, path, request, d);
                 };
-                if (is_ucx_kind(job.kind)) return run_ucx_job(*sched_cfg, job, kSelfExe, exchange, Deadline{deadline});
                 auto s = store.latest();
+                if (is_ucx_kind(job.kind))
+                    return run_ucx_job(*sched_cfg, job, kSelfExe, exchange, Deadline{deadline},
+                                       s ? rail_tx_counters(*sched_cfg, *s, job.peer)
+                                         : std::vector<std::pair<std::string, RdmaTxCounter>>{});
                 return run_rdma_job(*sched_cfg, s.get(), job, exchange, Deadline{deadline});
             }
             return run_tcp_probe(*sched_cfg, *token, job, hello, deadline);

@@ -81,6 +81,19 @@ ProbeResult run_rdma_job(const Config& cfg, const Snapshot* snap, const ProbeJob
     return r;
 }
 
+std::vector<std::pair<std::string, RdmaTxCounter>> rail_tx_counters(const Config& cfg, const Snapshot& snap,
+                                                                    const PeerConfig& peer) {
+    std::vector<std::pair<std::string, RdmaTxCounter>> out;
+    for (const auto& r : peer.rails) {
+        std::string why;
+        auto c = find_local_rail_port(snap, r, why);
+        if (!c) continue;
+        auto counter = rdma_tx_counter(cfg.daemon.sysfs_root, c->device, static_cast<uint8_t>(c->port), c->gid_index);
+        if (!counter.path.empty()) out.emplace_back(r.name, std::move(counter));
+    }
+    return out;
+}
+
 RdmaServeLimits rdma_serve_limits(const Config& cfg) {
     RdmaServeLimits l;
     const auto& bw = cfg.probes.rdma_bw;

@@ -3,6 +3,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,12 @@ std::optional<RdmaClientPlan> rdma_plan(const Config& cfg, const Snapshot& snap,
 // Runs one RDMA job; `exchange` carries the session request to the peer. Never throws.
 ProbeResult run_rdma_job(const Config& cfg, const Snapshot* snap, const ProbeJob& job, const SessionExchange& exchange,
                          Deadline deadline);
+
+// Every rail of the peer whose local RDMA port the snapshot knows, with its transmit counter
+// (port_xmit_data, or the GID netdev's tx_bytes on Soft-RoCE). Runs over all rails (UCX's
+// own lanes) read these around the run.
+std::vector<std::pair<std::string, RdmaTxCounter>> rail_tx_counters(const Config& cfg, const Snapshot& snap,
+                                                                    const PeerConfig& peer);
 
 // What this daemon grants a peer's RDMA session: its own [probes.rdma_*] budget.
 RdmaServeLimits rdma_serve_limits(const Config& cfg);

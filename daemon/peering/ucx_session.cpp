@@ -213,7 +213,8 @@ ProbeResult ucx_result_from_json(const json& j) {
 // ---------------------------------------------------------------- active side
 
 ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe,
-                        const SessionExchange& exchange, Deadline deadline) {
+                        const SessionExchange& exchange, Deadline deadline,
+                        const std::vector<std::pair<std::string, RdmaTxCounter>>& rails) {
     const auto t0 = SteadyClock::now();
     const ProbeKind kind = job.kind;
     auto done = [&](ProbeResult r) {
@@ -248,6 +249,10 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
         if (!reply.body->contains("endpoint"))
             return done(failed_result(kind, reply.body->value("reason", std::string(reason::protocol_error)),
                                "peer: " + reply.body->value("detail", std::string("refused the UCX session"))));
+        // Which rails the run used: their counters around it (wire-up included, a few KB).
+        std::vector<std::optional<uint64_t>> before;
+        if (!lat)
+            for (const auto& [name, c] : rails) before.push_back(read_tx_counter(c));
         child->send(json{{"remote", (*reply.body)["endpoint"]}});
         // The child keeps its own deadline; a second more for it to say so before it is killed.
         auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1)}, why);
@@ -255,7 +260,13 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
             return done(failed_result(kind, why.empty() ? reason::protocol_error : why,
                                why == reason::peer_closed ? "the UCX session process died (see the daemon's log)"
                                                           : "no result from the UCX session process (" + why + ")"));
-        return done(ucx_result_from_json((*result)["result"]));
+        auto r = ucx_result_from_json((*result)["result"]);
+        for (size_t i = 0; i < before.size(); ++i) {
+            auto after = read_tx_counter(rails[i].second);
+            if (before[i] && after && *after >= *before[i]) r.bytes_per_rail[rails[i].first] = *after - *before[i];
+            r.info["rail." + rails[i].first + ".counter"] = rails[i].second.source.empty() ? "none" : rails[i].second.source;
+        }
+        return done(std::move(r));
     } catch (const std::exception& e) {
         return done(failed_result(kind, reason::internal_error, e.what()));
     }

@@ -20,12 +20,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/probe_scheduler.hpp"
 #include "model/config.hpp"
 #include "probes/deadline.hpp"
+#include "probes/rdma_session.hpp"
 #include "probes/session.hpp"
 
 namespace rocewatch {
@@ -57,8 +60,11 @@ private:
 
 // The active side of a UCX job: its child's endpoint, the peer's answer through
 // `exchange` (POST /api/v1/peer/ucx), the run. Never throws; the child never outlives it.
+// `rails` are the peer's rails with their transmit counters (rail_tx_counters): a bandwidth
+// run reads them around its run, so bytes_per_rail says which rails UCX really used.
 ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe,
-                        const SessionExchange& exchange, Deadline deadline);
+                        const SessionExchange& exchange, Deadline deadline,
+                        const std::vector<std::pair<std::string, RdmaTxCounter>>& rails = {});
 
 // The passive side of a peer's request, checked against our own [probes.ucx_*] budget.
 struct UcxSessionAccept {

@@ -915,13 +915,20 @@ void rule_rail_imbalance(const Context& ctx, Severity sev, Findings& out) {
             }
         }
         if (total == 0 || static_cast<double>(top) <= 0.9 * static_cast<double>(total)) continue;
-        out.push_back(make("rail_imbalance", sev, probe_object(k),
-                           "Rail " + top_rail + " carried " + num(100.0 * static_cast<double>(top) / static_cast<double>(total)) +
-                               "% of a " + std::to_string(r.bytes_per_rail.size()) + "-rail run to " + k.peer +
-                               ": the other rails sat idle",
-                           "Check that every rail is up with an address and a RoCE v2 GID, that the application "
-                           "(UCX_NET_DEVICES, NCCL_IB_HCA) lists all rails, and the routing of each rail's subnet.",
-                           {{"top_rail", top_rail}}));
+        const bool ucx = is_ucx_kind(k.kind);
+        auto lanes = r.info.find("ucx_lanes");
+        out.push_back(make(
+            "rail_imbalance", sev, probe_object(k),
+            "Rail " + top_rail + " carried " + num(100.0 * static_cast<double>(top) / static_cast<double>(total)) +
+                "% of a " + std::to_string(r.bytes_per_rail.size()) + "-rail " + to_string(k.kind) + " run to " +
+                k.peer + ": the other rails sat idle" +
+                (ucx && lanes != r.info.end() ? " (UCX lanes: " + lanes->second + ")" : ""),
+            ucx ? "UCX put its traffic on one rail, as NIXL would: list every rail's device in UCX_NET_DEVICES "
+                  "(e.g. mlx5_0:1,mlx5_1:1) and raise UCX_MAX_RNDV_RAILS / UCX_MAX_EAGER_RAILS to the number "
+                  "of rails; check that every rail has a RoCE v2 GID."
+                : "Check that every rail is up with an address and a RoCE v2 GID, that the application "
+                  "(UCX_NET_DEVICES, NCCL_IB_HCA) lists all rails, and the routing of each rail's subnet.",
+            {{"top_rail", top_rail}}));
     }
 }
 

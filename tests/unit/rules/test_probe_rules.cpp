@@ -142,6 +142,20 @@ TEST_F(ProbeRules, RailImbalanceOverNinetyPercent) {
     EXPECT_TRUE(judge("rail_imbalance").empty());
 }
 
+TEST_F(ProbeRules, RailImbalanceOfAUcxRunNamesItsLanesAndTheUcxKnobs) {
+    // What the VM test bed shows: UCX puts its data lane on the first rail only.
+    auto r = result(ProbeKind::ucx_put_bw, true, "", "");
+    r.bytes_per_rail = {{"railA", 33'000'000}, {"railB", 40'000}};
+    r.info["ucx_lanes"] = "rc_verbs/rxe0:1,tcp/railB";
+    book.add(r);
+    auto f = judge("rail_imbalance");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].object, "spark-b:ucx_put_bw");
+    EXPECT_NE(f[0].summary.find("(UCX lanes: rc_verbs/rxe0:1,tcp/railB)"), std::string::npos) << f[0].summary;
+    EXPECT_NE(f[0].action.find("UCX_NET_DEVICES"), std::string::npos);
+    EXPECT_NE(f[0].action.find("UCX_MAX_RNDV_RAILS"), std::string::npos);
+}
+
 TEST_F(ProbeRules, UcxVersionMismatchFromTheHello) {
     book.peers["spark-b"] = PeerState{.name = "spark-b", .hello_ok = true,
                                       .hello = PeerHello{.version = "0.1.0", .ucx_version = "1.15.0"}};

@@ -211,6 +211,19 @@ if ((NODE == 2)); then
         if [[ -n $lanes ]]; then pass "$kind: lanes $lanes"; else fail "$kind: no lanes reported"; fi
         record "daemon $kind node2 -> node1: lanes $lanes, $(jf 'if .bandwidth_bits_per_second then "\(.bandwidth_bits_per_second / 1e9) Gb/s" else "typical \(.latency_seconds.typical * 1e6) us" end')"
     done
+    # The daemon reads every rail's counter around a UCX bandwidth run. UCX puts its data
+    # lane on one rail here (rc_verbs on rxe0; tcp on railB only for the wire-up), as NIXL did
+    # in the field notes: the rail imbalance must show, and be called out.
+    ra=$(jf '.bytes_per_rail.railA // 0')
+    rb=$(jf '.bytes_per_rail.railB // 0')
+    record "ucx_put_bw bytes per rail: railA $ra, railB $rb"
+    if [[ $lanes == *rxe0* && $lanes != *rxe1* ]]; then
+        if ((ra > 9 * rb)); then pass "ucx_put_bw: railA carried $ra bytes, railB $rb (lanes $lanes)"; else fail "ucx_put_bw: railA $ra bytes, railB $rb with lanes $lanes"; fi
+        expect_alert rail_imbalance "node1:ucx_put_bw" 10 warning || true
+        record "rail_imbalance: $(jq -r .summary <<<"$ALERT")"
+    else
+        record "UCX used lanes $lanes: no single-rail expectation checked"
+    fi
     mark bw-done
 else
     wait_mark bw-done 300
