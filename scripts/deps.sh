@@ -11,7 +11,7 @@ build_pkgs=(
 )
 test_pkgs=(
   libgtest-dev libgmock-dev
-  prometheus prometheus-node-exporter python3 kmod cpio
+  prometheus prometheus-node-exporter python3 kmod cpio procps
   # the QEMU test bed: Debian's own kernel has rdma_rxe and bonding; this host's may not
   qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils perftest iperf3 ucx-utils
 )
