@@ -24,11 +24,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "line_io.hpp"
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
 #include "probes/ucx.hpp"
 
 using namespace rocewatch;
+using rocewatch::cli::recv_line;
+using rocewatch::cli::send_line;
+using rocewatch::cli::set_timeout;
 using nlohmann::json;
 
 namespace {
@@ -59,34 +63,6 @@ int print_result(const ProbeResult& r) {
     std::printf("%s\n", result_json(r).dump().c_str());
     std::fflush(stdout);
     return r.success ? 0 : 1;
-}
-
-bool send_line(int fd, const std::string& s) {
-    const std::string l = s + "\n";
-    size_t off = 0;
-    while (off < l.size()) {
-        const ssize_t n = ::send(fd, l.data() + off, l.size() - off, MSG_NOSIGNAL);
-        if (n <= 0) return false;
-        off += static_cast<size_t>(n);
-    }
-    return true;
-}
-
-std::optional<std::string> recv_line(int fd) {
-    std::string s;
-    char c;
-    while (s.size() < (1u << 20)) {
-        if (::recv(fd, &c, 1, 0) != 1) return std::nullopt;
-        if (c == '\n') return s;
-        s += c;
-    }
-    return std::nullopt;
-}
-
-void set_timeout(int fd, double seconds) {
-    timeval tv{static_cast<time_t>(seconds), static_cast<suseconds_t>((seconds - static_cast<long>(seconds)) * 1e6)};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 struct Args {
