@@ -183,6 +183,11 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
                            MetricType::Gauge);
     auto last = family("rocewatch_probe_last_run_timestamp_seconds", "Unix time the latest probe started.",
                        MetricType::Gauge);
+    // The reason words are a fixed set (probes/errors.hpp), so the label stays bounded.
+    auto failure = family("rocewatch_probe_failure_info", "Why the latest probe failed; always 1.", MetricType::Gauge);
+    auto ucx = family("rocewatch_probe_ucx_info",
+                      "UCX versions of both sides and the lanes UCX chose in the latest UCX probe; always 1.",
+                      MetricType::Gauge);
     for (const auto& [key, results] : s.probes->results) {
         if (results.empty()) continue;
         // A skipped bandwidth probe measured nothing: the figures of the last real run stand.
@@ -194,7 +199,21 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
         gauge(ok, l, r->success ? 1 : 0);
         gauge(dur, l, r->duration_seconds);
         if (r->started != TimePoint{}) gauge(last, l, unix_seconds(r->started));
-        if (!r->success) continue;
+        if (!r->success) {
+            Labels fl = l;
+            fl.emplace_back("reason", r->reason.empty() ? "unknown" : r->reason);
+            gauge(failure, fl, 1);
+            continue;
+        }
+        if (is_ucx_kind(key.kind) && r->info.count("ucx_lanes")) {
+            auto info = [&](const char* k) {
+                auto it = r->info.find(k);
+                return it == r->info.end() ? std::string() : it->second;
+            };
+            gauge(ucx, {{"peer", key.peer}, {"kind", to_string(key.kind)}, {"local_version", info("local_ucx_version")},
+                        {"remote_version", info("remote_ucx_version")}, {"lanes", info("ucx_lanes")}},
+                  1);
+        }
         if (r->bandwidth_bits_per_second) gauge(bw, l, *r->bandwidth_bits_per_second / 8);
         if (r->latency) latency_summary(lat, l, *r->latency);
         for (const auto& [rail, bytes] : r->bytes_per_rail) {
@@ -202,7 +221,7 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
             gauge(per_rail, rl, static_cast<double>(bytes));
         }
     }
-    for (auto* f : {&ok, &dur, &bw, &lat, &per_rail, &last})
+    for (auto* f : {&ok, &dur, &bw, &lat, &per_rail, &last, &failure, &ucx})
         if (!f->metric.empty()) out.push_back(std::move(*f));
 }
 

@@ -141,6 +141,9 @@ def main():
                     "/metrics: ucx_put_bw success")
             t.check('rocewatch_probe_latency_seconds{peer="node-b",rail="",kind="ucx_put_lat",quantile="0.99"}' in body,
                     "/metrics: ucx_put_lat quantiles")
+            ver = info.get("local_ucx_version")
+            t.check(f'rocewatch_probe_ucx_info{{peer="node-b",kind="ucx_put_bw",local_version="{ver}",'
+                    f'remote_version="{ver}",lanes="tcp/rail0"}} 1' in body, "/metrics: UCX versions and lanes")
             metrics_file = os.path.join(work, "metrics.txt")
             with open(metrics_file, "w") as f:
                 f.write(body)

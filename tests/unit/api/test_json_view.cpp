@@ -256,6 +256,43 @@ TEST(ProbeView, MetricFamiliesPerPeerRailKind) {
               std::string::npos);
 }
 
+TEST(ProbeView, FailureReasonsAndUcxLanesAsInfoSeries) {
+    using namespace rocewatch;
+    auto s = probe_snapshot();
+    auto book = std::make_shared<ProbeBook>(*s.probes);
+    ProbeResult failed;
+    failed.peer = "spark-b";
+    failed.rail = "rail1";
+    failed.kind = ProbeKind::rdma_write_lat;
+    failed.reason = "gid_mismatch";
+    book->add(failed);
+    ProbeResult ucx;
+    ucx.peer = "spark-b";
+    ucx.kind = ProbeKind::ucx_put_bw;
+    ucx.success = true;
+    ucx.bandwidth_bits_per_second = 1e11;
+    ucx.bytes_per_rail = {{"rail0", 25'000'000'000}, {"rail1", 0}};
+    ucx.info = {{"local_ucx_version", "1.13.1"}, {"remote_ucx_version", "1.16.0"}, {"ucx_lanes", "rc_mlx5/rocep1s0f0:1"}};
+    book->add(ucx);
+    s.probes = book;
+    auto text = api::render_snapshot_metrics(s);
+    EXPECT_NE(text.find("rocewatch_probe_failure_info{peer=\"spark-b\",rail=\"rail1\",kind=\"rdma_write_lat\","
+                        "reason=\"gid_mismatch\"} 1"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("rocewatch_probe_ucx_info{peer=\"spark-b\",kind=\"ucx_put_bw\",local_version=\"1.13.1\","
+                        "remote_version=\"1.16.0\",lanes=\"rc_mlx5/rocep1s0f0:1\"} 1"),
+              std::string::npos);
+    EXPECT_NE(text.find("rocewatch_probe_bytes_per_rail{peer=\"spark-b\",rail=\"rail1\",kind=\"ucx_put_bw\"} 0"),
+              std::string::npos)
+        << "an idle rail is a 0, not a missing series";
+    size_t failures = 0;
+    for (size_t at = text.find("\nrocewatch_probe_failure_info{"); at != std::string::npos;
+         at = text.find("\nrocewatch_probe_failure_info{", at + 1))
+        ++failures;
+    EXPECT_EQ(failures, 1u) << "only failed probes carry a failure series";
+}
+
 TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
     using namespace rocewatch;
     Snapshot s;
