@@ -41,6 +41,7 @@
 #include "probes/errors.hpp"
 #include "probes/tcp.hpp"
 #include "probes/tcp_wire.hpp"
+#include "netns_pair.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;
@@ -53,52 +54,16 @@ constexpr const char* kAddrB = "10.201.0.2";
 constexpr const char* kBlackholed = "10.201.0.99";
 constexpr const char* kUnreachable = "10.202.0.7";
 
-struct Namespaces {
-    bool ok = false;
-    std::string error;
-    int fd_a = -1;
-    int fd_b = -1;
-};
-
-bool run(const std::string& cmd, std::string* err) {
-    const int rc = std::system(cmd.c_str());
-    if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) return true;
-    *err = "command failed: " + cmd;
-    return false;
-}
-
-int open_own_netns() { return ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC); }
+using rocewatch::testing::Namespaces;
 
 // Entered once, from the main thread (gtest runs tests there), on first use.
 const Namespaces& namespaces() {
     static const Namespaces ns = [] {
-        Namespaces s;
-        struct stat host {}, a {};
-        if (::stat("/proc/thread-self/ns/net", &host) != 0) {
-            s.error = std::string("stat netns: ") + std::strerror(errno);
-            return s;
-        }
-        if (::unshare(CLONE_NEWNET) != 0) {
-            s.error = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-            return s;
-        }
-        s.fd_a = open_own_netns();
-        if (::unshare(CLONE_NEWNET) != 0) {
-            s.error = std::string("second unshare(CLONE_NEWNET): ") + std::strerror(errno);
-            return s;
-        }
-        s.fd_b = open_own_netns();
-        if (s.fd_a < 0 || s.fd_b < 0 || ::setns(s.fd_a, CLONE_NEWNET) != 0) {
-            s.error = std::string("namespace fds / setns back to A: ") + std::strerror(errno);
-            return s;
-        }
-        if (::stat("/proc/thread-self/ns/net", &a) != 0 || a.st_ino == host.st_ino) {
-            s.error = "still in the host's network namespace";
-            return s;
-        }
-        // `ip` children fork from this thread, so they run in A; B is reached by its fd path.
-        const std::string b = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(s.fd_b);
-        const std::string in_b = "nsenter --net=" + b + " ";
+        Namespaces s = rocewatch::testing::make_namespace_pair();
+        if (!s.error.empty()) return s;
+        const std::string b = s.b_path();
+        const std::string in_b = s.in_b();
+        auto run = rocewatch::testing::run_command;
         if (!run("ip link set lo up", &s.error) ||
             !run("ip link add rwp0 address 02:00:00:00:01:01 type veth peer name rwp1 address 02:00:00:00:01:02 "
                  "netns " + b, &s.error) ||
@@ -110,17 +75,7 @@ const Namespaces& namespaces() {
                  &s.error) ||
             !run("ip route add unreachable 10.202.0.0/24", &s.error))
             return s;
-        // The veth carrier comes up asynchronously: wait until both ends say so.
-        const std::string both_up = "ip -o link show rwp0 | grep -q 'state UP' && " + in_b +
-                                    "ip -o link show rwp1 | grep -q 'state UP'";
-        for (int i = 0; i < 50; ++i) {
-            if (std::system(both_up.c_str()) == 0) {
-                s.ok = true;
-                return s;
-            }
-            std::this_thread::sleep_for(100ms);
-        }
-        s.error = "the veth pair never came up";
+        rocewatch::testing::wait_veth_up(s, "rwp0", "rwp1");
         return s;
     }();
     return ns;

@@ -36,6 +36,7 @@
 
 #include "probes/errors.hpp"
 #include "probes/ucx.hpp"
+#include "netns_pair.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;
@@ -51,51 +52,17 @@ constexpr const char* kDevA = "rwu0";
 constexpr double kSlack = 1.5;
 constexpr const char* kDevB = "rwu1";
 
-struct Namespaces {
-    bool ok = false;
-    std::string error;
-    int fd_a = -1;
-    int fd_b = -1;
-};
-
-bool run(const std::string& cmd, std::string* err) {
-    const int rc = std::system(cmd.c_str());
-    if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) return true;
-    *err = "command failed: " + cmd;
-    return false;
-}
-
-int open_own_netns() { return ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC); }
+using rocewatch::testing::Namespaces;
+using rocewatch::testing::run_command;
 
 // Entered once, from the main thread, on first use; the test process stays in A.
 const Namespaces& namespaces() {
     static const Namespaces ns = [] {
-        Namespaces s;
-        struct stat host {}, a {};
-        if (::stat("/proc/thread-self/ns/net", &host) != 0) {
-            s.error = std::string("stat netns: ") + std::strerror(errno);
-            return s;
-        }
-        if (::unshare(CLONE_NEWNET) != 0) {
-            s.error = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-            return s;
-        }
-        s.fd_a = open_own_netns();
-        if (::unshare(CLONE_NEWNET) != 0) {
-            s.error = std::string("second unshare(CLONE_NEWNET): ") + std::strerror(errno);
-            return s;
-        }
-        s.fd_b = open_own_netns();
-        if (s.fd_a < 0 || s.fd_b < 0 || ::setns(s.fd_a, CLONE_NEWNET) != 0) {
-            s.error = std::string("namespace fds / setns back to A: ") + std::strerror(errno);
-            return s;
-        }
-        if (::stat("/proc/thread-self/ns/net", &a) != 0 || a.st_ino == host.st_ino) {
-            s.error = "still in the host's network namespace";
-            return s;
-        }
-        const std::string b = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(s.fd_b);
-        const std::string in_b = "nsenter --net=" + b + " ";
+        Namespaces s = rocewatch::testing::make_namespace_pair();
+        if (!s.error.empty()) return s;
+        const std::string b = s.b_path();
+        const std::string in_b = s.in_b();
+        auto run = run_command;
         if (!run("ip link set lo up", &s.error) ||
             !run(std::string("ip link add ") + kDevA + " type veth peer name " + kDevB + " netns " + b, &s.error) ||
             !run(std::string("ip addr add 10.203.0.1/24 dev ") + kDevA + " && ip link set " + kDevA + " up",
@@ -104,16 +71,7 @@ const Namespaces& namespaces() {
             !run(in_b + "ip addr add 10.203.0.2/24 dev " + kDevB, &s.error) ||
             !run(in_b + "ip link set " + kDevB + " up", &s.error))
             return s;
-        const std::string both_up = std::string("ip -o link show ") + kDevA + " | grep -q 'state UP' && " + in_b +
-                                    "ip -o link show " + kDevB + " | grep -q 'state UP'";
-        for (int i = 0; i < 50; ++i) {
-            if (std::system(both_up.c_str()) == 0) {
-                s.ok = true;
-                return s;
-            }
-            std::this_thread::sleep_for(100ms);
-        }
-        s.error = "the veth pair never came up";
+        rocewatch::testing::wait_veth_up(s, kDevA, kDevB);
         return s;
     }();
     return ns;
@@ -500,9 +458,9 @@ TEST_F(UcxProbeNetns, LinkDownMidBandwidth) {
     ASSERT_TRUE(start_pair(json{{"mode", "bw"}, {"iters", 0}, {"seconds", 10}, {"timeout", kDeadline}}));
     std::this_thread::sleep_for(300ms);
     std::string err;
-    ASSERT_TRUE(run(std::string("ip link set ") + kDevA + " down", &err)) << err;
+    ASSERT_TRUE(run_command(std::string("ip link set ") + kDevA + " down", &err)) << err;
     const auto c = result_of(client_, kDeadline + 5);
-    EXPECT_TRUE(run(std::string("ip link set ") + kDevA + " up", &err)) << err;
+    EXPECT_TRUE(run_command(std::string("ip link set ") + kDevA + " up", &err)) << err;
     EXPECT_FALSE(c["success"]) << c.dump();
     const std::string why = c["reason"];
     EXPECT_TRUE(why == reason::timeout || why == reason::peer_unreachable || why == reason::peer_closed) << c.dump();
@@ -519,7 +477,7 @@ TEST_F(UcxProbeNetns, LinkDownMidBandwidth) {
     const std::string up = std::string("ip -o link show ") + kDevA + " | grep -q 'state UP' && " + in_b +
                            "ip -o link show " + kDevB + " | grep -q 'state UP'";
     for (int i = 0; i < 50 && std::system(up.c_str()) != 0; ++i) std::this_thread::sleep_for(100ms);
-    EXPECT_TRUE(run(std::string("ip neigh flush dev ") + kDevA + " && " + in_b + "ip neigh flush dev " + kDevB, &err))
+    EXPECT_TRUE(run_command(std::string("ip neigh flush dev ") + kDevA + " && " + in_b + "ip neigh flush dev " + kDevB, &err))
         << err;
 }
 
