@@ -43,13 +43,6 @@ RdmaSessionAccept refuse(const std::string& reason, const std::string& detail) {
     return RdmaSessionAccept{json{{"reason", reason}, {"detail", detail}}, {}};
 }
 
-std::string number(double v) {
-    std::string s = std::to_string(v);
-    s.erase(s.find_last_not_of('0') + 1);
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
-}
-
 }  // namespace
 
 RdmaTxCounter rdma_tx_counter(const std::string& sysfs_root, const std::string& device, uint8_t port,
@@ -204,20 +197,10 @@ RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& li
         const auto iterations = req.value("iterations", uint64_t{0});
         const auto seconds = req.value("seconds", 0.0);
         const auto timeout = req.value("timeout", 0.0);
-        if (size == 0 || size > limits.max_message_size)
-            return refuse(reason::bad_target, "message_size " + std::to_string(size) + " is outside 1.." +
-                                                  std::to_string(limits.max_message_size) + " bytes that this daemon grants");
-        if (lat && (iterations == 0 || iterations > limits.max_lat_iterations))
-            return refuse(reason::bad_target, "a latency run of " + std::to_string(iterations) +
-                                                  " iterations; this daemon grants 1.." +
-                                                  std::to_string(limits.max_lat_iterations));
-        if (!lat && iterations == 0 && (seconds <= 0 || seconds > limits.max_bw_seconds))
-            return refuse(reason::bad_target, "a bandwidth run of " + number(seconds) + " s; this daemon grants up to " +
-                                                  number(limits.max_bw_seconds) + " s");
-        if (!lat && iterations > limits.max_bw_iterations)
-            return refuse(reason::bad_target, "a bandwidth run of " + std::to_string(iterations) +
-                                                  " writes per QP; this daemon grants up to " +
-                                                  std::to_string(limits.max_bw_iterations));
+        const SessionBudget budget{limits.max_message_size, limits.max_lat_iterations, limits.max_bw_seconds,
+                                   limits.max_bw_iterations};
+        if (auto why = session_over_budget(lat, size, iterations, seconds, budget); !why.empty())
+            return refuse(reason::bad_target, why);
         if (timeout <= 0) return refuse(reason::protocol_error, "timeout missing");
         const auto rails_j = req.find("rails");
         if (rails_j == req.end() || !rails_j->is_array() || rails_j->empty())

@@ -3,6 +3,7 @@
 // rocewatchd, a TCP line in the probe CLIs).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -23,5 +24,19 @@ struct SessionReply {
 
 // Carries one request to the peer and brings its answer back within the deadline.
 using SessionExchange = std::function<SessionReply(const nlohmann::json& request, Deadline deadline)>;
+
+// What a peer may ask of this daemon's passive side: this daemon's own config, whatever
+// the peer sends.
+struct SessionBudget {
+    uint32_t max_message_size = 0;
+    uint64_t max_lat_iterations = 0;
+    double max_bw_seconds = 0;        // a timed bandwidth run (iterations == 0)
+    uint64_t max_bw_iterations = 0;   // a counted one, per stream (0: timed runs only)
+};
+
+// Why a latency (`latency`) or bandwidth run of `size`-byte messages, `iterations` long
+// (bandwidth: 0 = timed, `seconds` long), is more than `b` grants; "" when it is within.
+std::string session_over_budget(bool latency, uint32_t size, uint64_t iterations, double seconds,
+                                const SessionBudget& b);
 
 }  // namespace rocewatch

@@ -50,12 +50,6 @@ std::vector<std::string> child_environment() {
     return env;
 }
 
-struct Budget {
-    uint32_t max_size = 0;
-    uint64_t max_iterations = 0;
-    double max_seconds = 0;
-};
-
 }  // namespace
 
 // ---------------------------------------------------------------- the child process
@@ -283,22 +277,14 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
         auto kind = probe_kind_from_string(req.value("kind", std::string()));
         if (!kind || !is_ucx_kind(*kind)) return refuse(reason::bad_target, "kind must be ucx_put_bw or ucx_put_lat");
         const bool lat = *kind == ProbeKind::ucx_put_lat;
-        const Budget b = lat ? Budget{cfg.probes.ucx_lat.size, cfg.probes.ucx_lat.count, 0}
-                             : Budget{cfg.probes.ucx_bw.message_size, 0, seconds(cfg.probes.ucx_bw.duration)};
+        const SessionBudget b = lat ? SessionBudget{cfg.probes.ucx_lat.size, cfg.probes.ucx_lat.count, 0, 0}
+                                    : SessionBudget{cfg.probes.ucx_bw.message_size, 0, seconds(cfg.probes.ucx_bw.duration), 0};
         const auto size = req.value("message_size", uint32_t{0});
         const auto iterations = req.value("iterations", uint64_t{0});
         const auto secs = req.value("seconds", 0.0);
         const auto timeout = req.value("timeout", 0.0);
-        if (size == 0 || size > b.max_size)
-            return refuse(reason::bad_target, "message_size " + std::to_string(size) + " is outside 1.." +
-                                                  std::to_string(b.max_size) + " bytes that this daemon grants");
-        if (lat && (iterations == 0 || iterations > b.max_iterations))
-            return refuse(reason::bad_target, "a latency run of " + std::to_string(iterations) +
-                                                  " iterations; this daemon grants 1.." + std::to_string(b.max_iterations));
-        if (!lat && (iterations != 0 || secs <= 0 || secs > b.max_seconds))
-            return refuse(reason::bad_target, "a bandwidth run of " + std::to_string(secs) +
-                                                  " s; this daemon grants timed runs up to " +
-                                                  std::to_string(b.max_seconds) + " s");
+        if (auto why = session_over_budget(lat, size, iterations, secs, b); !why.empty())
+            return refuse(reason::bad_target, why);
         if (timeout <= 0 || !req.contains("endpoint")) return refuse(reason::protocol_error, "timeout or endpoint missing");
         const double max_session = seconds(probe_timing(cfg.probes, *kind).budget) + 5;
         const auto deadline = Deadline::after_seconds(std::min(timeout, max_session));

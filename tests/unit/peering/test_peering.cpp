@@ -6,6 +6,7 @@
 
 #include "peering/rail_resolve.hpp"
 #include "peering/rdma_runner.hpp"
+#include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "sysfs/rdma_sysfs.hpp"
 #include "test_env.hpp"
@@ -129,7 +130,7 @@ TEST(RdmaSession, ThePassiveSideGrantsNoMoreThanItsOwnBudget) {
     EXPECT_EQ(refused(request("rdma_write_bw", 4u << 20, 0, 1)),
               "bad_target: message_size 4194304 is outside 1..65536 bytes that this daemon grants");
     EXPECT_EQ(refused(request("rdma_write_bw", 65536, 100, 0)),
-              "bad_target: a bandwidth run of 100 writes per QP; this daemon grants up to 0");
+              "bad_target: a bandwidth run of 100 messages per stream; this daemon grants timed runs only");
     EXPECT_EQ(refused(request("tcp_bw", 65536, 0, 1)),
               "bad_target: kind must be rdma_write_bw, rdma_write_lat or rdma_multirail_bw");
     auto five_qps = json::array({json{{"name", "rail0"},
@@ -203,4 +204,34 @@ TEST(RdmaSession, TheActiveSideFailsLocallyWithoutAskingThePeer) {
     r = run_rdma_job(cfg, nullptr, job, exchange, Deadline::after(std::chrono::seconds(5)));
     EXPECT_EQ(r.detail, "no snapshot yet");
     EXPECT_EQ(asked, 0);
+}
+
+// The UCX session's passive side refuses, before it spawns a child, whatever is over this
+// daemon's own [probes.ucx_*] settings (the same budget check as the RDMA session's).
+TEST(UcxSession, RefusesWhatOurConfigDoesNotGrant) {
+    Config cfg;
+    cfg.probes.ucx_lat.count = 200;
+    cfg.probes.ucx_lat.size = 8;
+    cfg.probes.ucx_bw.duration = std::chrono::seconds(2);
+    cfg.probes.ucx_bw.message_size = 65536;
+    auto refused = [&](json req) {
+        req["timeout"] = 10;
+        req["endpoint"] = json::object();
+        auto a = accept_ucx_session(cfg, req, "/nonexistent/rocewatchd");
+        EXPECT_FALSE(a.ok());
+        return a.reply.value("reason", "") + ": " + a.reply.value("detail", "");
+    };
+    EXPECT_EQ(refused({{"kind", "ucx_put_lat"}, {"message_size", 8}, {"iterations", 201}}),
+              "bad_target: a latency run of 201 iterations; this daemon grants 1..200");
+    EXPECT_EQ(refused({{"kind", "ucx_put_lat"}, {"message_size", 9}, {"iterations", 10}}),
+              "bad_target: message_size 9 is outside 1..8 bytes that this daemon grants");
+    EXPECT_EQ(refused({{"kind", "ucx_put_bw"}, {"message_size", 65536}, {"seconds", 2.5}}),
+              "bad_target: a bandwidth run of 2.5 s; this daemon grants up to 2 s");
+    EXPECT_EQ(refused({{"kind", "ucx_put_bw"}, {"message_size", 65536}, {"iterations", 1000}}),
+              "bad_target: a bandwidth run of 1000 messages per stream; this daemon grants timed runs only");
+    EXPECT_EQ(refused({{"kind", "rdma_write_bw"}, {"message_size", 65536}, {"seconds", 1}}),
+              "bad_target: kind must be ucx_put_bw or ucx_put_lat");
+    // Within the budget it goes on to start the session child: here there is none to start.
+    EXPECT_EQ(refused({{"kind", "ucx_put_bw"}, {"message_size", 65536}, {"seconds", 2}}).substr(0, 16),
+              "local_resources:");
 }
