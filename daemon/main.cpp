@@ -18,6 +18,7 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -35,6 +36,7 @@
 #include "netlink/watcher.hpp"
 #include "peering/rdma_runner.hpp"
 #include "peering/session_host.hpp"
+#include "peering/token.hpp"
 #include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/tcp.hpp"
@@ -168,29 +170,6 @@ private:
     const SnapshotStore& store_;
 };
 
-// The probe token from the token file (64 hex digits, surrounding whitespace ignored), or
-// why there is none: then peer probing is off.
-std::optional<ProbeToken> read_token(const std::string& path, std::string& why) {
-    if (path.empty()) {
-        why = "no [probes] token_file configured";
-        return std::nullopt;
-    }
-    std::ifstream in(path);
-    if (!in) {
-        why = "token file " + path + " cannot be read";
-        return std::nullopt;
-    }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
-    auto not_space = [](unsigned char c) { return !std::isspace(c); };
-    text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
-    text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
-    auto t = token_from_hex(text);
-    if (!t) why = "token file " + path + " does not hold 64 hex digits";
-    return t;
-}
-
 // The numeric address of a peer without rails: its control host, resolved now.
 std::string numeric_host(const std::string& host_port) {
     auto colon = host_port.rfind(':');
@@ -305,8 +284,11 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
 
     // Peer probing: on only with a readable token; the data port's limits are our own
     // config's budget, whatever a peer asks for.
-    std::string no_probing;
-    auto token = read_token(cfg->probes.token_file, no_probing);
+    const char* creds = std::getenv("CREDENTIALS_DIRECTORY");
+    TokenLookup found = find_probe_token(cfg->probes.token_file, creds ? creds : "");
+    std::string no_probing = found.why;
+    auto token = found.token;
+    if (token) log->info("peer probing on: token from {}", found.source);
     std::unique_ptr<TcpProbeServer> data_port;
     if (token) {
         TcpServerLimits limits;

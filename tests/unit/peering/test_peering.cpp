@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "peering/rail_resolve.hpp"
 #include "peering/rdma_runner.hpp"
+#include "peering/token.hpp"
 #include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "sysfs/rdma_sysfs.hpp"
@@ -204,6 +208,74 @@ TEST(RdmaSession, TheActiveSideFailsLocallyWithoutAskingThePeer) {
     r = run_rdma_job(cfg, nullptr, job, exchange, Deadline::after(std::chrono::seconds(5)));
     EXPECT_EQ(r.detail, "no snapshot yet");
     EXPECT_EQ(asked, 0);
+}
+
+// ---- the peer-probing token: token file, else the systemd credential
+
+namespace {
+
+struct TokenDir {
+    std::string path;
+    TokenDir() {
+        char tmpl[] = "/tmp/rw-token-XXXXXX";
+        path = mkdtemp(tmpl);
+    }
+    ~TokenDir() { std::filesystem::remove_all(path); }
+    std::string write(const std::string& name, const std::string& text) const {
+        std::ofstream(path + "/" + name) << text;
+        return path + "/" + name;
+    }
+};
+
+const std::string kHex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+}  // namespace
+
+TEST(ProbeToken, TokenFileWinsOverCredential) {
+    TokenDir d;
+    const auto file = d.write("file.token", "  " + kHex + "\n");
+    d.write(kTokenCredential, std::string(64, 'f'));
+    auto t = find_probe_token(file, d.path);
+    ASSERT_TRUE(t.token) << t.why;
+    EXPECT_EQ(token_to_hex(*t.token), kHex);
+    EXPECT_EQ(t.source, file);
+}
+
+TEST(ProbeToken, CredentialWhenNoTokenFile) {
+    TokenDir d;
+    const auto cred = d.write(kTokenCredential, kHex + "\n");
+    auto t = find_probe_token("", d.path);
+    ASSERT_TRUE(t.token) << t.why;
+    EXPECT_EQ(token_to_hex(*t.token), kHex);
+    EXPECT_EQ(t.source, cred);
+}
+
+TEST(ProbeToken, NeitherSaysWhereToPutIt) {
+    TokenDir d;  // a credentials directory without our credential
+    for (const std::string& dir : {std::string(), d.path}) {
+        auto t = find_probe_token("", dir);
+        EXPECT_FALSE(t.token);
+        EXPECT_NE(t.why.find("no [probes] token_file configured"), std::string::npos) << t.why;
+        EXPECT_NE(t.why.find("/etc/credstore/rocewatch-peer-token"), std::string::npos) << t.why;
+    }
+}
+
+TEST(ProbeToken, BadFilesAreNamed) {
+    TokenDir d;
+    auto missing = find_probe_token(d.path + "/nope", "");
+    EXPECT_FALSE(missing.token);
+    EXPECT_EQ(missing.why, "token file " + d.path + "/nope cannot be read (No such file or directory)");
+
+    const auto short_one = d.write("short", "abcd");
+    auto bad = find_probe_token(short_one, "");
+    EXPECT_FALSE(bad.token);
+    EXPECT_EQ(bad.why, "token file " + short_one + " does not hold 64 hex digits");
+
+    // A garbled credential is not passed over for "none": it says what is wrong with it.
+    const auto cred = d.write(kTokenCredential, "not hex");
+    auto garbled = find_probe_token("", d.path);
+    EXPECT_FALSE(garbled.token);
+    EXPECT_EQ(garbled.why, "token file " + cred + " does not hold 64 hex digits");
 }
 
 // The UCX session's passive side refuses, before it spawns a child, whatever is over this
