@@ -435,6 +435,51 @@ save_daemon_state() {
     query_daemon /metrics >"$RES/daemon-$tag-metrics.txt" 2>/dev/null
 }
 
+# ---- peer probes (two guests' daemons probing each other)
+
+# The token both guests' daemons hold.
+TOKEN=5f0c9a3e1b7d4c2a8e6f0b1d3c5a7e9f2b4d6f8a0c1e3a5b7d9f1b3d5f7a9c0e
+
+# peer_config: TOML naming the other guest as this daemon's peer, with both rails.
+peer_config() {
+    cat <<EOF
+[[peers]]
+name = "node$PEER"
+address = "$(rail_ip railA "$PEER"):9879"
+
+[[peers.rails]]
+name = "railA"
+local_address = "$(rail_ip railA)"
+remote_address = "$(rail_ip railA "$PEER")"
+
+[[peers.rails]]
+name = "railB"
+local_address = "$(rail_ip railB)"
+remote_address = "$(rail_ip railB "$PEER")"
+EOF
+}
+
+# run_probe TAG JSON: POST /api/v1/probes/run with the token; the result in PROBE, the
+# time the call took in PROBE_MS.
+run_probe() {
+    local tag=$1 body=$2 t0
+    t0=${EPOCHREALTIME/./}
+    PROBE=$(curl -sS --max-time 60 -X POST -H "Authorization: Bearer $TOKEN" -d "$body" \
+        "$DAEMON_URL/api/v1/probes/run" 2>"$RES/$tag.err")
+    PROBE_MS=$(((${EPOCHREALTIME/./} - t0) / 1000))
+    echo "$PROBE" >"$RES/$tag.json"
+    [[ -n $PROBE ]] || PROBE='{}'
+    log "$tag: ${PROBE_MS} ms: $PROBE"
+}
+# jf FILTER: a field of the last probe result.
+jf() { jq -r "$1" <<<"$PROBE"; }
+
+# probe_latest PEER RAIL KIND: the latest result's JSON from /api/v1/probes ("null" if none).
+probe_latest() {
+    query_daemon /api/v1/probes | jq -c --arg p "$1" --arg r "$2" --arg k "$3" \
+        'first(.probes[] | select(.peer == $p and .rail == $r and .kind == $k) | .latest) // null'
+}
+
 # ---- alerts
 
 # active_alerts: "rule object state severity" per line, from GET /api/v1/alerts.

@@ -23,7 +23,6 @@ MSG=65536
 # RoCE v2 bytes on the wire per 64 KiB write at path MTU 4096, as tx_bytes counts them
 # (see probes.sh): 16 packets x (14 + 20 + 8 + 12 + 4) + a RETH (16) beyond the payload.
 WIRE_PER_MSG=$((MSG + 16 * 58 + 16))
-TOKEN=5f0c9a3e1b7d4c2a8e6f0b1d3c5a7e9f2b4d6f8a0c1e3a5b7d9f1b3d5f7a9c0e
 OTHER=$PEER
 
 # wire_ok DESC COUNTED PAYLOAD PKTS: COUNTED tx bytes hold PAYLOAD bytes of 64 KiB writes:
@@ -48,19 +47,6 @@ wire_ok() {
 }
 
 tx_bytes() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
-
-# run_probe TAG JSON: POST /api/v1/probes/run with the token; the result in PROBE.
-run_probe() {
-    local tag=$1 body=$2 t0
-    t0=${EPOCHREALTIME/./}
-    PROBE=$(curl -sS --max-time 60 -X POST -H "Authorization: Bearer $TOKEN" -d "$body" \
-        "$DAEMON_URL/api/v1/probes/run" 2>"$RES/$tag.err")
-    PROBE_MS=$(((${EPOCHREALTIME/./} - t0) / 1000))
-    echo "$PROBE" >"$RES/$tag.json"
-    [[ -n $PROBE ]] || PROBE='{}'
-    log "$tag: ${PROBE_MS} ms: $PROBE"
-}
-jf() { jq -r "$1" <<<"$PROBE"; }
 
 section "rxe devices"
 for rail in "${RAILS[@]}"; do
@@ -97,19 +83,7 @@ qps_per_rail = 2
 count = 100
 timeout = "30s"
 
-[[peers]]
-name = "node$OTHER"
-address = "$(rail_ip railA "$OTHER"):9879"
-
-[[peers.rails]]
-name = "railA"
-local_address = "$(rail_ip railA)"
-remote_address = "$(rail_ip railA "$OTHER")"
-
-[[peers.rails]]
-name = "railB"
-local_address = "$(rail_ip railB)"
-remote_address = "$(rail_ip railB "$OTHER")"
+$(peer_config)
 EOF
 )
 # UCX's default pick here is rc_verbs plus ud_verbs on rxe0, whose UD wire-up did not finish
@@ -117,12 +91,6 @@ EOF
 export UCX_TLS=${UCX_TLS:-rc_verbs,tcp}
 start_daemon || { finish; exit; }
 sync_point daemons-up 120
-
-# probe_latest PEER RAIL KIND: the latest result's JSON from /api/v1/probes ("null" if none).
-probe_latest() {
-    query_daemon /api/v1/probes | jq -c --arg p "$1" --arg r "$2" --arg k "$3" \
-        'first(.probes[] | select(.peer == $p and .rail == $r and .kind == $k) | .latest) // null'
-}
 
 # The daemons start a few seconds apart, so a first probe may find the peer not yet
 # listening (and say so); the schedule repeats them: each must succeed within a minute.
