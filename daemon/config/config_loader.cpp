@@ -441,6 +441,20 @@ template <class C>
 constexpr KeySpec<C> timeout_key() {
     return {"timeout", [](const Field& f, C& c) { assign(c.timeout, f.duration(Duration{100})); }};
 }
+// A latency kind's own p99 limit for probe_latency_high.
+template <class C>
+constexpr KeySpec<C> latency_threshold_key() {
+    return {"latency_threshold", [](const Field& f, C& c) {
+                auto text = f.string();
+                if (!text) return;
+                auto v = parse_latency(*text);
+                if (!v || *v > LatencyLimit{std::chrono::seconds(60)})
+                    f.fail(in_quotes(*text) +
+                           R"( is not a latency threshold (whole "us", "ms" or "s" above zero, at most 60s: e.g. "20us", "2ms"))");
+                else
+                    c.latency_threshold = *v;
+            }};
+}
 template <class C>
 constexpr KeySpec<C> count_key() {
     return {"count", [](const Field& f, C& c) { assign(c.count, f.integer(1, 1'000'000)); }};
@@ -452,6 +466,7 @@ const KeySpec<TcpLatProbeConfig> kTcpLatKeys[] = {
     count_key<TcpLatProbeConfig>(),
     {"size", [](const Field& f, TcpLatProbeConfig& c) { assign(c.size, f.integer(1, 64 * 1024)); }},
     timeout_key<TcpLatProbeConfig>(),
+    latency_threshold_key<TcpLatProbeConfig>(),
 };
 
 const KeySpec<TcpBwProbeConfig> kTcpBwKeys[] = {
@@ -478,6 +493,7 @@ const KeySpec<RdmaLatProbeConfig> kRdmaLatKeys[] = {
     count_key<RdmaLatProbeConfig>(),
     {"size", [](const Field& f, RdmaLatProbeConfig& c) { assign(c.size, f.integer(1, 64 * 1024)); }},
     timeout_key<RdmaLatProbeConfig>(),
+    latency_threshold_key<RdmaLatProbeConfig>(),
 };
 
 const KeySpec<UcxBwProbeConfig> kUcxBwKeys[] = {
@@ -494,6 +510,7 @@ const KeySpec<UcxLatProbeConfig> kUcxLatKeys[] = {
     count_key<UcxLatProbeConfig>(),
     {"size", [](const Field& f, UcxLatProbeConfig& c) { assign(c.size, f.integer(8, 64 * 1024)); }},
     timeout_key<UcxLatProbeConfig>(),
+    latency_threshold_key<UcxLatProbeConfig>(),
 };
 
 // A [probes.<name>] sub-table loaded with its own key list.

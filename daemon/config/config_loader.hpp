@@ -49,6 +49,11 @@ struct ConfigResult {
 // The inverse of parse_duration: the shortest spelling ("1h30m", "500ms", "0s").
 [[nodiscard]] std::string format_duration(Duration d);
 
+// A latency limit: whole microseconds, milliseconds or seconds ("20us", "2ms", "1s"), above zero.
+[[nodiscard]] std::optional<LatencyLimit> parse_latency(std::string_view s);
+// The inverse of parse_latency: the largest unit that spells it whole.
+[[nodiscard]] std::string format_latency(LatencyLimit d);
+
 // A listen address split for the HTTP server. host is "" for ":port" (every address) and
 // has its brackets removed for "[v6]:port".
 struct ListenAddress {

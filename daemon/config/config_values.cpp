@@ -74,6 +74,29 @@ std::optional<Duration> parse_duration(std::string_view s) {
     return Duration{total};
 }
 
+std::optional<LatencyLimit> parse_latency(std::string_view s) {
+    size_t i = 0;
+    int64_t n = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+        if (n > 1'000'000'000) return std::nullopt;  // beyond any latency worth a threshold
+        n = n * 10 + (s[i] - '0');
+        ++i;
+    }
+    if (i == 0 || n == 0) return std::nullopt;
+    const std::string_view unit = s.substr(i);
+    if (unit == "us") return LatencyLimit{n};
+    if (unit == "ms") return LatencyLimit{n * 1000};
+    if (unit == "s") return LatencyLimit{n * 1'000'000};
+    return std::nullopt;
+}
+
+std::string format_latency(LatencyLimit d) {
+    const int64_t us = d.count();
+    if (us % 1'000'000 == 0) return std::to_string(us / 1'000'000) + "s";
+    if (us % 1000 == 0) return std::to_string(us / 1000) + "ms";
+    return std::to_string(us) + "us";
+}
+
 std::string format_duration(Duration d) {
     int64_t ms = d.count();
     if (ms == 0) return "0s";
@@ -257,6 +280,8 @@ nlohmann::json probes_json(const ProbesConfig& p) {
              {"count", p.tcp_lat.count},
              {"size", p.tcp_lat.size},
              {"timeout", format_duration(p.tcp_lat.timeout)},
+             {"latency_threshold", p.tcp_lat.latency_threshold ? nlohmann::json(format_latency(*p.tcp_lat.latency_threshold))
+                                                            : nlohmann::json(nullptr)},
          }},
         {"tcp_bw",
          {
@@ -283,6 +308,8 @@ nlohmann::json probes_json(const ProbesConfig& p) {
              {"count", p.rdma_lat.count},
              {"size", p.rdma_lat.size},
              {"timeout", format_duration(p.rdma_lat.timeout)},
+             {"latency_threshold", p.rdma_lat.latency_threshold ? nlohmann::json(format_latency(*p.rdma_lat.latency_threshold))
+                                                            : nlohmann::json(nullptr)},
          }},
         {"ucx_bw",
          {
@@ -299,6 +326,8 @@ nlohmann::json probes_json(const ProbesConfig& p) {
              {"count", p.ucx_lat.count},
              {"size", p.ucx_lat.size},
              {"timeout", format_duration(p.ucx_lat.timeout)},
+             {"latency_threshold", p.ucx_lat.latency_threshold ? nlohmann::json(format_latency(*p.ucx_lat.latency_threshold))
+                                                            : nlohmann::json(nullptr)},
          }},
     };
 }

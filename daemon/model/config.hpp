@@ -13,6 +13,8 @@
 namespace rocewatch {
 
 using Duration = std::chrono::milliseconds;
+// A latency limit: RDMA round trips are microseconds, below a Duration's resolution.
+using LatencyLimit = std::chrono::microseconds;
 
 struct DaemonConfig {
     std::string listen = "0.0.0.0:9879";
@@ -60,6 +62,7 @@ struct TcpLatProbeConfig {
     uint32_t count = 100;                        // ping-pongs per run
     uint32_t size = 64;                          // bytes each way
     Duration timeout{std::chrono::seconds(5)};   // whole probe deadline
+    std::optional<LatencyLimit> latency_threshold;  // p99 limit; unset: [probes] latency_threshold
 };
 
 // [probes.tcp_bw]: bulk streams, rarely and short.
@@ -92,6 +95,7 @@ struct RdmaLatProbeConfig {
     uint32_t count = 1000;                       // ping-pongs (perftest -n)
     uint32_t size = 2;                           // bytes (perftest default)
     Duration timeout{std::chrono::seconds(5)};
+    std::optional<LatencyLimit> latency_threshold;  // p99 limit; unset: [probes] latency_threshold
 };
 
 // [probes.ucx_bw]: ucp put bandwidth over the lanes UCX selects (the path NIXL uses).
@@ -110,6 +114,7 @@ struct UcxLatProbeConfig {
     uint32_t count = 1000;
     uint32_t size = 8;
     Duration timeout{std::chrono::seconds(5)};
+    std::optional<LatencyLimit> latency_threshold;  // p99 limit; unset: [probes] latency_threshold
 };
 
 // [probes]: what this daemon measures towards its peers, and what it grants them.
@@ -118,7 +123,7 @@ struct ProbesConfig {
     uint16_t data_port = 9880;                   // TCP probe data port this daemon serves
     std::vector<std::string> enabled = {"tcp_lat", "tcp_bw"};  // probe kinds run on schedule
     double bw_fraction_of_link = 0.9;            // probe_bandwidth_low below this fraction
-    Duration latency_threshold{1};               // probe_latency_high above this p99 (TCP)
+    Duration latency_threshold{1};               // probe_latency_high above this p99 (kinds without their own)
     TcpLatProbeConfig tcp_lat;
     TcpBwProbeConfig tcp_bw;
     RdmaBwProbeConfig rdma_bw;
@@ -166,6 +171,14 @@ struct Config {
 
 enum class ProbeKind;
 ProbeTiming probe_timing(const ProbesConfig& p, ProbeKind k);
+
+// The p99 above which a latency kind's result is too slow, and the key that set it
+// ("probes.rdma_lat.latency_threshold", or "probes.latency_threshold" when the kind has none).
+struct LatencyThreshold {
+    double seconds = 0;
+    std::string key;
+};
+LatencyThreshold latency_threshold(const ProbesConfig& p, ProbeKind k);
 
 // Settings of one rule with the defaults applied.
 RuleSettings rule_settings(const Config& c, const std::string& rule);

@@ -68,6 +68,20 @@ ProbeTiming probe_timing(const ProbesConfig& p, ProbeKind k) {
     return {};
 }
 
+LatencyThreshold latency_threshold(const ProbesConfig& p, ProbeKind k) {
+    auto own = [&](const std::optional<LatencyLimit>& v, const char* section) -> std::optional<LatencyThreshold> {
+        if (!v) return std::nullopt;
+        return LatencyThreshold{std::chrono::duration<double>(*v).count(),
+                                std::string("probes.") + section + ".latency_threshold"};
+    };
+    std::optional<LatencyThreshold> t;
+    if (k == ProbeKind::tcp_lat) t = own(p.tcp_lat.latency_threshold, "tcp_lat");
+    if (k == ProbeKind::rdma_write_lat) t = own(p.rdma_lat.latency_threshold, "rdma_lat");
+    if (k == ProbeKind::ucx_put_lat) t = own(p.ucx_lat.latency_threshold, "ucx_lat");
+    if (t) return *t;
+    return {std::chrono::duration<double>(p.latency_threshold).count(), "probes.latency_threshold"};
+}
+
 const ProbeResult* ProbeBook::latest(const ProbeKey& k) const {
     auto it = results.find(k);
     if (it == results.end() || it->second.empty()) return nullptr;

@@ -858,14 +858,15 @@ void rule_probe_bandwidth_low(const Context& ctx, Severity sev, Findings& out) {
 
 void rule_probe_latency_high(const Context& ctx, Severity sev, Findings& out) {
     if (!ctx.s.probes) return;
-    const double limit = std::chrono::duration<double>(ctx.c.probes.latency_threshold).count();
     for (const auto& [k, results] : ctx.s.probes->results) {
         if (results.empty()) continue;
         const ProbeResult& r = results.back();
+        const LatencyThreshold t = latency_threshold(ctx.c.probes, k.kind);
+        const double limit = t.seconds;
         if (!r.success || !r.latency || r.latency->p99 <= limit) continue;
         out.push_back(make("probe_latency_high", sev, probe_object(k),
                            std::string(to_string(k.kind)) + " to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) +
-                               ": p99 latency " + num(r.latency->p99 * 1e6) + " us above " + num(limit * 1e6) + " us",
+                               ": p99 latency " + num(r.latency->p99 * 1e6) + " us above " + std::to_string(std::llround(limit * 1e6)) + " us (" + t.key + ")",
                            "Look for congestion (CNP/ECN counters), retransmissions, a saturated link or a busy "
                            "peer CPU; compare with the other rails.",
                            {{"p99_seconds", std::to_string(r.latency->p99)},
@@ -1031,7 +1032,7 @@ constexpr RuleDef kRules[] = {
      rule_peer_unreachable},
     {"probe_bandwidth_low", Severity::warning, "probe bandwidth below probes.bw_fraction_of_link of the link rate",
      rule_probe_bandwidth_low},
-    {"probe_latency_high", Severity::warning, "probe p99 latency above probes.latency_threshold",
+    {"probe_latency_high", Severity::warning, "probe p99 latency above its kind's latency_threshold (else probes.latency_threshold)",
      rule_probe_latency_high},
     {"rdma_fails_tcp_works", Severity::critical, "RDMA probe to a peer fails while TCP over the same rail works",
      rule_rdma_fails_tcp_works},

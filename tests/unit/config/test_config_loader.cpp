@@ -136,6 +136,7 @@ jitter = "1s"
 count = 50
 size = 128
 timeout = "3s"
+latency_threshold = "500us"
 
 [probes.tcp_bw]
 interval = "1h"
@@ -159,6 +160,7 @@ jitter = "10s"
 count = 5000
 size = 64
 timeout = "8s"
+latency_threshold = "20us"
 
 [probes.ucx_bw]
 interval = "3h"
@@ -173,6 +175,7 @@ jitter = "9s"
 count = 2000
 size = 16
 timeout = "7s"
+latency_threshold = "3ms"
 
 [[peers]]
 name = "spark-b"
@@ -274,6 +277,9 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.probes.tcp_lat.count, 50u);
     EXPECT_EQ(c.probes.tcp_lat.size, 128u);
     EXPECT_EQ(c.probes.tcp_lat.timeout, 3s);
+    EXPECT_EQ(c.probes.tcp_lat.latency_threshold, LatencyLimit{500});
+    EXPECT_EQ(c.probes.rdma_lat.latency_threshold, LatencyLimit{20});
+    EXPECT_EQ(c.probes.ucx_lat.latency_threshold, LatencyLimit{3000});
     EXPECT_EQ(c.probes.tcp_bw.interval, 1h);
     EXPECT_EQ(c.probes.tcp_bw.jitter, 5min);
     EXPECT_EQ(c.probes.tcp_bw.duration, 1s);
@@ -321,7 +327,7 @@ TEST(ConfigErrors, ProbesAndPeers) {
               (Lines{"t.toml:2: probes.data_port: 0 is out of range 1..65535"}));
     EXPECT_EQ(errors_of("[probes.tcp_lat]\ncnt = 5\n"),
               (Lines{"t.toml:2: probes.tcp_lat.cnt: unknown key; did you mean \"count\"? Valid keys: interval, "
-                     "jitter, count, size, timeout"}));
+                     "jitter, count, size, timeout, latency_threshold"}));
     EXPECT_EQ(errors_of("[[peers]]\nname = \"b\"\naddress = \":9879\"\n"),
               (Lines{"t.toml:3: peers[0].address: \":9879\" is not a peer daemon address: needs a host: "
                      "\"host:port\""}));
@@ -520,6 +526,26 @@ TEST(ConfigErrors, BadDuration) {
     EXPECT_EQ(errors_of("[rules.congestion]\nfor = \"soon\"\n"),
               (Lines{"t.toml:2: rules.congestion.for: \"soon\" is not a duration (write e.g. \"500ms\", \"5s\", "
                      "\"1m\", \"1h30m\"; zero is \"0s\")"}));
+}
+
+TEST(ConfigErrors, BadLatencyThreshold) {
+    for (const char* bad : {"0us", "20", "1.5ms", "20 us", "2m", "61s", "us"}) {
+        EXPECT_EQ(errors_of("[probes.rdma_lat]\nlatency_threshold = \"" + std::string(bad) + "\"\n"),
+                  (Lines{"t.toml:2: probes.rdma_lat.latency_threshold: \"" + std::string(bad) +
+                         "\" is not a latency threshold (whole \"us\", \"ms\" or \"s\" above zero, at most 60s: "
+                         "e.g. \"20us\", \"2ms\")"}));
+    }
+}
+
+TEST(ConfigValues, LatencyThresholdSpellings) {
+    EXPECT_EQ(parse_latency("20us"), LatencyLimit{20});
+    EXPECT_EQ(parse_latency("1500us"), LatencyLimit{1500});
+    EXPECT_EQ(parse_latency("2ms"), LatencyLimit{2000});
+    EXPECT_EQ(parse_latency("1s"), LatencyLimit{1'000'000});
+    EXPECT_EQ(format_latency(LatencyLimit{20}), "20us");
+    EXPECT_EQ(format_latency(LatencyLimit{1500}), "1500us");
+    EXPECT_EQ(format_latency(LatencyLimit{2000}), "2ms");
+    EXPECT_EQ(format_latency(LatencyLimit{3'000'000}), "3s");
 }
 
 TEST(ConfigErrors, BadListenAddress) {

@@ -107,6 +107,32 @@ TEST_F(ProbeRules, LatencyHighAboveThreshold) {
     EXPECT_TRUE(judge("probe_latency_high").empty());
 }
 
+TEST_F(ProbeRules, LatencyThresholdPerKind) {
+    // RDMA round trips are microseconds: its own 20 us limit, while TCP keeps the global 1 ms.
+    c.probes.rdma_lat.latency_threshold = LatencyLimit{20};
+    auto rdma = result(ProbeKind::rdma_write_lat, true);
+    rdma.latency = LatencyStats{.samples = 1000, .used = 990, .typical = 3e-6, .p99 = 45e-6};
+    book.add(rdma);
+    auto tcp = result(ProbeKind::tcp_lat, true);
+    tcp.latency = LatencyStats{.samples = 100, .used = 98, .typical = 20e-6, .p99 = 45e-6};
+    book.add(tcp);
+    auto f = judge("probe_latency_high");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].object, "spark-b/rail0:rdma_write_lat");
+    EXPECT_NE(f[0].summary.find("above 20 us (probes.rdma_lat.latency_threshold)"),
+              std::string::npos)
+        << f[0].summary;
+    rdma.latency->p99 = 9e-6;
+    book.add(rdma);
+    EXPECT_TRUE(judge("probe_latency_high").empty());
+    // Without its own limit a kind falls back to [probes] latency_threshold, and says so.
+    tcp.latency->p99 = 2e-3;
+    book.add(tcp);
+    f = judge("probe_latency_high");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].summary.find("above 1000 us (probes.latency_threshold)"), std::string::npos) << f[0].summary;
+}
+
 TEST_F(ProbeRules, RdmaFailsWhileTcpWorksPointsAtGidMtuQp) {
     book.add(result(ProbeKind::tcp_lat, true));
     book.add(result(ProbeKind::rdma_write_lat, false, "gid_mismatch"));
