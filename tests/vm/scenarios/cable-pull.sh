@@ -14,9 +14,7 @@
 LIMIT_MS=1000   # port DOWN / ACTIVE within this long of the link change
 
 section "rxe devices"
-for rail in "${RAILS[@]}"; do
-    add_rxe "${RAIL_RXE[$rail]}" "$rail"
-done
+rxe_on_every_rail
 for rail in "${RAILS[@]}"; do
     check_eq "${RAIL_RXE[$rail]} ACTIVE before the pull" ACTIVE "$(port_state "${RAIL_RXE[$rail]}")"
 done

@@ -9,9 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 section "rxe devices"
-for rail in "${RAILS[@]}"; do
-    add_rxe "${RAIL_RXE[$rail]}" "$rail"
-done
+rxe_on_every_rail
 for rail in "${RAILS[@]}"; do
     check_rxe_healthy "${RAIL_RXE[$rail]}" "$rail" "$(rail_ip "$rail")"
 done

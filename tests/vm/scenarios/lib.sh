@@ -201,6 +201,14 @@ add_rxe() {
     wait_port_state "$dev" ACTIVE 10 >/dev/null || fail "$dev did not become ACTIVE"
 }
 
+# rxe_on_every_rail: a Soft-RoCE device on each rail (rxe0 on railA, rxe1 on railB), ACTIVE.
+rxe_on_every_rail() {
+    local rail
+    for rail in "${RAILS[@]}"; do
+        add_rxe "${RAIL_RXE[$rail]}" "$rail"
+    done
+}
+
 # Non-empty GID entries of DEV's port 1 as "index gid type ndev", one a line (one grep
 # over the 1024 slots: a fork per slot costs seconds under TCG).
 gid_table() {

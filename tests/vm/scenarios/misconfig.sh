@@ -13,9 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 
 section "rxe devices"
-for rail in "${RAILS[@]}"; do
-    add_rxe "${RAIL_RXE[$rail]}" "$rail"
-done
+rxe_on_every_rail
 sync_point rxe-up
 
 if ((NODE == 2)); then

@@ -49,9 +49,7 @@ wire_ok() {
 tx_bytes() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
 
 section "rxe devices"
-for rail in "${RAILS[@]}"; do
-    add_rxe "${RAIL_RXE[$rail]}" "$rail"
-done
+rxe_on_every_rail
 sync_point rxe-up
 
 section "daemons that probe each other"

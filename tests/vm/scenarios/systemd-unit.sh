@@ -21,9 +21,7 @@ DAEMON_LISTEN=0.0.0.0:9879
 . "$(dirname "$0")/lib.sh"
 
 section "rxe devices"
-for rail in "${RAILS[@]}"; do
-    add_rxe "${RAIL_RXE[$rail]}" "$rail"
-done
+rxe_on_every_rail
 sync_point rxe-up
 
 # probe_config TOKEN_LINE: [probes] and the peer. Nothing runs on schedule: each probe
