@@ -19,9 +19,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cctype>
-#include <fstream>
-#include <sstream>
 
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"

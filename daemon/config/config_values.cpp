@@ -266,6 +266,10 @@ nlohmann::json rule_json(const RuleSettings& r) {
 }
 
 nlohmann::json probes_json(const ProbesConfig& p) {
+    // null when unset: the kind falls back to [probes] latency_threshold.
+    auto latency_json = [](const std::optional<LatencyLimit>& v) {
+        return v ? nlohmann::json(format_latency(*v)) : nlohmann::json(nullptr);
+    };
     return {
         // null when unset: "" is not a valid token_file, and the view must read back in.
         {"token_file", p.token_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.token_file)},
@@ -280,8 +284,7 @@ nlohmann::json probes_json(const ProbesConfig& p) {
              {"count", p.tcp_lat.count},
              {"size", p.tcp_lat.size},
              {"timeout", format_duration(p.tcp_lat.timeout)},
-             {"latency_threshold", p.tcp_lat.latency_threshold ? nlohmann::json(format_latency(*p.tcp_lat.latency_threshold))
-                                                            : nlohmann::json(nullptr)},
+             {"latency_threshold", latency_json(p.tcp_lat.latency_threshold)},
          }},
         {"tcp_bw",
          {
@@ -308,8 +311,7 @@ nlohmann::json probes_json(const ProbesConfig& p) {
              {"count", p.rdma_lat.count},
              {"size", p.rdma_lat.size},
              {"timeout", format_duration(p.rdma_lat.timeout)},
-             {"latency_threshold", p.rdma_lat.latency_threshold ? nlohmann::json(format_latency(*p.rdma_lat.latency_threshold))
-                                                            : nlohmann::json(nullptr)},
+             {"latency_threshold", latency_json(p.rdma_lat.latency_threshold)},
          }},
         {"ucx_bw",
          {
@@ -326,8 +328,7 @@ nlohmann::json probes_json(const ProbesConfig& p) {
              {"count", p.ucx_lat.count},
              {"size", p.ucx_lat.size},
              {"timeout", format_duration(p.ucx_lat.timeout)},
-             {"latency_threshold", p.ucx_lat.latency_threshold ? nlohmann::json(format_latency(*p.ucx_lat.latency_threshold))
-                                                            : nlohmann::json(nullptr)},
+             {"latency_threshold", latency_json(p.ucx_lat.latency_threshold)},
          }},
     };
 }
