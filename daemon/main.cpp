@@ -36,6 +36,7 @@
 #include "peering/token.hpp"
 #include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
+#include "probes/session.hpp"
 #include "probes/tcp.hpp"
 
 #ifdef ROCEWATCH_HAVE_UCX
@@ -365,9 +366,10 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     });
     // The passive side of a peer's RDMA or UCX probe: endpoints opened (RDMA: at RTR) before
     // we answer, the serve step on the session host's thread. Our own [probes.*] budget caps it.
+    // The answer names the session; {"end_session": id} from a peer whose side failed ends it.
     SessionHost sessions;
     using Accept = std::function<std::pair<nlohmann::json, std::function<ProbeResult()>>(
-        const Config&, const Snapshot&, const nlohmann::json&)>;
+        const Config&, const Snapshot&, const nlohmann::json&, const std::atomic<bool>*)>;
     auto peer_session = [&](const std::string& path, const std::string& what, Accept accept) {
         api->add_post(path, [&, what, accept](const httplib::Request& req, httplib::Response& res) {
             if (!token) return send(res, 503, api::error_json(503, "peer probing is off: " + no_probing));
@@ -377,17 +379,24 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
             auto request = nlohmann::json::parse(req.body, nullptr, false);
             if (request.is_discarded())
                 return send(res, 422, {{"reason", reason::protocol_error}, {"detail", "the body is not JSON"}});
+            if (auto id = end_session_request(request); !id.empty()) {
+                const bool ended = sessions.cancel(id);
+                log->info("{} session {} {} by {}", what, id, ended ? "ended early" : "(not running) asked to end",
+                          req.remote_addr);
+                return send(res, 200, {{"session", id}, {"ended", ended}});
+            }
             if (!sessions.try_claim()) {
                 res.set_header("Retry-After", "5");
                 return send(res, 503, {{"reason", reason::peer_busy}, {"detail", "another probe session is running"}});
             }
-            auto [reply, serve] = accept(s->config ? *s->config : *cfg, *s, request);
+            auto [reply, serve] = accept(s->config ? *s->config : *cfg, *s, request, sessions.cancel_flag());
             if (!serve) {
                 sessions.release();
                 log->info("{} session from {} refused: {} ({})", what, req.remote_addr, reply.value("reason", ""),
                           reply.value("detail", ""));
                 return send(res, 422, reply);
             }
+            reply["session"] = sessions.id();
             sessions.run([serve = std::move(serve), from = req.remote_addr, what, log] {
                 auto r = serve();
                 log->debug("{} session ({}) from {}: {} {}", what, to_string(r.kind), from, r.success ? "ok" : r.reason,
@@ -396,13 +405,15 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
             send(res, 200, reply);
         });
     };
-    peer_session("/api/v1/peer/rdma", "RDMA", [](const Config& c, const Snapshot& s, const nlohmann::json& r) {
-        auto a = accept_rdma_session(c, s, r);
+    peer_session("/api/v1/peer/rdma", "RDMA", [](const Config& c, const Snapshot& s, const nlohmann::json& r,
+                                                 const std::atomic<bool>* cancel) {
+        auto a = accept_rdma_session(c, s, r, cancel);
         return std::make_pair(std::move(a.reply), std::move(a.serve));
     });
     if (kHaveUcx)
-        peer_session("/api/v1/peer/ucx", "UCX", [](const Config& c, const Snapshot&, const nlohmann::json& r) {
-            auto a = accept_ucx_session(c, r, kSelfExe);
+        peer_session("/api/v1/peer/ucx", "UCX", [](const Config& c, const Snapshot&, const nlohmann::json& r,
+                                                   const std::atomic<bool>* cancel) {
+            auto a = accept_ucx_session(c, r, kSelfExe, cancel);
             return std::make_pair(std::move(a.reply), std::move(a.serve));
         });
     api->add_get("/api/v1/probes", [&](const httplib::Request&, httplib::Response& res) {

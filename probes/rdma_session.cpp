@@ -86,9 +86,11 @@ json rdma_session_request(const RdmaClientPlan& plan, const std::vector<json>& r
 ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& exchange, Deadline deadline) {
     const auto t0 = SteadyClock::now();
     const ProbeKind kind = plan.kind;
+    std::string granted_id;  // the peer's session, once granted: ended early if our side fails
     auto done = [&](ProbeResult r) {
         r.kind = kind;
         if (plan.rails.size() == 1 && r.rail.empty()) r.rail = plan.rails[0].name;
+        if (!r.success) end_session(exchange, granted_id);
         r.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
         return r;
     };
@@ -130,6 +132,7 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
         if (rep.contains("reason"))
             return done(failed_result(kind, rep.value("reason", std::string(reason::protocol_error)),
                                "peer: " + rep.value("detail", std::string("refused the RDMA session"))));
+        granted_id = granted_session(rep);
         const auto rr = rep.find("rails");
         if (rr == rep.end() || !rr->is_array() || rr->size() != rails.size())
             return done(failed_result(kind, reason::protocol_error, "the peer answered for a different number of rails"));
@@ -186,7 +189,7 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
 }
 
 RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& limits,
-                                      const RdmaDeviceResolver& resolve) {
+                                      const RdmaDeviceResolver& resolve, const std::atomic<bool>* cancel) {
     try {
         if (!req.is_object()) return refuse(reason::protocol_error, "the request is not a JSON object");
         const auto kind = session_kind(req.value("kind", std::string()));
@@ -208,7 +211,8 @@ RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& li
         if (rails_j->size() > limits.max_rails || (*kind != ProbeKind::rdma_multirail_bw && rails_j->size() != 1))
             return refuse(reason::bad_target, std::to_string(rails_j->size()) + " rails asked for a " + to_string(*kind) +
                                                   " run");
-        const auto deadline = Deadline::after_seconds(std::min(timeout, limits.max_session_seconds));
+        auto deadline = Deadline::after_seconds(std::min(timeout, limits.max_session_seconds));
+        deadline.cancel = cancel;
 
         auto owned = std::make_shared<std::vector<std::unique_ptr<RdmaEndpoint>>>();
         auto rails = std::make_shared<std::vector<RdmaRail>>();
@@ -258,6 +262,10 @@ RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& li
                                 : rdma_multirail_bw_serve(*rails, deadline);
             r.kind = k;
             if (rails->size() == 1) r.rail = (*rails)[0].name;
+            if (!r.success && deadline.cancelled()) {
+                r.reason = reason::peer_closed;
+                r.detail = "the peer ended the session (its side of the run failed)";
+            }
             return r;
         };
         return a;

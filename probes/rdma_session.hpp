@@ -14,6 +14,7 @@
 // The passive side's QPs are at RTR before it answers, so the active side may post at once.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -90,9 +91,10 @@ struct RdmaSessionAccept {
 
 // Checks the request against the limits, opens and connects the passive endpoints. Never
 // throws: a malformed request is refused with "protocol_error", one over budget with
-// "bad_target" naming the limit, device and QP failures with their own reasons.
+// "bad_target" naming the limit, device and QP failures with their own reasons. Setting
+// *cancel ends serve() early (the peer ended the session).
 RdmaSessionAccept rdma_session_accept(const nlohmann::json& request, const RdmaServeLimits& limits,
-                                      const RdmaDeviceResolver& resolve);
+                                      const RdmaDeviceResolver& resolve, const std::atomic<bool>* cancel = nullptr);
 
 // The request rdma_probe_run sends (exposed for tests of the passive side's checks).
 nlohmann::json rdma_session_request(const RdmaClientPlan& plan, const std::vector<nlohmann::json>& rail_endpoints,

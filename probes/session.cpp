@@ -13,6 +13,24 @@ std::string number(double v) {
 
 }  // namespace
 
+std::string granted_session(const nlohmann::json& answer) {
+    const auto it = answer.is_object() ? answer.find("session") : answer.end();
+    return it != answer.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+void end_session(const SessionExchange& exchange, const std::string& id) {
+    if (id.empty()) return;
+    try {
+        exchange(nlohmann::json{{"end_session", id}}, Deadline::after(std::chrono::seconds(1)));
+    } catch (...) {  // best effort: the peer's own deadline still ends the session
+    }
+}
+
+std::string end_session_request(const nlohmann::json& request) {
+    const auto it = request.is_object() ? request.find("end_session") : request.end();
+    return it != request.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string session_over_budget(bool latency, uint32_t size, uint64_t iterations, double seconds,
                                 const SessionBudget& b) {
     if (size == 0 || size > b.max_message_size)

@@ -25,6 +25,20 @@ struct SessionReply {
 // Carries one request to the peer and brings its answer back within the deadline.
 using SessionExchange = std::function<SessionReply(const nlohmann::json& request, Deadline deadline)>;
 
+// The id of the session a peer granted: its answer's "session" ("" when it gives none, as
+// the probe CLIs' passive sides do).
+std::string granted_session(const nlohmann::json& answer);
+
+// Asks the peer to end session `id` now ({"end_session": id} over the same exchange): our
+// side of the run failed, so the peer would otherwise wait for a closing write or result
+// until its deadline and refuse every other peer meanwhile. Best effort, a second at most;
+// nothing is sent for an empty id.
+void end_session(const SessionExchange& exchange, const std::string& id);
+
+// The request end_session sends, as the passive side reads it: the id, or "" when the
+// request is not one.
+std::string end_session_request(const nlohmann::json& request);
+
 // What a peer may ask of this daemon's passive side: this daemon's own config, whatever
 // the peer sends.
 struct SessionBudget {

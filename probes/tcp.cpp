@@ -152,6 +152,7 @@ int wait_fd(int fd, short events, Deadline d, short* revents = nullptr) {
         const timespec ts = d.remaining_timespec();
         const int rc = ::ppoll(&p, 1, &ts, nullptr);
         if (rc < 0 && errno == EINTR) continue;
+        if (rc == 0 && !d.expired()) continue;  // the end of a slice, not of the deadline
         if (rc > 0 && revents) *revents = p.revents;
         return rc;
     }
@@ -453,6 +454,7 @@ void run_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, 
         const timespec ts = d.remaining_timespec();
         const int rc = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
         if (rc < 0 && errno == EINTR) continue;
+        if (rc == 0 && !d.expired()) continue;
         if (rc < 0) return fail(r, errno_failure("poll for reports", errno));
         if (rc == 0)
             return fail(r, {reason::timeout, where + ": " + std::to_string(pending) + " of " +

@@ -109,7 +109,8 @@ RdmaServeLimits rdma_serve_limits(const Config& cfg) {
     return l;
 }
 
-RdmaSessionAccept accept_rdma_session(const Config& cfg, const Snapshot& snap, const nlohmann::json& request) {
+RdmaSessionAccept accept_rdma_session(const Config& cfg, const Snapshot& snap, const nlohmann::json& request,
+                                      const std::atomic<bool>* cancel) {
     auto resolve = [&](const std::string& device, int gid_index, const std::string& address,
                        std::string& why) -> std::optional<RdmaEndpointOptions> {
         auto c = find_session_port(snap, device, gid_index, address, why);
@@ -120,7 +121,7 @@ RdmaSessionAccept accept_rdma_session(const Config& cfg, const Snapshot& snap, c
         o.gid_index = c->gid_index;
         return o;
     };
-    return rdma_session_accept(request, rdma_serve_limits(cfg), resolve);
+    return rdma_session_accept(request, rdma_serve_limits(cfg), resolve, cancel);
 }
 
 }  // namespace rocewatch

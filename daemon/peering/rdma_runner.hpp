@@ -1,6 +1,7 @@
 // RDMA probes as the daemon runs them: plans from config and snapshot, both session sides.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,7 +34,9 @@ std::vector<std::pair<std::string, RdmaTxCounter>> rail_tx_counters(const Config
 // What this daemon grants a peer's RDMA session: its own [probes.rdma_*] budget.
 RdmaServeLimits rdma_serve_limits(const Config& cfg);
 
-// The passive side of a peer's request, with endpoints found in our snapshot.
-RdmaSessionAccept accept_rdma_session(const Config& cfg, const Snapshot& snap, const nlohmann::json& request);
+// The passive side of a peer's request, with endpoints found in our snapshot; *cancel ends
+// its serve step early.
+RdmaSessionAccept accept_rdma_session(const Config& cfg, const Snapshot& snap, const nlohmann::json& request,
+                                      const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace rocewatch

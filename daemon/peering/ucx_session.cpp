@@ -152,6 +152,7 @@ std::optional<json> UcxChild::receive(Deadline deadline, std::string& why) {
         const timespec ts = deadline.remaining_timespec();
         int rc = ::ppoll(&p, 1, &ts, nullptr);
         if (rc < 0 && errno == EINTR) continue;
+        if (rc == 0 && !deadline.expired()) continue;  // the end of a slice
         if (rc <= 0) {
             why = rc == 0 ? reason::timeout : reason::internal_error;
             return std::nullopt;
@@ -211,8 +212,10 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
                         const std::vector<std::pair<std::string, RdmaTxCounter>>& rails) {
     const auto t0 = SteadyClock::now();
     const ProbeKind kind = job.kind;
+    std::string granted_id;  // the peer's session, once granted: ended early if our side fails
     auto done = [&](ProbeResult r) {
         r.kind = kind;
+        if (!r.success) end_session(exchange, granted_id);
         r.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
         return r;
     };
@@ -243,6 +246,7 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
         if (!reply.body->contains("endpoint"))
             return done(failed_result(kind, reply.body->value("reason", std::string(reason::protocol_error)),
                                "peer: " + reply.body->value("detail", std::string("refused the UCX session"))));
+        granted_id = granted_session(*reply.body);
         // Which rails the run used: their counters around it (wire-up included, a few KB).
         std::vector<std::optional<uint64_t>> before;
         if (!lat)
@@ -268,7 +272,8 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
 
 // ---------------------------------------------------------------- passive side
 
-UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const std::string& exe) {
+UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const std::string& exe,
+                                    const std::atomic<bool>* cancel) {
     auto refuse = [](const std::string& reason, const std::string& detail) {
         return UcxSessionAccept{json{{"reason", reason}, {"detail", detail}}, {}};
     };
@@ -309,9 +314,11 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
         UcxSessionAccept a;
         a.reply = json{{"endpoint", (*opened)["endpoint"]}};
         const ProbeKind k = *kind;
-        a.serve = [child, deadline, k]() {
+        Deadline wait{deadline.at + std::chrono::seconds(1), cancel};
+        a.serve = [child, wait, k]() {
             std::string why;
-            auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1)}, why);
+            auto result = child->receive(wait, why);
+            if (wait.cancelled()) return failed_result(k, reason::peer_closed, "the peer ended the session");
             if (!result || !result->contains("result")) return failed_result(k, why, "no result from the UCX session process");
             return ucx_result_from_json((*result)["result"]);
         };

@@ -17,6 +17,7 @@
 //   child -> parent  {"result": ProbeResult JSON}
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,7 +73,8 @@ struct UcxSessionAccept {
     std::function<ProbeResult()> serve;    // waits for the child's result; empty if refused
     [[nodiscard]] bool ok() const { return static_cast<bool>(serve); }
 };
-UcxSessionAccept accept_ucx_session(const Config& cfg, const nlohmann::json& request, const std::string& exe);
+UcxSessionAccept accept_ucx_session(const Config& cfg, const nlohmann::json& request, const std::string& exe,
+                                    const std::atomic<bool>* cancel = nullptr);
 
 // ProbeResult <-> the JSON the child prints (api/probe_view's spelling).
 nlohmann::json ucx_result_to_json(const ProbeResult& r);

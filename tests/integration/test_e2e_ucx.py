@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Two rocewatchd in two network namespaces joined by a veth pair, UCX probes between them over
 UCX_TLS=tcp: figures, versions and lanes, /probe and /metrics; the passive side's budget; a
-malformed worker address that kills only the session child; a session child killed mid-run;
-no session process left behind."""
+malformed worker address that kills only the session child; a session child killed mid-run
+on either side (our own: the peer's session is ended at once); no session process left behind."""
 
 import json
 import os
@@ -218,6 +218,47 @@ def main():
             t.check(not left, f"no UCX session process left behind ({left})")
             r, _ = run("ucx_put_lat")
             t.check(r.get("success") is True, f"a probe after the kill succeeds ({r.get('reason')}: {r.get('detail')})")
+
+            # ---- our own session child dies mid-run: we end node-b's session at once, so
+            # node-b neither waits out the session's deadline nor refuses other peers meanwhile
+            result.clear()
+            th = threading.Thread(target=bw_run)
+            th.start()
+            a_pid = daemon_pid(a)
+            victims, served = [], []
+            for _ in range(200):
+                victims, served = session_children(a_pid), session_children(b_pid)
+                if victims and served:
+                    break
+                time.sleep(0.05)
+            time.sleep(0.5)
+            for v in victims:
+                os.kill(v, signal.SIGKILL)
+            th.join(30)
+            failed_at = time.monotonic()
+            r = result.get("r", {})
+            t.check(bool(victims) and bool(served), f"found both sides' session children ({victims}, {served})")
+            t.check(r.get("success") is False, f"our killed session child: ucx_put_bw fails ({r.get('reason')}: "
+                    f"{r.get('detail')})")
+            while session_children(b_pid) and time.monotonic() - failed_at < 15:
+                time.sleep(0.05)
+            gone = time.monotonic() - failed_at
+            t.check(gone < SLACK, f"node-b's session child ended {gone:.2f} s after our failure (its own deadline "
+                    "was 10 s or more away)")
+            # Over UCX's tcp transport node-b's child may see the connection drop by itself; what
+            # must hold is that node-a asked node-b to end the session (over RC verbs, where no
+            # connection drops, only that ends it: the VM scenario peer-probes pulls a cable).
+            with open(b.log.name) as f:
+                ended = [line for line in f if "UCX session" in line and "by 10.78.0.1" in line]
+            t.check(bool(ended), f"node-a asked node-b to end the session ({ended[-1].strip() if ended else 'no such line'})")
+            if not ended:
+                b.dump_log()
+            r, _ = run("ucx_put_lat")
+            t.check(r.get("success") is True, f"and node-b takes the next session at once ({r.get('reason')}: "
+                    f"{r.get('detail')})")
+            code, rep = post_b({"end_session": "0000000000000000"})
+            t.check(code == 200 and rep.get("ended") is False, f"ending a session that is not running: 200, ended "
+                    f"false ({code} {rep})")
     shutil.rmtree(work, ignore_errors=True)
     t.finish()
 

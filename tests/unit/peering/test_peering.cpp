@@ -1,14 +1,19 @@
-// Rail resolution against the DGX Spark fixture, and the RDMA session's refusals: budget,
+// Rail resolution against the DGX Spark fixture; the RDMA session's refusals: budget,
 // malformed requests, devices that are not there (this machine has no RDMA devices; the VM
-// scenario 'probes' runs accepted sessions between two daemons over Soft-RoCE).
+// scenario 'probes' runs accepted sessions between two daemons over Soft-RoCE); the token;
+// ending a session early (cancellable deadlines, the session host's ids).
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include "peering/rail_resolve.hpp"
 #include "peering/rdma_runner.hpp"
+#include "peering/session_host.hpp"
 #include "peering/token.hpp"
 #include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
@@ -306,4 +311,97 @@ TEST(UcxSession, RefusesWhatOurConfigDoesNotGrant) {
     // Within the budget it goes on to start the session child: here there is none to start.
     EXPECT_EQ(refused({{"kind", "ucx_put_bw"}, {"message_size", 65536}, {"seconds", 2}}).substr(0, 16),
               "local_resources:");
+}
+
+// ---------------------------------------------------------------- ending a session early
+
+TEST(Deadline, CancelFlagPullsItIn) {
+    std::atomic<bool> flag{false};
+    Deadline d = Deadline::after(std::chrono::seconds(30));
+    d.cancel = &flag;
+    EXPECT_FALSE(d.expired());
+    EXPECT_GT(d.remaining_seconds(), 29.0);
+    EXPECT_EQ(d.wait_slice(), std::chrono::duration_cast<SteadyClock::duration>(Deadline::kCancelSlice));
+    // min() keeps the flag whichever side holds it.
+    EXPECT_EQ(Deadline::after(std::chrono::seconds(60)).min(d).cancel, &flag);
+    EXPECT_EQ(d.min(Deadline::after(std::chrono::seconds(1))).cancel, &flag);
+    flag = true;
+    EXPECT_TRUE(d.expired());
+    EXPECT_TRUE(d.cancelled());
+    EXPECT_EQ(d.remaining_seconds(), 0.0);
+    const timespec ts = d.remaining_timespec();
+    EXPECT_EQ(ts.tv_sec, 0);
+    EXPECT_EQ(ts.tv_nsec, 0);
+    // Without a flag a wait may block for all that is left.
+    const Deadline plain = Deadline::after(std::chrono::seconds(30));
+    EXPECT_GT(plain.wait_slice(), std::chrono::seconds(29));
+    EXPECT_FALSE(plain.cancelled());
+}
+
+TEST(SessionEnd, RequestAndGrantedIdRoundTrip) {
+    std::vector<json> sent;
+    SessionExchange exchange = [&](const json& request, Deadline d) {
+        sent.push_back(request);
+        EXPECT_LE(d.remaining_seconds(), 1.0);  // best effort, a second at most
+        return SessionReply{json{{"ended", true}}, "", ""};
+    };
+    EXPECT_EQ(granted_session(json{{"rails", json::array()}, {"session", "0123456789abcdef"}}), "0123456789abcdef");
+    EXPECT_EQ(granted_session(json{{"rails", json::array()}}), "");   // a CLI's passive side names none
+    EXPECT_EQ(granted_session(json{{"session", 42}}), "");            // not a string: none
+    EXPECT_EQ(granted_session(json::array()), "");
+    end_session(exchange, "");
+    EXPECT_TRUE(sent.empty()) << "nothing is sent without an id";
+    end_session(exchange, "0123456789abcdef");
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(end_session_request(sent[0]), "0123456789abcdef");
+    EXPECT_EQ(end_session_request(json{{"kind", "rdma_write_bw"}}), "");
+    EXPECT_EQ(end_session_request(json{{"end_session", 7}}), "");
+    // A transport that throws does not reach the caller.
+    end_session([](const json&, Deadline) -> SessionReply { throw std::runtime_error("down"); }, "ab");
+}
+
+TEST(SessionHost, AnEndedSessionFreesTheHostAtOnce) {
+    SessionHost host;
+    ASSERT_TRUE(host.try_claim());
+    const std::string id = host.id();
+    EXPECT_EQ(id.size(), 16u);
+    EXPECT_FALSE(host.try_claim()) << "one session at a time";
+    Deadline d = Deadline::after(std::chrono::seconds(30));
+    d.cancel = host.cancel_flag();
+    std::promise<double> waited;
+    auto f = waited.get_future();
+    host.run([d, &waited] {
+        const auto t0 = SteadyClock::now();
+        while (!d.expired()) std::this_thread::sleep_for(d.wait_slice());
+        waited.set_value(std::chrono::duration<double>(SteadyClock::now() - t0).count());
+    });
+    EXPECT_FALSE(host.cancel("ffffffffffffffff")) << "another session's id ends nothing";
+    EXPECT_FALSE(host.cancel(""));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(host.busy());
+    EXPECT_TRUE(host.cancel(id));
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+    EXPECT_LT(f.get(), 5.0);
+    for (int i = 0; i < 100 && host.busy(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_FALSE(host.busy());
+    EXPECT_FALSE(host.cancel(id)) << "an ended session cannot be ended again";
+    // The next claim is a fresh session: new id, flag down.
+    ASSERT_TRUE(host.try_claim());
+    EXPECT_NE(host.id(), id);
+    EXPECT_FALSE(host.cancel_flag()->load());
+    host.release();
+}
+
+TEST(SessionHost, StopEndsTheRunningSession) {
+    SessionHost host;
+    ASSERT_TRUE(host.try_claim());
+    Deadline d = Deadline::after(std::chrono::seconds(30));
+    d.cancel = host.cancel_flag();
+    host.run([d] {
+        while (!d.expired()) std::this_thread::sleep_for(d.wait_slice());
+    });
+    const auto t0 = SteadyClock::now();
+    host.stop();
+    EXPECT_LT(std::chrono::duration<double>(SteadyClock::now() - t0).count(), 5.0);
+    EXPECT_FALSE(host.try_claim()) << "a stopped host takes no more sessions";
 }

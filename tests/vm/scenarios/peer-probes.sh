@@ -12,7 +12,9 @@
 #     both versions and the lanes reported;
 #   - node 1 deletes rail B's rxe device: RDMA to it over rail B fails while TCP over the
 #     same rail works, and node 2's daemon says so (rdma_fails_tcp_works); with the device
-#     back, the probe passes and the alert clears.
+#     back, the probe passes and the alert clears;
+#   - rail B's cable is pulled under a bandwidth run: the run fails, node 2 ends node 1's
+#     session at once (node 1 says so), and node 1 takes the next session straight away.
 # vm-nodes: 2
 # vm-timeout: 600
 DAEMON_LISTEN=0.0.0.0:9879
@@ -224,6 +226,45 @@ else
     expect_cleared rdma_fails_tcp_works "node1/railB:rdma_write_lat" 15
 fi
 sync_point rxe1-done 240
+
+# Rail B's cable pulled under a bandwidth run: node 2's QPs give up (retries exhausted) and
+# its daemon ends node 1's session over the control port (rail A) at once. Without that,
+# node 1 would wait out the session's deadline for a closing write that cannot come, and
+# refuse every peer's probe meanwhile.
+section "a rail pulled mid-run: the peer's session ends at once"
+if ((NODE == 2)); then
+    k0=$(hw_counter rxe1 sent_pkts)
+    run_probe pull-railB '{"peer": "node1", "rail": "railB", "kind": "rdma_write_bw"}' &
+    pid=$!
+    # Pull once the data phase is under way: rxe1 has sent a thousand packets (a latency
+    # probe sends a few hundred; the 2 s bandwidth run thousands).
+    t=0
+    while (($(hw_counter rxe1 sent_pkts) - k0 < 1000 && t < 200)); do
+        snooze 0.02
+        t=$((t + 1))
+    done
+    log "pulling rail B after $(($(hw_counter rxe1 sent_pkts) - k0)) packets"
+    host_request set_link railB off
+    wait "$pid"
+    failed_at=${EPOCHREALTIME/./}
+    PROBE=$(cat "$RES/pull-railB.json")
+    [[ -n $PROBE ]] || PROBE='{}'
+    check_eq "rdma_write_bw railB through the pull: fails" false "$(jf .success)"
+    record "rail B pulled mid-run: $(jf .reason): $(jf .detail) after $(jf .duration_seconds) s"
+    run_probe after-pull '{"peer": "node1", "rail": "railA", "kind": "rdma_write_lat"}'
+    check_eq "rdma_write_lat railA right after: node 1 took the session (not peer_busy)" \
+        "true null" "$(jf '"\(.success) \(.reason)"')"
+    record "the next session, $(((${EPOCHREALTIME/./} - failed_at) / 1000)) ms after the failure: $(jf .success) $(jf .reason)"
+    host_request set_link railB on
+    wait_port_state rxe1 ACTIVE 20 >/dev/null || fail "rxe1 not ACTIVE again after the link returned"
+    mark pull-done
+else
+    wait_mark pull-done 120
+    check_match "node 1's daemon: the session was ended early by node 2" \
+        "RDMA session [0-9a-f]{16} ended early by $(rail_ip railA 2)" "$(cat "$OUT/rocewatchd.log")"
+    wait_port_state rxe1 ACTIVE 20 >/dev/null || fail "rxe1 not ACTIVE again after the link returned"
+fi
+sync_point pull-done 120
 
 save_daemon_state final
 stop_daemon
