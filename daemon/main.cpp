@@ -212,7 +212,7 @@ std::optional<double> rail_utilisation(const Snapshot* s, const ProbeJob& job) {
 }
 
 ProbeResult run_tcp_probe(const Config& cfg, const ProbeToken& token, const ProbeJob& job, const PeerHello& hello,
-                          ProbeClock::time_point deadline) {
+                          Deadline d) {
     TcpProbeTarget t;
     t.peer = job.peer.name;
     t.rail = job.rail ? job.rail->name : "";
@@ -222,7 +222,6 @@ ProbeResult run_tcp_probe(const Config& cfg, const ProbeToken& token, const Prob
     // unit does not grant.
     if (job.rail) t.bind_address = job.rail->local_address;
     t.token = token;
-    Deadline d{deadline};
     if (job.kind == ProbeKind::tcp_bw) {
         TcpBwSettings bs;
         bs.streams = cfg.probes.tcp_bw.streams;
@@ -310,7 +309,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
 
     std::shared_ptr<const Config> sched_cfg = cfg;
     ProbeSchedulerDeps deps{
-        .run = [&](const ProbeJob& job, const PeerHello& hello, ProbeClock::time_point deadline) {
+        .run = [&](const ProbeJob& job, const PeerHello& hello, Deadline deadline) {
             if (is_rdma_kind(job.kind) || is_ucx_kind(job.kind)) {
                 const char* path = is_rdma_kind(job.kind) ? "/api/v1/peer/rdma" : "/api/v1/peer/ucx";
                 auto exchange = [&](const nlohmann::json& request, Deadline d) {
@@ -318,10 +317,10 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                 };
                 auto s = store.latest();
                 if (is_ucx_kind(job.kind))
-                    return run_ucx_job(*sched_cfg, job, kSelfExe, exchange, Deadline{deadline},
+                    return run_ucx_job(*sched_cfg, job, kSelfExe, exchange, deadline,
                                        s ? rail_tx_counters(*sched_cfg, *s, job.peer)
                                          : std::vector<std::pair<std::string, RdmaTxCounter>>{});
-                return run_rdma_job(*sched_cfg, s.get(), job, exchange, Deadline{deadline});
+                return run_rdma_job(*sched_cfg, s.get(), job, exchange, deadline);
             }
             return run_tcp_probe(*sched_cfg, *token, job, hello, deadline);
         },

@@ -37,6 +37,7 @@ void ProbeScheduler::start() {
     std::lock_guard lock(mu_);
     if (thread_.joinable()) return;
     stopping_ = false;
+    cancel_ = false;
     thread_ = std::thread([this] {
         for (;;) {
             auto next = run_due(deps_.now());
@@ -52,6 +53,7 @@ void ProbeScheduler::stop() {
     {
         std::lock_guard lock(mu_);
         stopping_ = true;
+        cancel_ = true;
         t = std::move(thread_);
         // Whoever waits on a queued probe gets an answer, not a broken promise.
         for (auto& p : queue_) {
@@ -59,7 +61,7 @@ void ProbeScheduler::stop() {
             r.kind = p.job.kind;
             r.peer = p.job.peer.name;
             r.rail = p.job.rail ? p.job.rail->name : "";
-            r.reason = "stopped";
+            r.reason = kReasonStopped;
             r.detail = "the daemon is stopping";
             p.done.set_value(std::move(r));
         }
@@ -190,7 +192,7 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     auto finish = [&](ProbeResult res) {
         if (res.duration_seconds == 0) res.duration_seconds = std::chrono::duration<double>(deps_.now() - t0).count();
         if (!res.success && peer_gone(res.reason)) hellos_.erase(job.peer.name);
-        store_.update([&](ProbeBook& b) { b.add(res); });
+        if (res.reason != kReasonStopped) store_.update([&](ProbeBook& b) { b.add(res); });
         log_->debug("probe {} to {}{}{}: {}", to_string(res.kind), res.peer, res.rail.empty() ? "" : "/", res.rail,
                     res.success ? "ok" : res.reason);
         return res;
@@ -213,7 +215,11 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     try {
         auto deadline = t0 + ProbeClock::duration(timing.budget);
         if (job.deadline) deadline = std::min(deadline, *job.deadline);
-        ProbeResult res = deps_.run(job, *hello, deadline);
+        ProbeResult res = deps_.run(job, *hello, Deadline{deadline, &cancel_});
+        if (!res.success && cancel_) {
+            res.detail = "the daemon stopped or reloaded during the probe (" + res.reason + ": " + res.detail + ")";
+            res.reason = kReasonStopped;
+        }
         res.peer = r.peer;
         res.rail = r.rail;
         res.kind = job.kind;

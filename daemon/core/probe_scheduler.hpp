@@ -3,6 +3,7 @@
 
 #include <spdlog/logger.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -20,6 +21,7 @@
 #include "core/probe_store.hpp"
 #include "model/config.hpp"
 #include "model/probe.hpp"
+#include "probes/deadline.hpp"
 
 namespace rocewatch {
 
@@ -38,8 +40,9 @@ struct ProbeJob {
 // What the scheduler needs from the outside world, injected so tests drive it without
 // sockets or clocks (STYLE rule 6).
 struct ProbeSchedulerDeps {
-    // Runs one probe with the peer's hello in hand; must return by `deadline`, never throw.
-    std::function<ProbeResult(const ProbeJob&, const PeerHello&, ProbeClock::time_point deadline)> run;
+    // Runs one probe with the peer's hello in hand; must return by `deadline` (pulled in
+    // when the scheduler stops), never throw.
+    std::function<ProbeResult(const ProbeJob&, const PeerHello&, Deadline deadline)> run;
     // GET /api/v1/peer/hello of the peer; on failure a PeerState with hello_error set.
     std::function<PeerState(const PeerConfig&, ProbeClock::time_point deadline)> hello;
     // Fraction (0..1) of the rail's link rate real traffic uses now; nullopt when unknown.
@@ -64,7 +67,7 @@ public:
     ProbeScheduler& operator=(const ProbeScheduler&) = delete;
 
     void start();  // the worker thread
-    void stop();   // prompt once the running probe returns (its deadline bounds that); idempotent
+    void stop();   // prompt: the running probe's deadline is pulled in; idempotent
 
     // Runs every scheduled probe due at `now` on the calling thread, then the on-demand
     // queue; returns when the next scheduled probe is due. The worker loops over this;
@@ -104,6 +107,7 @@ private:
     std::shared_ptr<const Config> config_;
     bool replan_ = true;
     bool stopping_ = false;
+    std::atomic<bool> cancel_{false};  // the running probe's Deadline::cancel
     struct Pending {
         ProbeJob job;
         std::promise<ProbeResult> done;

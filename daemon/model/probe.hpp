@@ -80,6 +80,9 @@ struct ProbeResult {
 
 // The reason a scheduled bandwidth probe carries when it was not run because the rail was busy.
 inline constexpr const char* kReasonSkippedBusy = "skipped_busy";
+// The reason a probe carries when the daemon stopped or reloaded before or while it ran: it
+// says nothing about the peer and is not kept (the caller who asked for it gets it).
+inline constexpr const char* kReasonStopped = "stopped";
 
 struct ProbeKey {
     std::string peer;

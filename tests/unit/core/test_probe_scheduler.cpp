@@ -40,11 +40,12 @@ struct SchedulerTest : ::testing::Test {
 
     std::unique_ptr<ProbeScheduler> make(std::shared_ptr<Config> c) {
         ProbeSchedulerDeps d{
-            .run = [this](const ProbeJob& j, const PeerHello& h, ProbeClock::time_point deadline) {
+            .run = [this](const ProbeJob& j, const PeerHello& h, Deadline deadline) {
                 runs.emplace_back(j.kind, now);
                 jobs.push_back(j);
                 EXPECT_EQ(h.data_port, 9880);
-                EXPECT_GT(deadline, now);
+                EXPECT_GT(deadline.at, now);
+                EXPECT_NE(deadline.cancel, nullptr) << "the scheduler can pull every run's deadline in";
                 ProbeResult r;
                 r.success = true;
                 r.duration_seconds = 0.01;
@@ -159,13 +160,59 @@ TEST_F(SchedulerTest, WorkerThreadStopsPromptly) {
     auto c = config();
     auto s = std::make_unique<ProbeScheduler>(
         c,
-        ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, ProbeClock::time_point) { return ProbeResult{}; },
+        ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, Deadline) { return ProbeResult{}; },
                            .hello = [](const PeerConfig&, ProbeClock::time_point) { return PeerState{}; }},
         store, log, 1);
     s->start();
     auto t0 = std::chrono::steady_clock::now();
     s->stop();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+// A stop (or a reload, which stops and starts the worker) does not wait out a running
+// probe's budget: its deadline is pulled in, the on-demand caller hears "stopped", and the
+// cut-short run is not kept as a verdict on the peer.
+TEST_F(SchedulerTest, StopPullsInTheRunningProbesDeadline) {
+    auto c = config();
+    c->probes.tcp_lat.timeout = 10min;
+    std::promise<void> running;
+    auto s = std::make_unique<ProbeScheduler>(
+        c,
+        ProbeSchedulerDeps{.run =
+                               [&](const ProbeJob& j, const PeerHello&, Deadline d) {
+                                   running.set_value();
+                                   while (!d.expired()) std::this_thread::sleep_for(d.wait_slice());
+                                   ProbeResult r;
+                                   r.kind = j.kind;
+                                   r.reason = "timeout";
+                                   r.detail = "no answer";
+                                   return r;
+                               },
+                           .hello =
+                               [](const PeerConfig& p, ProbeClock::time_point) {
+                                   PeerState st;
+                                   st.name = p.name;
+                                   st.hello_ok = true;
+                                   st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
+                                   return st;
+                               },
+                           .available = [](ProbeKind k) { return k == ProbeKind::tcp_lat; }},
+        store, log, 1);
+    auto job = s->find_job("spark-b", "rail0", ProbeKind::tcp_lat);
+    ASSERT_TRUE(job);
+    auto f = s->submit(*job);
+    ASSERT_TRUE(f);
+    s->start();
+    ASSERT_EQ(running.get_future().wait_for(5s), std::future_status::ready);
+    auto t0 = std::chrono::steady_clock::now();
+    s->stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "not the probe's 10 min budget";
+    ASSERT_EQ(f->wait_for(0s), std::future_status::ready);
+    const ProbeResult r = f->get();
+    EXPECT_EQ(r.reason, kReasonStopped);
+    EXPECT_NE(r.detail.find("(timeout: no answer)"), std::string::npos) << r.detail;
+    auto book = store.latest();
+    EXPECT_EQ(book->latest({"spark-b", "rail0", ProbeKind::tcp_lat}), nullptr) << "a cut-short run is not kept";
 }
 
 }  // namespace
