@@ -110,11 +110,17 @@ nlohmann::json probes_json(const Snapshot& s) {
                                                                  : nlohmann::json(nullptr)},
                                {"latency_p50_seconds",
                                 r.latency ? nlohmann::json(r.latency->typical) : nlohmann::json(nullptr)}});
-        j["probes"].push_back({{"peer", key.peer},
-                               {"rail", key.rail},
-                               {"kind", to_string(key.kind)},
-                               {"latest", probe_result_json(results.back())},
-                               {"history", std::move(history)}});
+        nlohmann::json entry = {{"peer", key.peer},
+                                {"rail", key.rail},
+                                {"kind", to_string(key.kind)},
+                                {"latest", probe_result_json(results.back())},
+                                {"history", std::move(history)}};
+        // When the latest did not run (our rail or the peer busy), the run verdicts go by.
+        if (!probe_ran(results.back())) {
+            const ProbeResult* ran = last_run(results);
+            entry["last_run"] = ran ? probe_result_json(*ran) : nlohmann::json(nullptr);
+        }
+        j["probes"].push_back(std::move(entry));
     }
     return j;
 }
@@ -190,10 +196,9 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
                       MetricType::Gauge);
     for (const auto& [key, results] : s.probes->results) {
         if (results.empty()) continue;
-        // A skipped bandwidth probe measured nothing: the figures of the last real run stand.
-        const ProbeResult* r = nullptr;
-        for (auto it = results.rbegin(); it != results.rend() && !r; ++it)
-            if (it->reason != kReasonSkippedBusy) r = &*it;
+        // A probe that did not run (our rail or the peer busy) measured nothing: the figures of
+        // the last real run stand, and its timestamp shows how old they are.
+        const ProbeResult* r = last_run(results);
         if (!r) continue;
         const Labels l = {{"peer", key.peer}, {"rail", key.rail}, {"kind", to_string(key.kind)}};
         gauge(ok, l, r->success ? 1 : 0);

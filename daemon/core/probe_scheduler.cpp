@@ -119,6 +119,13 @@ ProbeClock::duration ProbeScheduler::jitter(ProbeKind k) {
     return std::chrono::milliseconds(d(rng_));
 }
 
+ProbeClock::duration ProbeScheduler::next_after(const ProbeJob& job, const ProbeResult& r) {
+    const auto interval = ProbeClock::duration(probe_timing(cur_->probes, job.kind).interval);
+    if (r.reason != kReasonPeerBusy || interval <= kBusyRetry) return interval + jitter(job.kind);
+    std::uniform_int_distribution<int64_t> d(0, std::chrono::milliseconds(kBusyRetry).count());
+    return std::min<ProbeClock::duration>(interval, kBusyRetry + std::chrono::milliseconds(d(rng_)));
+}
+
 void ProbeScheduler::plan(ProbeClock::time_point now) {
     entries_.clear();
     std::vector<ProbeKind> kinds;
@@ -260,9 +267,9 @@ ProbeClock::time_point ProbeScheduler::run_due(ProbeClock::time_point now) {
             if (stopping_ || replan_) break;
         }
         if (e.due > now) continue;
-        execute(e.job, true);
+        const ProbeResult r = execute(e.job, true);
         now = deps_.now();
-        e.due = now + ProbeClock::duration(probe_timing(cur_->probes, e.job.kind).interval) + jitter(e.job.kind);
+        e.due = now + next_after(e.job, r);
         drain();
     }
     auto next = now + std::chrono::hours(1);

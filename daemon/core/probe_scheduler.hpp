@@ -59,6 +59,10 @@ class ProbeScheduler {
 public:
     // How long a peer's hello is trusted before it is asked again.
     static constexpr std::chrono::seconds kHelloMaxAge{60};
+    // A scheduled probe the peer refused as busy (serving another peer's session) is tried
+    // again after this plus up to as much again at random, or its interval if shorter:
+    // not a whole interval later (a bandwidth probe's is long), and not all callers at once.
+    static constexpr std::chrono::seconds kBusyRetry{5};
 
     ProbeScheduler(std::shared_ptr<const Config> config, ProbeSchedulerDeps deps, ProbeStore& store,
                    std::shared_ptr<spdlog::logger> log, uint64_t seed = std::random_device{}());
@@ -95,6 +99,7 @@ private:
     ProbeResult execute(const ProbeJob& job, bool scheduled);
     void plan(ProbeClock::time_point now);
     ProbeClock::duration jitter(ProbeKind k);
+    ProbeClock::duration next_after(const ProbeJob& job, const ProbeResult& r);
     const PeerHello* fresh_hello(const ProbeJob& job, ProbeClock::time_point now, ProbeResult& failed);
 
     ProbeSchedulerDeps deps_;

@@ -90,8 +90,21 @@ const ProbeResult* ProbeBook::latest(const ProbeKey& k) const {
 
 void ProbeBook::add(ProbeResult r) {
     auto& h = results[ProbeKey{r.peer, r.rail, r.kind}];
+    if (!probe_ran(r) && !h.empty() && !probe_ran(h.back()) && h.back().reason == r.reason) {
+        const auto it = h.back().info.find("repeated");
+        const unsigned long before = it == h.back().info.end() ? 1 : std::strtoul(it->second.c_str(), nullptr, 10);
+        r.info["repeated"] = std::to_string(before + 1);
+        h.back() = std::move(r);
+        return;
+    }
     h.push_back(std::move(r));
     while (h.size() > kHistoryLimit) h.pop_front();
+}
+
+const ProbeResult* last_run(const std::deque<ProbeResult>& history) {
+    for (auto it = history.rbegin(); it != history.rend(); ++it)
+        if (probe_ran(*it)) return &*it;
+    return nullptr;
 }
 
 }  // namespace rocewatch

@@ -80,9 +80,16 @@ struct ProbeResult {
 
 // The reason a scheduled bandwidth probe carries when it was not run because the rail was busy.
 inline constexpr const char* kReasonSkippedBusy = "skipped_busy";
+// The reason a probe carries when the peer refused it while serving another peer's session
+// (or its data port was full): the peer is there and well, just taken.
+inline constexpr const char* kReasonPeerBusy = "peer_busy";
 // The reason a probe carries when the daemon stopped or reloaded before or while it ran: it
 // says nothing about the peer and is not kept (the caller who asked for it gets it).
 inline constexpr const char* kReasonStopped = "stopped";
+
+// Whether a result says anything about the path: false for a probe that did not run (our
+// rail busy, the peer busy). Verdicts and metrics go by the newest result that ran.
+inline bool probe_ran(const ProbeResult& r) { return r.reason != kReasonSkippedBusy && r.reason != kReasonPeerBusy; }
 
 struct ProbeKey {
     std::string peer;
@@ -127,8 +134,13 @@ struct ProbeBook {
 
     // The newest result for a key, nullptr when none.
     const ProbeResult* latest(const ProbeKey& k) const;
-    // Appends r under its key, dropping the oldest beyond kHistoryLimit.
+    // Appends r under its key, dropping the oldest beyond kHistoryLimit. A probe that did not
+    // run for the same reason as the one before it replaces that one (info "repeated" counts
+    // them), so a long busy spell cannot push the last real run out of the history.
     void add(ProbeResult r);
 };
+
+// The newest result in `history` that ran (probe_ran); nullptr when none did.
+const ProbeResult* last_run(const std::deque<ProbeResult>& history);
 
 }  // namespace rocewatch

@@ -817,12 +817,13 @@ void rule_peer_unreachable(const Context& ctx, Severity sev, Findings& out) {
     std::map<std::string, std::pair<int, int>> by_peer;  // failed-unreachable, total
     std::map<std::string, std::string> why;
     for (const auto& [k, results] : ctx.s.probes->results) {
-        if (results.empty() || results.back().reason == kReasonSkippedBusy) continue;
+        const ProbeResult* r = last_run(results);
+        if (!r) continue;
         auto& [bad, total] = by_peer[k.peer];
         ++total;
-        if (!results.back().success && unreachable_reason(results.back().reason)) {
+        if (!r->success && unreachable_reason(r->reason)) {
             ++bad;
-            why[k.peer] = results.back().reason;
+            why[k.peer] = r->reason;
         }
     }
     for (const auto& [peer, n] : by_peer) {
@@ -838,8 +839,9 @@ void rule_peer_unreachable(const Context& ctx, Severity sev, Findings& out) {
 void rule_probe_bandwidth_low(const Context& ctx, Severity sev, Findings& out) {
     if (!ctx.s.probes) return;
     for (const auto& [k, results] : ctx.s.probes->results) {
-        if (!is_bandwidth_kind(k.kind) || results.empty()) continue;
-        const ProbeResult& r = results.back();
+        const ProbeResult* run = is_bandwidth_kind(k.kind) ? last_run(results) : nullptr;
+        if (!run) continue;
+        const ProbeResult& r = *run;
         if (!r.success || !r.bandwidth_bits_per_second) continue;
         auto rate = local_rate_bps(ctx, k);
         if (!rate) continue;
@@ -859,8 +861,9 @@ void rule_probe_bandwidth_low(const Context& ctx, Severity sev, Findings& out) {
 void rule_probe_latency_high(const Context& ctx, Severity sev, Findings& out) {
     if (!ctx.s.probes) return;
     for (const auto& [k, results] : ctx.s.probes->results) {
-        if (results.empty()) continue;
-        const ProbeResult& r = results.back();
+        const ProbeResult* run = last_run(results);
+        if (!run) continue;
+        const ProbeResult& r = *run;
         const LatencyThreshold t = latency_threshold(ctx.c.probes, k.kind);
         const double limit = t.seconds;
         if (!r.success || !r.latency || r.latency->p99 <= limit) continue;
@@ -877,16 +880,14 @@ void rule_probe_latency_high(const Context& ctx, Severity sev, Findings& out) {
 void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) {
     if (!ctx.s.probes) return;
     std::set<std::string> tcp_ok;
+    // A probe that did not run (our rail busy, the peer busy with another session) says
+    // nothing about the path: judge the newest one that did, on both sides of the comparison.
     for (const auto& [k, results] : ctx.s.probes->results)
-        if (is_tcp_kind(k.kind) && !results.empty() && results.back().success) tcp_ok.insert(k.peer + "/" + k.rail);
+        if (const ProbeResult* r = last_run(results); is_tcp_kind(k.kind) && r && r->success)
+            tcp_ok.insert(k.peer + "/" + k.rail);
     for (const auto& [k, results] : ctx.s.probes->results) {
-        if (!is_rdma_kind(k.kind) || results.empty()) continue;
-        // A probe that did not run (our rail busy, the peer busy with another session) says
-        // nothing about RDMA: judge the newest one that did.
-        auto ran = std::find_if(results.rbegin(), results.rend(), [](const ProbeResult& p) {
-            return p.reason != kReasonSkippedBusy && p.reason != "peer_busy";
-        });
-        if (ran == results.rend()) continue;
+        const ProbeResult* ran = is_rdma_kind(k.kind) ? last_run(results) : nullptr;
+        if (!ran) continue;
         const ProbeResult& r = *ran;
         if (r.success || !tcp_ok.count(k.peer + "/" + k.rail)) continue;
         out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
@@ -903,8 +904,9 @@ void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) 
 void rule_rail_imbalance(const Context& ctx, Severity sev, Findings& out) {
     if (!ctx.s.probes) return;
     for (const auto& [k, results] : ctx.s.probes->results) {
-        if (results.empty()) continue;
-        const ProbeResult& r = results.back();
+        const ProbeResult* run = last_run(results);
+        if (!run) continue;
+        const ProbeResult& r = *run;
         if (!r.success || r.bytes_per_rail.size() < 2) continue;
         uint64_t total = 0, top = 0;
         std::string top_rail;

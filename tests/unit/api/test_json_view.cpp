@@ -293,6 +293,41 @@ TEST(ProbeView, FailureReasonsAndUcxLanesAsInfoSeries) {
     EXPECT_EQ(failures, 1u) << "only failed probes carry a failure series";
 }
 
+// The peer refused the latest bandwidth probe as busy: /metrics keeps the last real run's
+// figures (and its timestamp shows their age); /api/v1/probes shows both.
+TEST(ProbeView, AProbeThatDidNotRunLeavesTheLastRunsFigures) {
+    using namespace rocewatch;
+    auto s = probe_snapshot();
+    auto book = std::make_shared<ProbeBook>(*s.probes);
+    ProbeResult busy;
+    busy.peer = "spark-b";
+    busy.rail = "rail0";
+    busy.kind = ProbeKind::tcp_bw;
+    busy.reason = kReasonPeerBusy;
+    busy.detail = "the peer runs another probe session";
+    book->add(busy);
+    s.probes = book;
+    auto text = api::render_snapshot_metrics(s);
+    EXPECT_NE(text.find("rocewatch_probe_success{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("rocewatch_probe_bandwidth_bytes_per_second{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1000000000"),
+              std::string::npos);
+    EXPECT_EQ(text.find("reason=\"peer_busy\""), std::string::npos);
+    auto j = api::probes_json(s);
+    bool seen = false;
+    for (const auto& p : j["probes"]) {
+        if (p["kind"] == "tcp_bw") {
+            seen = true;
+            EXPECT_EQ(p["latest"]["reason"], "peer_busy");
+            EXPECT_EQ(p["last_run"]["success"], true);
+            EXPECT_EQ(p["last_run"]["bandwidth_bits_per_second"], 8e9);
+        } else {
+            EXPECT_FALSE(p.contains("last_run")) << "only where the latest did not run";
+        }
+    }
+    EXPECT_TRUE(seen);
+}
+
 TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
     using namespace rocewatch;
     Snapshot s;

@@ -24,6 +24,7 @@ struct SchedulerTest : ::testing::Test {
     std::vector<ProbeClock::time_point> hello_deadlines;
     std::function<bool(ProbeKind)> available = [](ProbeKind k) { return is_tcp_kind(k); };
     std::string hello_error;  // "" = hello succeeds
+    std::string run_reason;   // "" = the run succeeds
     std::shared_ptr<spdlog::logger> log =
         std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
 
@@ -47,7 +48,8 @@ struct SchedulerTest : ::testing::Test {
                 EXPECT_GT(deadline.at, now);
                 EXPECT_NE(deadline.cancel, nullptr) << "the scheduler can pull every run's deadline in";
                 ProbeResult r;
-                r.success = true;
+                r.success = run_reason.empty();
+                r.reason = run_reason;
                 r.duration_seconds = 0.01;
                 return r;
             },
@@ -110,6 +112,33 @@ TEST_F(SchedulerTest, BusyRailSkipsBandwidthAndSaysSo) {
     EXPECT_FALSE(r->success);
     EXPECT_EQ(r->reason, kReasonSkippedBusy);
     EXPECT_NE(r->detail.find("80%"), std::string::npos) << r->detail;
+}
+
+// A peer serving another peer's session answers peer_busy: the bandwidth probe is tried
+// again within 5-10 s, not a whole 15 min interval later, and once it runs the interval
+// applies again.
+TEST_F(SchedulerTest, APeerBusyProbeIsRetriedSoonNotAnIntervalLater) {
+    auto c = config();
+    c->probes.tcp_lat.interval = 1h;  // keep the latency probe out of the way
+    auto s = make(c);
+    run_reason = kReasonPeerBusy;
+    std::vector<ProbeClock::time_point> bw_runs;
+    for (int i = 0; i < 60; ++i) {  // one minute in one-second steps
+        const size_t before = count(ProbeKind::tcp_bw);
+        s->run_due(now);
+        if (count(ProbeKind::tcp_bw) > before) bw_runs.push_back(now);
+        if (bw_runs.size() == 3) run_reason.clear();  // the peer is free again
+        now += 1s;
+    }
+    ASSERT_GE(bw_runs.size(), 4u) << "busy answers are retried within the minute";
+    for (size_t i = 1; i < 3; ++i) {
+        EXPECT_GE(bw_runs[i] - bw_runs[i - 1], 5s);
+        EXPECT_LE(bw_runs[i] - bw_runs[i - 1], 11s);
+    }
+    EXPECT_EQ(bw_runs.size(), 4u) << "after a run that ran, the next is 15 min away";
+    const ProbeResult* r = store.latest()->latest({"spark-b", "rail0", ProbeKind::tcp_bw});
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(r->success);
 }
 
 TEST_F(SchedulerTest, FailedHelloIsTheProbesReasonAndIsRetried) {

@@ -1,7 +1,8 @@
-// Model helpers: health roll-up and string forms.
+// Model helpers: health roll-up, string forms, the probe history.
 #include <gtest/gtest.h>
 
 #include "model/config.hpp"
+#include "model/probe.hpp"
 #include "model/snapshot.hpp"
 
 using namespace rocewatch;
@@ -29,4 +30,36 @@ TEST(Model, RuleSettingsDefaultWhenAbsent) {
     EXPECT_FALSE(rule_settings(c, "mtu_low").enabled);
     EXPECT_TRUE(rule_settings(c, "port_down").enabled);
     EXPECT_EQ(all_rule_ids().size(), 23u);
+}
+
+// A long busy spell (the peer serving others, our rail busy) is one history entry that
+// counts itself, so the last real run stays in the history for the verdicts.
+TEST(ProbeBookHistory, ProbesThatDidNotRunCollapseAndLastRunFindsTheRealOne) {
+    ProbeBook b;
+    auto make = [](bool ok, std::string reason) {
+        ProbeResult r;
+        r.peer = "spark-b";
+        r.rail = "rail0";
+        r.kind = ProbeKind::rdma_write_bw;
+        r.success = ok;
+        r.reason = std::move(reason);
+        return r;
+    };
+    const ProbeKey key{"spark-b", "rail0", ProbeKind::rdma_write_bw};
+    b.add(make(true, ""));
+    for (size_t i = 0; i < 3 * ProbeBook::kHistoryLimit; ++i) b.add(make(false, kReasonPeerBusy));
+    const auto& h = b.results.at(key);
+    ASSERT_EQ(h.size(), 2u);
+    EXPECT_EQ(h.back().info.at("repeated"), std::to_string(3 * ProbeBook::kHistoryLimit));
+    ASSERT_NE(last_run(h), nullptr);
+    EXPECT_TRUE(last_run(h)->success);
+    EXPECT_FALSE(probe_ran(*b.latest(key)));
+
+    // A different reason is a new entry; a real run after them is kept as such.
+    b.add(make(false, kReasonSkippedBusy));
+    b.add(make(false, "timeout"));
+    b.add(make(false, "timeout"));
+    EXPECT_EQ(b.results.at(key).size(), 5u) << "failed runs are all kept";
+    EXPECT_EQ(last_run(b.results.at(key))->reason, "timeout");
+    EXPECT_EQ(last_run(std::deque<ProbeResult>{make(false, kReasonPeerBusy)}), nullptr);
 }

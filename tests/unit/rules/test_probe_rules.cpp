@@ -156,6 +156,36 @@ TEST_F(ProbeRules, RdmaProbesThatDidNotRunAreNotJudged) {
     EXPECT_EQ(judge("rdma_fails_tcp_works").size(), 1u) << "the newest run that ran failed";
 }
 
+// A probe the peer refused as busy, or skipped for our busy rail, neither raises nor clears
+// anything: every probe rule judges the newest result that ran.
+TEST_F(ProbeRules, EveryProbeRuleLooksPastProbesThatDidNotRun) {
+    auto bw = result(ProbeKind::tcp_bw, true);
+    bw.bandwidth_bits_per_second = 50e9;
+    book.add(bw);
+    auto lat = result(ProbeKind::tcp_lat, true);
+    lat.latency = LatencyStats{.samples = 10, .used = 10, .typical = 0.5, .p99 = 2.0};
+    book.add(lat);
+    auto multi = result(ProbeKind::rdma_multirail_bw, true, "", "");
+    multi.bytes_per_rail = {{"rail0", 95}, {"rail1", 5}};
+    book.add(multi);
+    book.add(result(ProbeKind::rdma_write_lat, false, "gid_mismatch"));
+    const std::vector<std::string> rules = {"probe_bandwidth_low", "probe_latency_high", "rail_imbalance",
+                                            "rdma_fails_tcp_works"};
+    for (const auto& rule : rules) ASSERT_EQ(judge(rule).size(), 1u) << rule;
+    for (auto k : {ProbeKind::tcp_bw, ProbeKind::tcp_lat, ProbeKind::rdma_multirail_bw, ProbeKind::rdma_write_lat})
+        book.add(result(k, false, kReasonPeerBusy, k == ProbeKind::rdma_multirail_bw ? "" : "rail0"));
+    book.add(result(ProbeKind::tcp_bw, false, kReasonSkippedBusy));
+    for (const auto& rule : rules) EXPECT_EQ(judge(rule).size(), 1u) << rule << ": still judged by the last run";
+    EXPECT_TRUE(judge("peer_unreachable").empty());
+
+    // Only runs count towards peer_unreachable, too: busy answers say the peer is there, but
+    // not that the path works.
+    book = ProbeBook{};
+    book.add(result(ProbeKind::tcp_lat, false, "timeout"));
+    book.add(result(ProbeKind::tcp_bw, false, kReasonPeerBusy));
+    EXPECT_EQ(judge("peer_unreachable").size(), 1u) << "the one probe that ran timed out";
+}
+
 TEST_F(ProbeRules, RailImbalanceOverNinetyPercent) {
     auto r = result(ProbeKind::rdma_multirail_bw, true, "", "");
     r.bytes_per_rail = {{"rail0", 95}, {"rail1", 5}};
