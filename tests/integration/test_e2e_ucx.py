@@ -49,6 +49,22 @@ def session_children(parent_pid):
     return [int(p) for p in out.stdout.split()]
 
 
+def kill_mid_run(run_thread, victim_parent, server_parent):
+    """Once victim_parent's and server_parent's session children both run (the run is under way),
+    SIGKILLs victim_parent's half a second in; waits for the run. Returns (victims, served)."""
+    victims, served = [], []
+    for _ in range(200):
+        victims, served = session_children(victim_parent), session_children(server_parent)
+        if victims and served:
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    for v in victims:
+        os.kill(v, signal.SIGKILL)
+    run_thread.join(30)
+    return victims, served
+
+
 def daemon_pid(d):
     """The rocewatchd under `ip netns exec` (the Popen is ip's pid, which execs it)."""
     return d.proc.pid
@@ -195,16 +211,7 @@ def main():
             th = threading.Thread(target=bw_run)
             th.start()
             b_pid = daemon_pid(b)
-            victims = []
-            for _ in range(100):
-                victims = session_children(b_pid)
-                if victims:
-                    break
-                time.sleep(0.05)
-            time.sleep(0.5)
-            for v in victims:
-                os.kill(v, signal.SIGKILL)
-            th.join(30)
+            victims, _ = kill_mid_run(th, b_pid, b_pid)
             r = result.get("r", {})
             t.check(bool(victims), f"found node-b's session child ({victims})")
             t.check(r.get("success") is False and r.get("reason") in ("peer_unreachable", "peer_closed", "timeout"),
@@ -224,17 +231,7 @@ def main():
             result.clear()
             th = threading.Thread(target=bw_run)
             th.start()
-            a_pid = daemon_pid(a)
-            victims, served = [], []
-            for _ in range(200):
-                victims, served = session_children(a_pid), session_children(b_pid)
-                if victims and served:
-                    break
-                time.sleep(0.05)
-            time.sleep(0.5)
-            for v in victims:
-                os.kill(v, signal.SIGKILL)
-            th.join(30)
+            victims, served = kill_mid_run(th, daemon_pid(a), b_pid)
             failed_at = time.monotonic()
             r = result.get("r", {})
             t.check(bool(victims) and bool(served), f"found both sides' session children ({victims}, {served})")

@@ -222,6 +222,16 @@ rocewatch::Snapshot probe_snapshot() {
     return s;
 }
 
+// A failed (or not run) probe to spark-b.
+rocewatch::ProbeResult failed_probe(rocewatch::ProbeKind kind, std::string rail, std::string reason) {
+    rocewatch::ProbeResult r;
+    r.peer = "spark-b";
+    r.rail = std::move(rail);
+    r.kind = kind;
+    r.reason = std::move(reason);
+    return r;
+}
+
 }  // namespace
 
 TEST(ProbeView, StatusSaysWhetherProbingIsOn) {
@@ -260,12 +270,7 @@ TEST(ProbeView, FailureReasonsAndUcxLanesAsInfoSeries) {
     using namespace rocewatch;
     auto s = probe_snapshot();
     auto book = std::make_shared<ProbeBook>(*s.probes);
-    ProbeResult failed;
-    failed.peer = "spark-b";
-    failed.rail = "rail1";
-    failed.kind = ProbeKind::rdma_write_lat;
-    failed.reason = "gid_mismatch";
-    book->add(failed);
+    book->add(failed_probe(ProbeKind::rdma_write_lat, "rail1", "gid_mismatch"));
     ProbeResult ucx;
     ucx.peer = "spark-b";
     ucx.kind = ProbeKind::ucx_put_bw;
@@ -299,13 +304,7 @@ TEST(ProbeView, AProbeThatDidNotRunLeavesTheLastRunsFigures) {
     using namespace rocewatch;
     auto s = probe_snapshot();
     auto book = std::make_shared<ProbeBook>(*s.probes);
-    ProbeResult busy;
-    busy.peer = "spark-b";
-    busy.rail = "rail0";
-    busy.kind = ProbeKind::tcp_bw;
-    busy.reason = kReasonPeerBusy;
-    busy.detail = "the peer runs another probe session";
-    book->add(busy);
+    book->add(failed_probe(ProbeKind::tcp_bw, "rail0", kReasonPeerBusy));
     s.probes = book;
     auto text = api::render_snapshot_metrics(s);
     EXPECT_NE(text.find("rocewatch_probe_success{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1"), std::string::npos)

@@ -173,6 +173,20 @@ ipv4_gid() {
 port_dir() { echo "/sys/class/infiniband/$1/ports/${2:-1}"; }
 port_state() { cut -d' ' -f2 "$(port_dir "$1")/state" 2>/dev/null; }
 
+# plug_back RAIL DEV MARK: after a cable pull, node 2 asks the host to plug RAIL back in; every
+# node then waits for its DEV to be ACTIVE again. Marks MARK (node 2) or waits for it.
+plug_back() {
+    local rail=$1 dev=$2 mark=$3
+    if ((NODE == 2)); then
+        host_request set_link "$rail" on
+        wait_port_state "$dev" ACTIVE 20 >/dev/null || fail "$dev not ACTIVE again after the link returned"
+        mark "$mark"
+    else
+        wait_mark "$mark" 120
+        wait_port_state "$dev" ACTIVE 20 >/dev/null || fail "$dev not ACTIVE again after the link returned"
+    fi
+}
+
 # wait_port_state DEV STATE TIMEOUT_S: prints the seconds it took; fails after TIMEOUT_S.
 wait_port_state() {
     local dev=$1 want=$2 limit=$(($3 * 1000000)) start=${EPOCHREALTIME/./} s

@@ -200,13 +200,8 @@ if [[ -n $CLI && $NODE == 2 ]]; then
     dur=$(jf .duration_seconds)
     if flt "$dur" $((PULL_DEADLINE + 1)); then pass "bw through the pull: ended in $dur s (deadline $PULL_DEADLINE s)"; else fail "bw through the pull: took $dur s (deadline $PULL_DEADLINE s)"; fi
     record "cable pull mid-probe: failed with '$reason' $(((end - pull_at) / 1000)) ms after the QMP request (probe $dur s, deadline $PULL_DEADLINE s): $(jf .detail)"
-    host_request set_link railA on
-    wait_port_state rxe0 ACTIVE 20 >/dev/null || fail "rxe0 not ACTIVE again after the link returned"
-    mark pull-done
-else
-    wait_mark pull-done 120
-    wait_port_state rxe0 ACTIVE 20 >/dev/null || fail "rxe0 not ACTIVE again after the link returned"
 fi
+plug_back railA rxe0 pull-done
 sync_point pull-done 120
 if [[ -n $CLI && $NODE == 2 ]]; then
     # a fresh probe works on the rail again: the failure was the fault, not left-over state
