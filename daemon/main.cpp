@@ -492,7 +492,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
             r.peer = job->peer.name;
             r.rail = job->rail ? job->rail->name : "";
             r.success = false;
-            r.reason = f ? "timeout" : "peer_busy";
+            r.reason = f ? reason::timeout : reason::peer_busy;
             r.detail = f ? "still queued or running at the scrape timeout" : "probe queue full";
             r.duration_seconds = std::chrono::duration<double>(ProbeClock::now() - asked).count();
         }

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "model/probe.hpp"  // kReasonPeerBusy: the verdicts' own word for it
 #include "probes/tcp_wire.hpp"
 
 namespace rocewatch::reason {
@@ -14,7 +15,7 @@ inline constexpr const char* connection_refused = "connection_refused";  // noth
 inline constexpr const char* timeout = "timeout";                        // deadline passed
 inline constexpr const char* auth_refused = "auth_refused";              // peer rejected our token
 inline constexpr const char* peer_closed = "peer_closed";                // EOF or reset mid-probe
-inline constexpr const char* peer_busy = "peer_busy";                    // peer at its session limit
+inline constexpr const char* peer_busy = kReasonPeerBusy;                // peer at its session limit
 inline constexpr const char* protocol_error = "protocol_error";          // bad magic, short reply
 inline constexpr const char* version_mismatch = "version_mismatch";      // peer speaks another version
 inline constexpr const char* bad_target = "bad_target";                  // unusable address/settings
