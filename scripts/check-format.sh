@@ -3,7 +3,10 @@
 # Usage: scripts/check-format.sh            (fix a file with: clang-format -i FILE)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v clang-format >/dev/null || { echo "check-format: clang-format is not installed (scripts/deps.sh test)" >&2; exit 2; }
+if ! command -v clang-format >/dev/null; then
+  echo "check-format: clang-format is not installed (scripts/deps.sh test installs it)" >&2
+  exit 2
+fi
 bad=()
 while IFS= read -r -d '' f; do
   clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")

@@ -74,9 +74,13 @@ def unquote(literals):
     return "".join(bytes(p[1:-1], "utf-8").decode("unicode_escape") for p in parts)
 
 
+# Any literal that looks like one of our metric names; each must be found by FAMILY too.
+METRIC_LITERAL = re.compile(r'"(rocewatch_[a-z0-9_]+)"')
+
+
 def source_families(root):
     """(name, type, help, file) for every family definition in the daemon's C++ source."""
-    out, seen = [], set()
+    out, seen, literals = [], set(), {}
     for top, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")
                          and not os.path.exists(os.path.join(top, d, "meson-private")))
@@ -91,6 +95,12 @@ def source_families(root):
                 if name not in seen:
                     seen.add(name)
                     out.append((name, kind, unquote(helps), os.path.relpath(path, root)))
+            for name in METRIC_LITERAL.findall(text):
+                literals.setdefault(name, os.path.relpath(path, root))
+    unread = sorted(f"{name} ({path})" for name, path in literals.items() if name not in seen)
+    if unread:
+        sys.exit("refs.py: metric names defined in a way docs/gen/refs.py cannot read (update FAMILY): " +
+                 ", ".join(unread))
     return out
 
 
