@@ -34,6 +34,7 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
             for (const auto& op : old->ports)
                 if (op.port == p.port) {
                     p.gids = op.gids;
+                    p.gids_dropped = op.gids_dropped;
                     if (p.netdev.empty()) p.netdev = op.netdev;
                 }
     }
