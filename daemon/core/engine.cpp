@@ -119,7 +119,13 @@ void Engine::save_state_if_changed() {
     TimePoint last = h->empty() ? TimePoint{} : h->back().at;
     if (h->size() == saved_history_size_ && last == saved_last_transition_) return;
     std::string err;
-    if (state_->save(alerts_->to_json(), &err)) {
+    bool saved = false;
+    try {  // a state file that cannot be written costs the history on disk, never the cycle
+        saved = state_->save(alerts_->to_json(), &err);
+    } catch (const std::exception& e) {
+        err = e.what();
+    }
+    if (saved) {
         saved_history_size_ = h->size();
         saved_last_transition_ = last;
     } else {

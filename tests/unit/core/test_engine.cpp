@@ -225,3 +225,26 @@ TEST_F(EngineTest, StopIsPromptWhileAReadIsBlocked) {
     fake->release();  // lets the abandoned thread end before the fake is gone
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
+
+// An RDMA device whose name is not UTF-8 raises its alerts, and they persist, like any other:
+// the state file must not throw on the name and take every later cycle with it.
+TEST_F(EngineTest, AlertOnADeviceNamedInBadUtf8IsPublishedAndSaved) {
+    const fs::path tree = state / "sysfs";
+    fs::create_directories(state);
+    fs::copy(rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark", tree,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    const std::string bad("r\xff\xfe", 3);
+    fs::rename(tree / "class/infiniband/rocep1s0f1", tree / "class/infiniband" / bad);
+    std::ofstream(tree / "class/infiniband" / bad / "ports/1/state") << "1: DOWN\n";
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = tree.string();
+    cfg->daemon.state_dir = (state / "state").string();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    Engine engine(cfg, std::move(src), store, log);
+    std::shared_ptr<const Snapshot> s;
+    ASSERT_NO_THROW(s = engine.collect_once());
+    bool found = false;
+    for (const auto& a : s->alerts) found |= a.object.find(bad) != std::string::npos;
+    EXPECT_TRUE(found) << "an alert names the device";
+    EXPECT_TRUE(fs::exists(state / "state" / "alerts.json"));
+}
