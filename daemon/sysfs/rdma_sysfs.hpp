@@ -116,8 +116,7 @@ void assign_roce_v2_gid(RdmaPort& port, const std::vector<std::string>& netdev_i
 // <sysfs_root>/bus/pci/devices; nvidia_peermem from <sysfs_root>/module. ucx_version is left
 // empty. Best effort: what cannot be read stays at its default.
 // opts.skip and opts.progress apply as for read_rdma_devices.
-[[nodiscard]] HostInfo read_host_info(const std::filesystem::path& sysfs_root,
-                                      const std::filesystem::path& procfs_root,
+[[nodiscard]] HostInfo read_host_info(const std::filesystem::path& sysfs_root, const std::filesystem::path& procfs_root,
                                       const SysfsReadOptions& opts = {});
 
 }  // namespace rocewatch
