@@ -55,7 +55,8 @@ bool StateStore::save(const nlohmann::json& state, std::string* error) const {
         return false;
     }
     const std::filesystem::path tmp = dir_ / "alerts.json.tmp";
-    const std::string text = state.dump(1) + "\n";
+    // Alert objects carry device and netdev names, which are bytes: a strict dump would throw.
+    const std::string text = state.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 
     Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd.get() < 0) {
