@@ -299,17 +299,10 @@ void fold(const std::vector<RdmaRail>& rails, const std::vector<RailOutcome>& ou
 }
 
 ProbeResult bw_core(ProbeKind kind, std::vector<RdmaRail>& rails, const RdmaBwSettings& s, Deadline deadline) {
-    const auto t0 = SteadyClock::now();
-    ProbeResult r = begin_result(kind, rails.size() == 1 ? rails[0].name : "");
-    try {
+    return guarded_run(begin_result(kind, rails.size() == 1 ? rails[0].name : ""), [&](ProbeResult& r) {
         std::vector<std::vector<QpRun>> runs;
         if (pair_up(rails, s, runs, r)) fold(rails, run_rails(rails, runs, s, deadline), s, r);
-    } catch (const std::exception& e) {
-        r.reason = reason::internal_error;
-        r.detail = e.what();
-    }
-    finish_result(r, t0);
-    return r;
+    });
 }
 
 // Waits for the closing write with immediate on one endpoint; returns the WR count in it.
@@ -353,9 +346,7 @@ ProbeResult rdma_multirail_bw(std::vector<RdmaRail>& rails, const RdmaBwSettings
 }
 
 ProbeResult rdma_multirail_bw_serve(std::vector<RdmaRail>& rails, Deadline deadline) {
-    const auto t0 = SteadyClock::now();
-    ProbeResult r = begin_result(ProbeKind::rdma_multirail_bw, "");
-    try {
+    return guarded_run(begin_result(ProbeKind::rdma_multirail_bw, ""), [&](ProbeResult& r) {
         for (auto& rail : rails) {
             uint64_t rail_wrs = 0;
             for (auto* ep : rail.endpoints) {
@@ -375,12 +366,7 @@ ProbeResult rdma_multirail_bw_serve(std::vector<RdmaRail>& rails, Deadline deadl
             if (!r.reason.empty()) break;
         }
         if (rails.size() == 1) r.rail = rails[0].name;
-    } catch (const std::exception& e) {
-        r.reason = reason::internal_error;
-        r.detail = e.what();
-    }
-    finish_result(r, t0);
-    return r;
+    });
 }
 
 ProbeResult rdma_write_bw_serve(RdmaEndpoint& ep, Deadline deadline) {

@@ -68,9 +68,7 @@ RdmaStatus post_lat_write(RdmaEndpoint& ep, const RdmaEndpointInfo& remote, uint
 
 ProbeResult lat_core(bool active, RdmaEndpoint& ep, const RdmaEndpointInfo& remote, const RdmaLatSettings& s,
                      Deadline deadline) {
-    const auto t0 = SteadyClock::now();
-    ProbeResult r = begin_result(ProbeKind::rdma_write_lat, "");
-    try {
+    return guarded_run(begin_result(ProbeKind::rdma_write_lat, ""), [&](ProbeResult& r) {
         r.streams = 1;
         r.info["device"] = ep.info().device;
         r.info["remote_device"] = remote.device;
@@ -118,12 +116,7 @@ ProbeResult lat_core(bool active, RdmaEndpoint& ep, const RdmaEndpointInfo& remo
             r.bytes = r.iterations * s.message_size;
             if (active && !rtts.empty()) r.latency = latency_stats(half_round_trips(std::move(rtts)));
         }
-    } catch (const std::exception& e) {
-        r.reason = reason::internal_error;
-        r.detail = e.what();
-    }
-    finish_result(r, t0);
-    return r;
+    });
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 // rules and the API can hold results without linking the probes.
 #pragma once
 
+#include <exception>
 #include <string>
 
 #include "model/probe.hpp"
+#include "probes/errors.hpp"
 #include "util/clock.hpp"
 
 namespace rocewatch {
@@ -25,6 +27,25 @@ inline ProbeResult begin_result(ProbeKind kind, const std::string& rail = "") {
 inline void finish_result(ProbeResult& r, SteadyClock::time_point t0) {
     r.duration_seconds = seconds_between(t0, SteadyClock::now());
     r.success = r.reason.empty();
+}
+
+// Runs `body(r)`, which says why it failed in r.reason, timed from now: an exception
+// becomes internal_error, and finish_result stamps the end. Every probe method runs its
+// body through here, so none ever throws.
+template <class Body>
+ProbeResult guarded_run(ProbeResult r, Body&& body) {
+    const auto t0 = SteadyClock::now();
+    try {
+        body(r);
+    } catch (const std::exception& e) {
+        r.reason = reason::internal_error;
+        r.detail = e.what();
+    } catch (...) {
+        r.reason = reason::internal_error;
+        r.detail = "unknown exception";
+    }
+    finish_result(r, t0);
+    return r;
 }
 
 // A failed run that got no further than `reason` (a probes/errors.hpp word) and `detail`.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "probes/errors.hpp"
+#include "probes/result.hpp"
 #include "probes/tcp_probes.hpp"
 #include "util/fd.hpp"
 
@@ -30,25 +31,12 @@ std::optional<tcpwire::Reply> handshake(int fd, const tcpwire::Request& req, Dea
                                         Failure& f);
 void fail(ProbeResult& r, const Failure& f);
 
-// Runs `body(r)` on a fresh result for `t`, turning an exception into internal_error and
-// timing the whole run: every probe goes through here, so none ever throws.
+// A fresh result for `t`, run through guarded_run: timed, and never throwing.
 template <typename Body>
 ProbeResult run_probe(ProbeKind kind, const TcpProbeTarget& t, Body body) {
-    ProbeResult r;
-    r.kind = kind;
+    ProbeResult r = begin_result(kind, t.rail);
     r.peer = t.peer.empty() ? t.address : t.peer;
-    r.rail = t.rail;
-    r.started = Clock::now();
-    const auto t0 = SteadyClock::now();
-    try {
-        body(r);
-    } catch (const std::exception& e) {
-        fail(r, {reason::internal_error, std::string("exception: ") + e.what()});
-    } catch (...) {
-        fail(r, {reason::internal_error, "unknown exception"});
-    }
-    r.duration_seconds = seconds_between(t0, SteadyClock::now());
-    return r;
+    return guarded_run(std::move(r), body);
 }
 
 }  // namespace rocewatch::tcpclient

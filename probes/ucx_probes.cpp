@@ -120,17 +120,13 @@ UcxStatus signal_completion(UcxEndpoint& ep, const UcxEndpointInfo& remote, uint
 }  // namespace
 
 ProbeResult ucx_put_bw(UcxEndpoint& ep, const UcxEndpointInfo& remote, const UcxBwSettings& s, Deadline deadline) {
-    const auto t0 = SteadyClock::now();
-    ProbeResult r = begin_ucx_result(ProbeKind::ucx_put_bw);
-    try {
+    return guarded_run(begin_ucx_result(ProbeKind::ucx_put_bw), [&](ProbeResult& r) {
         describe(r, ep, remote);
         r.info["message_size"] = std::to_string(s.message_size);
         UcxStatus st = check_usable(ep, remote, s.message_size, s.message_size, s.message_size);
         if (st.ok()) st = ep.wire_up(deadline);
         if (!st.ok()) {
-            set_failure(r, st);
-            finish_result(r, t0);
-            return r;
+            return set_failure(r, st);
         }
         r.info["ucx_lanes"] = ep.lanes();  // complete now that the lanes are connected
         PutRun run;
@@ -150,12 +146,7 @@ ProbeResult ucx_put_bw(UcxEndpoint& ep, const UcxEndpointInfo& remote, const Ucx
             r.reason = reason::no_data;
             r.detail = "no put completed";
         }
-    } catch (const std::exception& e) {
-        r.reason = reason::internal_error;
-        r.detail = e.what();
-    }
-    finish_result(r, t0);
-    return r;
+    });
 }
 
 namespace {
@@ -174,9 +165,7 @@ void linger(UcxEndpoint& ep, Deadline deadline) {
 }  // namespace
 
 ProbeResult ucx_put_bw_serve(UcxEndpoint& ep, Deadline deadline) {
-    const auto t0 = SteadyClock::now();
-    ProbeResult r = begin_ucx_result(ProbeKind::ucx_put_bw);
-    try {
+    return guarded_run(begin_ucx_result(ProbeKind::ucx_put_bw), [&](ProbeResult& r) {
         describe(r, ep, ep.remote());
         volatile uint64_t* ctrl = ep.control();
         UcxStatus st;
@@ -200,12 +189,7 @@ ProbeResult ucx_put_bw_serve(UcxEndpoint& ep, Deadline deadline) {
             ep.progress_or_wait(deadline);
         }
         if (!st.ok()) set_failure(r, st);
-    } catch (const std::exception& e) {
-        r.reason = reason::internal_error;
-        r.detail = e.what();
-    }
-    finish_result(r, t0);
-    return r;
+    });
 }
 
 namespace {
@@ -229,9 +213,7 @@ UcxStatus wait_byte(UcxEndpoint& ep, volatile uint8_t* p, uint8_t want, Deadline
 
 ProbeResult lat_core(bool active, UcxEndpoint& ep, const UcxEndpointInfo& remote, const UcxLatSettings& s,
                      Deadline deadline) {
-    const auto t0 = SteadyClock::now();
-    ProbeResult r = begin_ucx_result(ProbeKind::ucx_put_lat);
-    try {
+    return guarded_run(begin_ucx_result(ProbeKind::ucx_put_lat), [&](ProbeResult& r) {
         describe(r, ep, remote);
         r.info["message_size"] = std::to_string(s.message_size);
         const uint32_t size = s.message_size;
@@ -292,12 +274,7 @@ ProbeResult lat_core(bool active, UcxEndpoint& ep, const UcxEndpointInfo& remote
         r.info["ucx_lanes"] = ep.lanes();  // the passive side's lanes wire up with its first answer
         r.bytes = r.iterations * uint64_t{size};
         if (active && !rtts.empty()) r.latency = latency_stats(half_round_trips(std::move(rtts)));
-    } catch (const std::exception& e) {
-        r.reason = reason::internal_error;
-        r.detail = e.what();
-    }
-    finish_result(r, t0);
-    return r;
+    });
 }
 
 }  // namespace
