@@ -7,6 +7,23 @@
 
 namespace rocewatch::api {
 
+MetricsCache::MetricsCache(Latest latest) : latest_(std::move(latest)) {}
+
+MetricsCache::~MetricsCache() { stop(); }
+
+void MetricsCache::start() {
+    if (!thread_.joinable()) thread_ = std::thread([this] { prerender_loop(); });
+}
+
+void MetricsCache::stop() {
+    {
+        std::lock_guard lk(warm_mu_);
+        stopping_ = true;
+    }
+    warm_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
 MetricsCache::Entry MetricsCache::entry_for(const std::shared_ptr<const Snapshot>& snap, bool gzip) {
     std::lock_guard lock(mu_);
     if (cur_.snap != snap) {
@@ -17,6 +34,15 @@ MetricsCache::Entry MetricsCache::entry_for(const std::shared_ptr<const Snapshot
 }
 
 std::string MetricsCache::body(const std::shared_ptr<const Snapshot>& snap, const std::string& tail, bool gzip) {
+    {
+        std::lock_guard lk(warm_mu_);
+        const auto now = std::chrono::steady_clock::now();
+        const bool was_cold = !warm(now);
+        last_scrape_ = now;
+        scraped_ = true;
+        if (gzip) gzip_seen_ = true;
+        if (was_cold) warm_cv_.notify_all();
+    }
     const Entry e = entry_for(snap, gzip);
     if (gzip) return gzip_with_tail(*e.deflated, tail);
     std::string out;
@@ -24,6 +50,25 @@ std::string MetricsCache::body(const std::shared_ptr<const Snapshot>& snap, cons
     out += *e.text;
     out += tail;
     return out;
+}
+
+// Polls for a new snapshot (an atomic load) every kPoll while warm; sleeps while cold.
+void MetricsCache::prerender_loop() {
+    std::unique_lock lk(warm_mu_);
+    while (!stopping_) {
+        if (!warm(std::chrono::steady_clock::now())) {
+            warm_cv_.wait(lk, [&] { return stopping_ || warm(std::chrono::steady_clock::now()); });
+            continue;
+        }
+        warm_cv_.wait_for(lk, kPoll, [&] { return stopping_; });
+        if (stopping_) break;
+        lk.unlock();
+        try {
+            if (auto s = latest_()) entry_for(s, gzip_seen_);
+        } catch (...) {  // a render that fails here fails again, visibly, in the scrape
+        }
+        lk.lock();
+    }
 }
 
 namespace {

@@ -111,6 +111,7 @@ void ApiServer::start() {
                                               return im.pool->submit([&im, req] { im.serve(*req); }, priority);
                                           });
     im.front->start();
+    im.metrics.start();
     im.log->info("api: listening on {}:{}", im.opts.host, im.port);
 }
 
@@ -123,6 +124,7 @@ void ApiServer::stop() {
         im.pool->stop();
         im.front.reset();
         im.pool.reset();
+        im.metrics.stop();
         im.log->info("api: stopped");
     }
     im.server.close_listener();

@@ -44,7 +44,7 @@ struct Route {
 
 struct ApiServer::Impl {
     Impl(ApiOptions o, const SnapshotSource& s, ConfigView cv, std::shared_ptr<spdlog::logger> l)
-        : opts(std::move(o)), src(s), config_view(std::move(cv)), log(std::move(l)) {}
+        : opts(std::move(o)), src(s), config_view(std::move(cv)), log(std::move(l)), metrics([this] { return src.latest(); }) {}
 
     ApiOptions opts;
     const SnapshotSource& src;
