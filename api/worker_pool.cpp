@@ -11,14 +11,17 @@ WorkerPool::WorkerPool(size_t general, size_t reserved, size_t max_queued) : max
 WorkerPool::~WorkerPool() { stop(); }
 
 bool WorkerPool::submit(Job job, bool priority) {
+    bool wake_reserved = false;
     {
         std::lock_guard lk(mu_);
         auto& q = priority ? priority_ : ordinary_;
         if (stopping_ || q.size() >= max_queued_) return false;
         q.push_back(std::move(job));
+        // A priority job goes to an idle general worker if there is one, so the reserve
+        // stays free for the next scrape while the pool is busy.
+        wake_reserved = priority && idle_general_ == 0 && idle_reserved_ > 0;
     }
-    // notify_all: a reserved worker must not be the only one woken for an ordinary job.
-    cv_.notify_all();
+    (wake_reserved ? reserved_cv_ : general_cv_).notify_one();
     return true;
 }
 
@@ -29,7 +32,8 @@ void WorkerPool::stop() {
         priority_.clear();
         ordinary_.clear();
     }
-    cv_.notify_all();
+    general_cv_.notify_all();
+    reserved_cv_.notify_all();
     for (auto& t : threads_)
         if (t.joinable()) t.join();
     threads_.clear();
@@ -40,7 +44,12 @@ void WorkerPool::work(bool reserved) {
         Job job;
         {
             std::unique_lock lk(mu_);
-            cv_.wait(lk, [&] { return stopping_ || !priority_.empty() || (!reserved && !ordinary_.empty()); });
+            auto& idle = reserved ? idle_reserved_ : idle_general_;
+            ++idle;
+            (reserved ? reserved_cv_ : general_cv_).wait(lk, [&] {
+                return stopping_ || !priority_.empty() || (!reserved && !ordinary_.empty());
+            });
+            --idle;
             if (stopping_) return;
             auto& q = !priority_.empty() ? priority_ : ordinary_;
             job = std::move(q.front());

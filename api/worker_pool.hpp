@@ -33,7 +33,11 @@ class WorkerPool {
 
     const size_t max_queued_;
     std::mutex mu_;
-    std::condition_variable cv_;
+    // One per kind of worker, so a job wakes exactly one thread that may take it.
+    std::condition_variable general_cv_;
+    std::condition_variable reserved_cv_;
+    size_t idle_general_ = 0;
+    size_t idle_reserved_ = 0;
     std::deque<Job> priority_;
     std::deque<Job> ordinary_;
     bool stopping_ = false;
