@@ -69,6 +69,10 @@ void ApiServer::Impl::register_builtin_routes() {
               });
     add_route("/metrics", "/metrics", "GET", "Prometheus metrics",
               [this](const httplib::Request& req, httplib::Response& res) { serve_metrics(req, res); });
+    register_rest_routes();
+}
+
+void ApiServer::Impl::register_rest_routes() {
     add_route("/api/v1/status", "/api/v1/status", "GET", "overall health, counts, collection and daemon status",
               [this](const httplib::Request&, httplib::Response& res) {
                   if (auto s = snapshot_or_503(res)) send_json(res, 200, status_json(*s, Clock::now()));

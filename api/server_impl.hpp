@@ -63,7 +63,8 @@ struct ApiServer::Impl {
     // routes.cpp
     void add_route(std::string pattern, std::string label, std::string method, std::string description,
                    httplib::Server::Handler h);
-    void register_builtin_routes();
+    void register_builtin_routes();  // GET /, health, /metrics, then the REST routes
+    void register_rest_routes();
     void install_handlers();
     size_t stat_index_for(const httplib::Request& req) const;
     std::vector<std::string> methods_for(const std::string& path) const;
