@@ -24,7 +24,7 @@ class MetricsCache {
    public:
     using Latest = std::function<std::shared_ptr<const Snapshot>()>;
     static constexpr std::chrono::seconds kWarmFor{300};
-    static constexpr std::chrono::milliseconds kPoll{10};
+    static constexpr std::chrono::milliseconds kPoll{50};
 
     explicit MetricsCache(Latest latest);
     ~MetricsCache();
