@@ -78,7 +78,14 @@ HeadCheck check_request_line(std::string_view line) {
     return {};
 }
 
-HeadCheck check_header_line(std::string_view line, bool& seen_content_length, const ApiOptions& o) {
+// What earlier header lines said that later ones are judged against.
+struct SeenHeaders {
+    bool content_length = false;
+    bool authorization = false;
+    uint64_t length = 0;
+};
+
+HeadCheck check_header_line(std::string_view line, SeenHeaders& seen, const ApiOptions& o) {
     const size_t colon = line.find(':');
     // A name must be a bare token: this also refuses obs-fold continuation lines and
     // "Name : value", which httplib would file under a different key than a proxy would.
@@ -109,11 +116,18 @@ HeadCheck check_header_line(std::string_view line, bool& seen_content_length, co
     // Nothing here is large enough to want ranges.
     if (iequals(name, "Range")) return reject(416, RejectReason::range, "range requests are not supported");
 
+    // httplib hands handlers the first of several, a proxy may check the last: a request
+    // must not carry one credential for the proxy and another for us.
+    if (iequals(name, "Authorization")) {
+        if (seen.authorization) return reject(400, RejectReason::malformed, "more than one Authorization header");
+        seen.authorization = true;
+    }
+
     if (iequals(name, "Content-Length")) {
         // One plain decimal value only: httplib URL-decodes header values and reads the
         // number with strtoull, so "%31%30" or "10, 20" would mean something else to it.
-        if (seen_content_length) return reject(400, RejectReason::malformed, "more than one Content-Length");
-        seen_content_length = true;
+        if (seen.content_length) return reject(400, RejectReason::malformed, "more than one Content-Length");
+        seen.content_length = true;
         if (value.empty()) return reject(400, RejectReason::malformed, "empty Content-Length");
         for (char c : value)
             if (c < '0' || c > '9') return reject(400, RejectReason::malformed, "Content-Length is not a number");
@@ -124,6 +138,7 @@ HeadCheck check_header_line(std::string_view line, bool& seen_content_length, co
         if (n > o.max_body_bytes)
             return reject(413, RejectReason::body_too_large,
                           "request body too large (limit " + std::to_string(o.max_body_bytes) + " bytes)");
+        seen.length = n;
     }
     return {};
 }
@@ -163,7 +178,7 @@ const std::vector<RejectReason>& all_reject_reasons() {
 HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
     size_t pos = 0;
     size_t headers = 0;
-    bool seen_content_length = false;
+    SeenHeaders seen;
     bool is_post = false;
     for (;;) {
         const size_t lf = head.find('\n', pos);
@@ -190,16 +205,17 @@ HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
         } else if (line.empty()) {
             // httplib 0.11 reads a POST body that has no Content-Length until the client
             // closes, with no size limit.
-            if (is_post && !seen_content_length)
+            if (is_post && !seen.content_length)
                 return reject(411, RejectReason::length_required, "POST needs a Content-Length");
             HeadCheck ok;
             ok.verdict = HeadCheck::Verdict::accept;
             ok.head_bytes = line_end;
+            ok.content_length = static_cast<size_t>(seen.length);
             return ok;
         } else {
             if (++headers > o.max_headers)
                 return reject(431, RejectReason::too_many_headers, "more than " + std::to_string(o.max_headers) + " header lines");
-            if (auto r = check_header_line(line, seen_content_length, o); r.verdict == HeadCheck::Verdict::reject) return r;
+            if (auto r = check_header_line(line, seen, o); r.verdict == HeadCheck::Verdict::reject) return r;
         }
         pos = line_end;
     }

@@ -39,6 +39,7 @@ struct HeadCheck {
     RejectReason reason = RejectReason::malformed;  // reject only
     std::string message;             // reject: one line for the JSON error body
     size_t head_bytes = 0;           // accept: bytes up to and including the blank line
+    size_t content_length = 0;       // accept: the body that follows (0 without Content-Length)
 };
 
 // Judges the bytes received so far on a fresh connection. Lines already complete are

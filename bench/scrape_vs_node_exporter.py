@@ -3,15 +3,20 @@
 bonding and netclass collectors): scrape latency p50/p99 and resident memory, with ratios.
 
 Usage (root, for the network namespace that keeps both daemons' netlink view identical):
-    bench/scrape_vs_node_exporter.py [--scrapes 400] [--sysfs tests/fixtures/sysfs/dgx-spark]
-Scrapes alternate A, B, A, B ... over keep-alive-free HTTP/1.1 connections, as Prometheus
-would open them, so drift in machine speed hits both alike."""
+    bench/scrape_vs_node_exporter.py [--scrapes 400] [--mode prometheus|fresh-conn] [--sysfs DIR]
+Scrapes alternate A, B, A, B ... so drift in machine speed hits both alike. --mode prometheus
+(the default) scrapes as Prometheus does: one kept-alive connection per target,
+Accept-Encoding: gzip, and a fresh snapshot before every rocewatchd scrape (it collects every
+100 ms and each round waits 120 ms; node_exporter collects on every scrape anyway).
+--mode fresh-conn opens a new connection per scrape and asks for no compression."""
 import argparse
 import http.client
 import os
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "integration"))
@@ -27,15 +32,71 @@ def rss_kib(pid):
     return out
 
 
-def scrape(port, path="/metrics"):
-    t0 = time.perf_counter()
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    c.request("GET", path)
-    r = c.getresponse()
-    body = r.read()
-    c.close()
-    assert r.status == 200, r.status
-    return time.perf_counter() - t0, len(body)
+class Scraper:
+    """One target's scrapes. prometheus: one kept-alive connection, Accept-Encoding: gzip, and
+    a lean raw-socket HTTP/1.1 client (Python's http.client costs more than either server;
+    Prometheus's Go client does not). fresh-conn: http.client, a new connection each time."""
+
+    def __init__(self, port, mode):
+        self.port, self.mode = port, mode
+        self.sock = None
+        self.req = f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: gzip\r\n\r\n".encode()
+
+    def __call__(self):
+        t0 = time.perf_counter()
+        n = self.keep_alive_gzip() if self.mode == "prometheus" else self.fresh_conn()
+        return time.perf_counter() - t0, n
+
+    def fresh_conn(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        assert r.status == 200, r.status
+        return len(body)
+
+    def keep_alive_gzip(self):
+        if self.sock is None:
+            self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.sendall(self.req)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            buf += self.recv()
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        assert lines[0].startswith("HTTP/1.1 200"), lines[0]
+        hdr = {k.strip().lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
+        assert hdr.get("content-encoding") == "gzip", f"port {self.port}: not gzip"
+        if "content-length" in hdr:
+            need = int(hdr["content-length"])
+            while len(rest) < need:
+                rest += self.recv()
+            body = rest[:need]
+        else:  # chunked (Go's net/http, for a body larger than its buffer)
+            body = b""
+            while True:
+                while b"\r\n" not in rest:
+                    rest += self.recv()
+                size_line, _, rest = rest.partition(b"\r\n")
+                size = int(size_line.split(b";")[0], 16)
+                while len(rest) < size + 2:
+                    rest += self.recv()
+                body += rest[:size]
+                rest = rest[size + 2:]
+                if size == 0:
+                    break
+        if hdr.get("connection", "").lower() == "close":
+            self.sock.close()
+            self.sock = None
+        return len(body)
+
+    def recv(self):
+        b = self.sock.recv(1 << 20)
+        if not b:
+            raise ConnectionError(f"port {self.port} closed the connection")
+        return b
 
 
 def pct(xs, p):
@@ -48,8 +109,14 @@ def main():
     ap.add_argument("--scrapes", type=int, default=400)
     ap.add_argument("--sysfs", default="tests/fixtures/sysfs/dgx-spark")
     ap.add_argument("--procfs", default="tests/fixtures/procfs/dgx-spark")
+    ap.add_argument("--mode", choices=["prometheus", "fresh-conn"], default="prometheus")
+    ap.add_argument("--no-fresh", action="store_true", help="do not wait for a fresh snapshot between scrapes")
     a = ap.parse_args()
     sysfs = os.path.abspath(a.sysfs)
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+    cfg.write('[daemon]\ninterval = "100ms"\n')
+    cfg.close()
+    fresh_wait = 0.12 if a.mode == "prometheus" and not a.no_fresh else 0
     rw_port, ne_port = 19879, 19100
     with rwtest.Netns("bench") as node, rwtest.Netns("benchpeer") as peer:
         rwtest.dgx_spark_links(node, peer)
@@ -60,18 +127,20 @@ def main():
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             with rwtest.Daemon(netns=node, sysfs=sysfs, procfs=os.path.abspath(a.procfs), port=rw_port,
-                               extra=["--log-level", "warn"]):
+                               config=cfg.name, extra=["--log-level", "warn"]):
                 rwtest.wait_for(lambda: node.run("curl", "-sf", f"http://127.0.0.1:{ne_port}/metrics",
                                                  check=False).returncode == 0, 10, "node_exporter")
                 rw_pid = int(node.run("pgrep", "-n", "rocewatchd").stdout)
                 # Both run inside the namespace; the scraper joins it so loopback is shared.
                 rwtest.enter_netns(node)
+                scrape_rw, scrape_ne = Scraper(rw_port, a.mode), Scraper(ne_port, a.mode)
                 for _ in range(20):  # warm-up
-                    scrape(rw_port), scrape(ne_port)
+                    scrape_rw(), scrape_ne()
                 rw, ne_t, rw_ratio = [], [], []
                 for _ in range(a.scrapes):
-                    x, rw_bytes = scrape(rw_port)
-                    y, ne_bytes = scrape(ne_port)
+                    time.sleep(fresh_wait)
+                    x, rw_bytes = scrape_rw()
+                    y, ne_bytes = scrape_ne()
                     rw.append(x)
                     ne_t.append(y)
                     rw_ratio.append(y / x)
@@ -81,8 +150,9 @@ def main():
         finally:
             ne.terminate()
             ne.wait()
+            os.unlink(cfg.name)
     ms = lambda s: f"{s * 1000:.2f} ms"  # noqa: E731
-    print(f"fixture: {a.sysfs}, {a.scrapes} scrapes each, interleaved")
+    print(f"fixture: {a.sysfs}, {a.scrapes} scrapes each, interleaved, mode {a.mode}")
     print(f"{'':28}{'rocewatchd':>14}{'node_exporter':>16}{'ratio ne/rw':>14}")
     print(f"{'scrape latency p50':28}{ms(statistics.median(rw)):>14}{ms(statistics.median(ne_t)):>16}"
           f"{statistics.median(ne_t) / statistics.median(rw):>13.1f}x")
@@ -97,7 +167,7 @@ def main():
     print(f"{'  of which file-backed':28}{rw_mem['RssFile'] / 1024:>11.1f} MiB{ne_mem['RssFile'] / 1024:>13.1f} MiB"
           f"{ne_mem['RssFile'] / rw_mem['RssFile']:>13.1f}x")
     print(f"{'series exposed':28}{rw_series:>14}{ne_series:>16}")
-    print(f"{'body bytes':28}{rw_bytes:>14}{ne_bytes:>16}")
+    print(f"{'body bytes (as sent)':28}{rw_bytes:>14}{ne_bytes:>16}")
 
 
 def scrape_text(port):

@@ -73,6 +73,19 @@ TEST(RequestGate, ContentLength) {
     expect_reject("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 400, RejectReason::malformed);
 }
 
+TEST(RequestGate, OneAuthorizationHeaderOnly) {
+    EXPECT_EQ(check("GET / HTTP/1.1\r\nAuthorization: Bearer a\r\n\r\n").verdict, V::accept);
+    expect_reject("GET / HTTP/1.1\r\nAuthorization: Bearer good\r\nAuthorization: Bearer other\r\n\r\n", 400,
+                  RejectReason::malformed);
+    expect_reject("GET / HTTP/1.1\r\nauthorization: Bearer good\r\nAUTHORIZATION: Bearer good\r\n\r\n", 400,
+                  RejectReason::malformed);
+}
+
+TEST(RequestGate, ContentLengthIsReported) {
+    EXPECT_EQ(check("GET / HTTP/1.1\r\n\r\n").content_length, 0u);
+    EXPECT_EQ(check("POST / HTTP/1.1\r\nContent-Length: 0123\r\n\r\n").content_length, 123u);
+}
+
 TEST(RequestGate, SpoofedAddressHeaders) {
     for (const char* h : {"REMOTE_ADDR: 10.0.0.1", "remote_addr: 10.0.0.1", "REMOTE_PORT: 1", "LOCAL_ADDR: 1.2.3.4", "Local_Port: 80"})
         expect_reject(std::string("GET / HTTP/1.1\r\n") + h + "\r\n\r\n", 400, RejectReason::spoofed_header);

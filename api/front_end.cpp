@@ -1,0 +1,522 @@
+// epoll loop with per-connection deadlines: accept, gate, buffer, dispatch, write, linger, close.
+#include "api/front_end.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api/http_wire.hpp"
+#include "api/request_gate.hpp"
+
+namespace rocewatch::api {
+
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr uint64_t kListenTag = 0;
+constexpr uint64_t kWakeTag = 1;
+// After a close we read and discard what the client still sends for this long, so the
+// close does not become a reset that destroys the answer before the client reads it.
+constexpr auto kLinger = 250ms;
+constexpr size_t kLingerBytes = 256u << 10;
+
+enum class State {
+    head,      // reading a request head (or waiting, idle, for the next one)
+    body,      // head accepted, reading Content-Length bytes
+    busy,      // a worker has the request
+    writing,   // sending the answer
+    draining,  // answer sent and our side shut: discarding input until EOF or kLinger
+};
+
+struct Conn {
+    int fd = -1;
+    uint64_t id = 0;
+    std::string source;  // remote address: the per-source cap's key
+    int remote_port = -1;
+    std::string local_ip;
+    int local_port = -1;
+    State state = State::head;
+    std::string in;
+    HeadCheck head;           // State::body: the accepted head
+    bool recheck = true;      // State::head: new bytes may change the verdict
+    std::string out;
+    size_t out_off = 0;
+    bool close_after = false;
+    unsigned served = 0;      // answers written on this connection
+    Steady::time_point waiting_since;  // start of the current wait for a request (eviction order)
+    Steady::time_point deadline = Steady::time_point::max();
+    uint32_t interest = 0;
+    size_t drained = 0;
+};
+
+struct Completion {
+    uint64_t ticket;
+    std::string response;
+    bool close;
+};
+
+}  // namespace
+
+struct FrontEnd::Impl {
+    Impl(const ApiOptions& o, int lfd, HttpStats& s, std::shared_ptr<spdlog::logger> l, Dispatch d)
+        : opts(o), listen_fd(lfd), stats(s), log(std::move(l)), dispatch(std::move(d)) {}
+
+    const ApiOptions opts;
+    const int listen_fd;
+    HttpStats& stats;
+    std::shared_ptr<spdlog::logger> log;
+    Dispatch dispatch;
+
+    int epfd = -1;
+    int wakefd = -1;
+    std::thread thread;
+    std::atomic<bool> stopping{false};
+
+    std::mutex done_mu;
+    std::vector<Completion> done;
+
+    std::unordered_map<uint64_t, Conn> conns;
+    std::unordered_map<std::string, size_t> per_source;
+    uint64_t next_id = 2;
+    Steady::time_point next_deadline = Steady::time_point::max();
+    Steady::time_point accept_paused_until = Steady::time_point::min();
+    bool accept_armed = true;
+
+    void run();
+    void wake();
+    void on_wake();
+    void accept_ready(Steady::time_point now);
+    void admit(int fd, const sockaddr_storage& ss, Steady::time_point now);
+    bool make_room(Steady::time_point now);
+    void refuse_at_once(int fd, const std::string& why);
+    void on_event(Conn& c, uint32_t events, Steady::time_point now);
+    void read_ready(Conn& c, Steady::time_point now);
+    void advance(Conn& c, Steady::time_point now);
+    void hand_over(Conn& c, size_t need, Steady::time_point now);
+    void reject(Conn& c, const HeadCheck& why, Steady::time_point now);
+    void begin_write(Conn& c, std::string bytes, bool close, Steady::time_point now);
+    void write_ready(Conn& c, Steady::time_point now);
+    void after_write(Conn& c, Steady::time_point now);
+    void drain(Conn& c);
+    void sweep(Steady::time_point now);
+    void expire(Conn& c, Steady::time_point now);
+    void set_deadline(Conn& c, Steady::time_point d);
+    void set_interest(Conn& c, uint32_t ev);
+    void close_conn(uint64_t id);
+    void close_all();
+};
+
+FrontEnd::FrontEnd(const ApiOptions& opts, int listen_fd, HttpStats& stats, std::shared_ptr<spdlog::logger> log,
+                   Dispatch dispatch)
+    : impl_(std::make_unique<Impl>(opts, listen_fd, stats, std::move(log), std::move(dispatch))) {
+    auto& im = *impl_;
+    im.epfd = ::epoll_create1(EPOLL_CLOEXEC);
+    im.wakefd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (im.epfd < 0 || im.wakefd < 0) {
+        const int err = errno;
+        if (im.epfd >= 0) ::close(im.epfd);
+        if (im.wakefd >= 0) ::close(im.wakefd);
+        throw std::runtime_error(std::string("api: cannot create the event loop: ") + std::strerror(err));
+    }
+    // httplib made the listener blocking; accept4 must never block this thread.
+    ::fcntl(listen_fd, F_SETFL, ::fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenTag;
+    ::epoll_ctl(im.epfd, EPOLL_CTL_ADD, listen_fd, &ev);
+    ev.data.u64 = kWakeTag;
+    ::epoll_ctl(im.epfd, EPOLL_CTL_ADD, im.wakefd, &ev);
+}
+
+FrontEnd::~FrontEnd() {
+    stop();
+    ::close(impl_->epfd);
+    ::close(impl_->wakefd);
+}
+
+void FrontEnd::start() {
+    auto& im = *impl_;
+    if (im.thread.joinable()) return;
+    im.thread = std::thread([&im] { im.run(); });
+}
+
+void FrontEnd::stop() {
+    auto& im = *impl_;
+    if (!im.thread.joinable()) return;
+    im.stopping = true;
+    im.wake();
+    im.thread.join();
+}
+
+void FrontEnd::complete(uint64_t ticket, std::string response, bool close) {
+    auto& im = *impl_;
+    {
+        std::lock_guard lk(im.done_mu);
+        im.done.push_back({ticket, std::move(response), close});
+    }
+    im.wake();
+}
+
+void FrontEnd::Impl::wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wakefd, &one, sizeof one);
+}
+
+void FrontEnd::Impl::run() {
+    std::vector<epoll_event> events(256);
+    while (!stopping) {
+        auto now = Steady::now();
+        int timeout_ms = 1000;
+        if (next_deadline != Steady::time_point::max())
+            timeout_ms = static_cast<int>(std::clamp<long long>(
+                std::chrono::ceil<std::chrono::milliseconds>(next_deadline - now).count(), 0, 1000));
+        if (!accept_armed) timeout_ms = std::min(timeout_ms, 100);
+        const int n = ::epoll_wait(epfd, events.data(), static_cast<int>(events.size()), timeout_ms);
+        if (n < 0 && errno != EINTR) {
+            log->error("api: epoll_wait failed: {}", std::strerror(errno));
+            std::this_thread::sleep_for(10ms);
+        }
+        now = Steady::now();
+        for (int i = 0; i < n; ++i) {
+            const uint64_t tag = events[static_cast<size_t>(i)].data.u64;
+            if (tag == kListenTag) {
+                accept_ready(now);
+            } else if (tag == kWakeTag) {
+                on_wake();
+            } else if (auto it = conns.find(tag); it != conns.end()) {
+                on_event(it->second, events[static_cast<size_t>(i)].events, now);
+            }
+        }
+        if (now >= next_deadline || !accept_armed) sweep(now);
+    }
+    close_all();
+}
+
+void FrontEnd::Impl::on_wake() {
+    uint64_t v = 0;
+    [[maybe_unused]] const auto r = ::read(wakefd, &v, sizeof v);
+    std::vector<Completion> batch;
+    {
+        std::lock_guard lk(done_mu);
+        batch.swap(done);
+    }
+    const auto now = Steady::now();
+    for (auto& d : batch) {
+        auto it = conns.find(d.ticket);
+        // Gone meanwhile (the client hung up, or it was evicted): nothing to write to.
+        if (it == conns.end() || it->second.state != State::busy) continue;
+        begin_write(it->second, std::move(d.response), d.close, now);
+    }
+}
+
+// ---------------------------------------------------------------- accepting
+
+void FrontEnd::Impl::accept_ready(Steady::time_point now) {
+    for (int i = 0; i < 64; ++i) {  // bounded, so one busy listener cannot starve the rest
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            admit(fd, ss, now);
+            continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            // Out of descriptors: free one for the next try, and stop polling the listener
+            // for a moment rather than spin on a backlog we cannot take.
+            make_room(now);
+            log->warn("api: accept failed: {}; pausing accepts for 100 ms", std::strerror(errno));
+            accept_paused_until = now + 100ms;
+            ::epoll_ctl(epfd, EPOLL_CTL_DEL, listen_fd, nullptr);
+            accept_armed = false;
+        }
+        return;
+    }
+}
+
+void FrontEnd::Impl::refuse_at_once(int fd, const std::string& why) {
+    stats.count_rejected(RejectReason::overload);
+    const std::string r = raw_error_response(503, why);
+    [[maybe_unused]] const auto n = ::send(fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_WR);
+    ::close(fd);
+}
+
+void FrontEnd::Impl::admit(int fd, const sockaddr_storage& ss, Steady::time_point now) {
+    int port = -1;
+    std::string source = address_of(ss, port);
+    if (auto it = per_source.find(source); it != per_source.end() && it->second >= opts.max_connections_per_source) {
+        log->debug("api: refused a connection from {}: {} open from there already", source,
+                   opts.max_connections_per_source);
+        refuse_at_once(fd, "too many connections from this address");
+        return;
+    }
+    if (conns.size() >= opts.max_connections && !make_room(now)) {
+        refuse_at_once(fd, "server busy, retry");
+        return;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    Conn c;
+    c.fd = fd;
+    c.id = next_id++;
+    c.source = std::move(source);
+    c.remote_port = port;
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) c.local_ip = address_of(local, c.local_port);
+    c.waiting_since = now;
+    ++per_source[c.source];
+    auto& ref = conns.emplace(c.id, std::move(c)).first->second;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = ref.id;
+    ::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+    ref.interest = EPOLLIN;
+    set_deadline(ref, now + opts.timeout);
+}
+
+// At the total cap, the connection that has waited longest for a request makes room: an
+// attacker's idle connections age out first, and a scraper always gets in.
+bool FrontEnd::Impl::make_room(Steady::time_point) {
+    Conn* oldest = nullptr;
+    for (auto& [id, c] : conns)
+        if ((c.state == State::head || c.state == State::body) && (!oldest || c.waiting_since < oldest->waiting_since))
+            oldest = &c;
+    if (!oldest) return false;
+    if (!oldest->in.empty() || oldest->served == 0) {
+        stats.count_rejected(RejectReason::overload);
+        const std::string r = raw_error_response(503, "server busy, retry");
+        [[maybe_unused]] const auto n = ::send(oldest->fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    close_conn(oldest->id);
+    return true;
+}
+
+// ---------------------------------------------------------------- reading and gating
+
+void FrontEnd::Impl::on_event(Conn& c, uint32_t events, Steady::time_point now) {
+    if (c.state == State::busy) {
+        // Only errors and hang-ups arrive here (no interest while a worker has it).
+        if (events & (EPOLLERR | EPOLLHUP)) close_conn(c.id);
+        return;
+    }
+    if (c.state == State::writing) {
+        if (events & (EPOLLERR | EPOLLHUP)) return close_conn(c.id);
+        return write_ready(c, now);
+    }
+    if (c.state == State::draining) return drain(c);
+    read_ready(c, now);
+}
+
+void FrontEnd::Impl::read_ready(Conn& c, Steady::time_point now) {
+    char buf[8192];
+    // Never hold more than one byte over the head limit (that byte is enough to say 431),
+    // and in a body never read past its end: the next pipelined request stays in the kernel.
+    const size_t want =
+        c.state == State::body ? c.head.head_bytes + c.head.content_length - c.in.size()
+                               : opts.max_header_bytes + 1 - std::min(c.in.size(), opts.max_header_bytes);
+    const ssize_t n = ::recv(c.fd, buf, std::min(sizeof buf, want), 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) return close_conn(c.id);  // closed or reset: nobody to answer
+    if (c.state == State::head && c.in.empty() && c.served > 0) {
+        // The first byte of a kept-alive connection's next request: its own deadline starts.
+        c.waiting_since = now;
+        set_deadline(c, now + opts.timeout);
+    }
+    c.recheck = c.recheck || std::memchr(buf, '\n', static_cast<size_t>(n)) != nullptr ||
+                c.in.size() + static_cast<size_t>(n) > opts.max_header_bytes;
+    c.in.append(buf, static_cast<size_t>(n));
+    advance(c, now);
+}
+
+// Judges what is buffered: rejects, keeps reading, or hands a complete request over.
+void FrontEnd::Impl::advance(Conn& c, Steady::time_point now) {
+    if (c.state == State::head) {
+        if (!c.recheck) return;
+        c.recheck = false;
+        const auto verdict = check_request_head(c.in, opts);
+        if (verdict.verdict == HeadCheck::Verdict::incomplete) return;
+        if (verdict.verdict == HeadCheck::Verdict::reject) return reject(c, verdict, now);
+        c.head = verdict;
+        c.state = State::body;
+    }
+    const size_t need = c.head.head_bytes + c.head.content_length;
+    if (c.state == State::body && c.in.size() >= need) hand_over(c, need, now);
+}
+
+void FrontEnd::Impl::hand_over(Conn& c, size_t need, Steady::time_point now) {
+    GatedRequest r;
+    r.ticket = c.id;
+    r.bytes = c.in.substr(0, need);
+    c.in.erase(0, need);  // a pipelined next request, judged after this answer
+    r.last = c.served + 1 >= opts.keep_alive_max_requests || stopping;
+    r.priority = is_priority_request(r.bytes);
+    r.remote_ip = c.source;
+    r.remote_port = c.remote_port;
+    r.local_ip = c.local_ip;
+    r.local_port = c.local_port;
+    c.state = State::busy;
+    set_interest(c, 0);
+    set_deadline(c, Steady::time_point::max());
+    if (!dispatch(std::move(r))) {
+        stats.count_rejected(RejectReason::overload);
+        begin_write(c, raw_error_response(503, "server busy, retry"), true, now);
+    }
+}
+
+void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, Steady::time_point now) {
+    stats.count_rejected(why.reason);
+    log->debug("api: rejected a request from {}: {} {} ({})", c.source, why.status, to_string(why.reason),
+               escape_for_log(why.message));
+    c.in.clear();
+    begin_write(c, raw_error_response(why.status, why.message), true, now);
+}
+
+// ---------------------------------------------------------------- writing and closing
+
+void FrontEnd::Impl::begin_write(Conn& c, std::string bytes, bool close, Steady::time_point now) {
+    c.state = State::writing;
+    c.out = std::move(bytes);
+    c.out_off = 0;
+    c.close_after = close;
+    set_deadline(c, now + opts.timeout);
+    write_ready(c, now);
+}
+
+void FrontEnd::Impl::write_ready(Conn& c, Steady::time_point now) {
+    while (c.out_off < c.out.size()) {
+        const ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c.out_off += static_cast<size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return set_interest(c, EPOLLOUT);
+        return close_conn(c.id);
+    }
+    after_write(c, now);
+}
+
+void FrontEnd::Impl::after_write(Conn& c, Steady::time_point now) {
+    ++c.served;
+    std::string().swap(c.out);
+    if (c.close_after) {
+        ::shutdown(c.fd, SHUT_WR);
+        c.state = State::draining;
+        c.drained = 0;
+        set_interest(c, EPOLLIN);
+        set_deadline(c, now + kLinger);
+        return;
+    }
+    c.state = State::head;
+    c.recheck = true;
+    c.waiting_since = now;
+    set_interest(c, EPOLLIN);
+    // An idle kept-alive connection may wait keep_alive_timeout for its next request; once
+    // that request has begun, it has `timeout` to finish, as on a new connection.
+    set_deadline(c, now + (c.in.empty() ? opts.keep_alive_timeout : opts.timeout));
+    if (!c.in.empty()) advance(c, now);
+}
+
+void FrontEnd::Impl::drain(Conn& c) {
+    char sink[4096];
+    for (;;) {
+        const ssize_t n = ::recv(c.fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0) {
+            c.drained += static_cast<size_t>(n);
+            if (c.drained < kLingerBytes) continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        return close_conn(c.id);
+    }
+}
+
+void FrontEnd::Impl::sweep(Steady::time_point now) {
+    if (!accept_armed && now >= accept_paused_until) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = kListenTag;
+        ::epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev);
+        accept_armed = true;
+    }
+    std::vector<uint64_t> expired;
+    next_deadline = Steady::time_point::max();
+    for (auto& [id, c] : conns) {
+        if (c.deadline <= now)
+            expired.push_back(id);
+        else
+            next_deadline = std::min(next_deadline, c.deadline);
+    }
+    for (uint64_t id : expired)
+        if (auto it = conns.find(id); it != conns.end()) expire(it->second, now);
+}
+
+void FrontEnd::Impl::expire(Conn& c, Steady::time_point now) {
+    const bool mid_request = c.state == State::body || (c.state == State::head && (!c.in.empty() || c.served == 0));
+    if (!mid_request) return close_conn(c.id);  // idle keep-alive over, stuck writer, or linger over
+    HeadCheck why;
+    why.reason = RejectReason::timeout;
+    why.status = 408;
+    why.message = (c.state == State::body ? "request body" : "request head") + std::string(" not complete within ") +
+                  std::to_string((c.served == 0 || !c.in.empty() ? opts.timeout : opts.keep_alive_timeout).count()) +
+                  " ms";
+    reject(c, why, now);
+}
+
+void FrontEnd::Impl::set_deadline(Conn& c, Steady::time_point d) {
+    c.deadline = d;
+    next_deadline = std::min(next_deadline, d);
+}
+
+void FrontEnd::Impl::set_interest(Conn& c, uint32_t ev) {
+    if (c.interest == ev) return;
+    epoll_event e{};
+    e.events = ev;
+    e.data.u64 = c.id;
+    ::epoll_ctl(epfd, EPOLL_CTL_MOD, c.fd, &e);
+    c.interest = ev;
+}
+
+void FrontEnd::Impl::close_conn(uint64_t id) {
+    auto it = conns.find(id);
+    if (it == conns.end()) return;
+    auto& c = it->second;
+    ::epoll_ctl(epfd, EPOLL_CTL_DEL, c.fd, nullptr);
+    ::close(c.fd);
+    if (auto s = per_source.find(c.source); s != per_source.end() && --s->second == 0) per_source.erase(s);
+    conns.erase(it);
+}
+
+void FrontEnd::Impl::close_all() {
+    std::vector<uint64_t> ids;
+    ids.reserve(conns.size());
+    for (const auto& [id, c] : conns) ids.push_back(id);
+    for (uint64_t id : ids) {
+        auto& c = conns.at(id);
+        // A request a worker has not answered yet is lost to the stop: say so.
+        if (c.state == State::busy) stats.count_rejected(RejectReason::shutting_down);
+        ::shutdown(c.fd, SHUT_RDWR);
+        close_conn(id);
+    }
+}
+
+}  // namespace rocewatch::api

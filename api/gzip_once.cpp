@@ -1,0 +1,68 @@
+// Raw deflate with zlib, joined into one gzip member per response.
+#include "api/gzip_once.hpp"
+
+#include <zlib.h>
+
+#include <stdexcept>
+
+namespace rocewatch::api {
+
+namespace {
+
+// Deflates `in` as raw deflate (no zlib/gzip wrapper) and appends it to `out`, ending with
+// `flush` (Z_SYNC_FLUSH for a prefix, Z_FINISH for the last part).
+void raw_deflate(std::string_view in, int flush, std::string& out) {
+    z_stream z{};
+    // Level 6 is zlib's default and what httplib used per request; negative windowBits is
+    // raw deflate. The per-request tail is a few KB: a 4 KiB window and a small hash table
+    // (about 10 KB of state instead of 256 KB) compress it as well and set up far faster.
+    const bool tail = flush == Z_FINISH;
+    if (deflateInit2(&z, 6, Z_DEFLATED, tail ? -12 : -15, tail ? 4 : 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        throw std::runtime_error("gzip: deflateInit2 failed");
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z.avail_in = static_cast<uInt>(in.size());
+    const size_t start = out.size();
+    out.resize(start + deflateBound(&z, static_cast<uLong>(in.size())) + 16);
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + start);
+    z.avail_out = static_cast<uInt>(out.size() - start);
+    const int rc = deflate(&z, flush);
+    const bool ok = flush == Z_FINISH ? rc == Z_STREAM_END : rc == Z_OK && z.avail_in == 0;
+    out.resize(start + z.total_out);
+    deflateEnd(&z);
+    if (!ok) throw std::runtime_error("gzip: deflate failed");
+}
+
+void put_le32(std::string& out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint32_t crc_of(std::string_view s) {
+    return static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()),
+                                       static_cast<uInt>(s.size())));
+}
+
+}  // namespace
+
+DeflatedPrefix deflate_prefix(std::string_view text) {
+    DeflatedPrefix p;
+    raw_deflate(text, Z_SYNC_FLUSH, p.deflated);
+    p.crc = crc_of(text);
+    p.length = text.size();
+    return p;
+}
+
+std::string gzip_with_tail(const DeflatedPrefix& prefix, std::string_view tail) {
+    // RFC 1952 header: magic, CM=deflate, no flags, no mtime, XFL 0, OS 3 (Unix).
+    static constexpr char kHeader[10] = {'\x1f', '\x8b', 8, 0, 0, 0, 0, 0, 0, 3};
+    std::string out;
+    out.reserve(sizeof kHeader + prefix.deflated.size() + tail.size() / 2 + 64);
+    out.append(kHeader, sizeof kHeader);
+    out += prefix.deflated;
+    raw_deflate(tail, Z_FINISH, out);
+    const auto crc = crc32_combine(prefix.crc, crc_of(tail), static_cast<z_off_t>(tail.size()));
+    put_le32(out, static_cast<uint32_t>(crc));
+    put_le32(out, static_cast<uint32_t>((prefix.length + tail.size()) & 0xffffffffu));
+    return out;
+}
+
+}  // namespace rocewatch::api

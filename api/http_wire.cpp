@@ -1,0 +1,70 @@
+// Raw error answers, peer addresses, log escaping and request classing for the front end.
+#include "api/http_wire.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+
+#include "api/json_view.hpp"
+#include "api/request_gate.hpp"
+
+namespace rocewatch::api {
+
+std::string raw_error_response(int status, const std::string& message) {
+    const std::string body = dump_json(error_json(status, message));
+    std::string r = "HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) + "\r\n";
+    r += "Content-Type: application/json\r\n";
+    r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    if (status == 405) r += "Allow: GET, HEAD, POST\r\n";
+    if (status == 503) r += "Retry-After: 1\r\n";
+    r += "Connection: close\r\n\r\n";
+    return r + body;
+}
+
+std::string address_of(const sockaddr_storage& ss, int& port) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (ss.ss_family == AF_INET) {
+        const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
+        port = ntohs(a.sin_port);
+        return inet_ntop(AF_INET, &a.sin_addr, buf, sizeof buf) ? buf : "";
+    }
+    if (ss.ss_family == AF_INET6) {
+        const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
+        port = ntohs(a.sin6_port);
+        return inet_ntop(AF_INET6, &a.sin6_addr, buf, sizeof buf) ? buf : "";
+    }
+    port = -1;
+    return {};
+}
+
+std::string escape_for_log(std::string_view s, size_t max) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(std::min(s.size(), max) + 8);
+    for (size_t i = 0; i < s.size() && i < max; ++i) {
+        const auto u = static_cast<unsigned char>(s[i]);
+        if (u < 0x20 || u >= 0x7f || u == '\\') {
+            out += "\\x";
+            out += kHex[u >> 4];
+            out += kHex[u & 0xf];
+        } else {
+            out += static_cast<char>(u);
+        }
+    }
+    if (s.size() > max) out += "...";
+    return out;
+}
+
+bool is_priority_request(std::string_view head) {
+    const size_t sp = head.find(' ');
+    if (sp == std::string_view::npos) return false;
+    const auto method = head.substr(0, sp);
+    if (method != "GET" && method != "HEAD") return false;
+    const auto rest = head.substr(sp + 1);
+    const size_t end = rest.find_first_of(" ?");
+    const auto path = rest.substr(0, end);
+    return path == "/metrics" || path == "/healthz" || path == "/readyz";
+}
+
+}  // namespace rocewatch::api

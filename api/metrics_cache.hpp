@@ -1,0 +1,67 @@
+// /metrics bodies: the snapshot's text rendered, and gzip-deflated, once per published snapshot.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "api/gzip_once.hpp"
+#include "model/snapshot.hpp"
+
+namespace rocewatch::api {
+
+// A scrape costs a copy plus a deflate of the small per-request tail (the HTTP counters),
+// whatever the number of devices, and many scrapers cost no more work. While someone
+// scrapes (a scrape in the last kWarmFor), a background thread also renders and deflates
+// each new snapshot as soon as it is published, so the scrape after a collection does not
+// pay for it; with nobody scraping, nothing is rendered at all.
+class MetricsCache {
+   public:
+    using Latest = std::function<std::shared_ptr<const Snapshot>()>;
+    static constexpr std::chrono::seconds kWarmFor{300};
+    static constexpr std::chrono::milliseconds kPoll{50};
+
+    explicit MetricsCache(Latest latest);
+    ~MetricsCache();
+    MetricsCache(const MetricsCache&) = delete;
+    MetricsCache& operator=(const MetricsCache&) = delete;
+
+    void start();  // the background renderer
+    void stop();   // idempotent
+
+    // The body for `snap` followed by `tail`: plain, or one gzip member when `gzip`.
+    std::string body(const std::shared_ptr<const Snapshot>& snap, const std::string& tail, bool gzip);
+
+   private:
+    struct Entry {
+        std::shared_ptr<const Snapshot> snap;
+        std::shared_ptr<const std::string> text;
+        std::shared_ptr<const DeflatedPrefix> deflated;  // made once gzip was asked for
+    };
+    Entry entry_for(const std::shared_ptr<const Snapshot>& snap, bool gzip);
+    void prerender_loop();
+    // warm_mu_ held.
+    bool warm(std::chrono::steady_clock::time_point now) const { return scraped_ && now - last_scrape_ < kWarmFor; }
+
+    Latest latest_;
+    std::mutex mu_;  // guards cur_; held while rendering, so a snapshot is rendered once
+    Entry cur_;
+    std::atomic<bool> gzip_seen_{false};
+
+    std::mutex warm_mu_;
+    std::condition_variable warm_cv_;
+    std::chrono::steady_clock::time_point last_scrape_{};
+    bool scraped_ = false;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+// Whether an Accept-Encoding value admits gzip (a "gzip" or "*" coding whose q is not 0).
+bool accepts_gzip(const std::string& accept_encoding);
+
+}  // namespace rocewatch::api

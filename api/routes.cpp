@@ -1,0 +1,220 @@
+// The API's routes on httplib: built-in endpoints, /metrics with gzip once, errors as JSON.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "api/http_wire.hpp"
+#include "api/json_view.hpp"
+#include "api/metrics.hpp"
+#include "api/request_gate.hpp"
+#include "api/server_impl.hpp"
+
+namespace rocewatch::api {
+
+namespace {
+
+void send_json(httplib::Response& res, int status, const nlohmann::json& j) {
+    res.status = status;
+    res.set_content(dump_json(j), "application/json");
+}
+
+}  // namespace
+
+void ApiServer::Impl::add_route(std::string pattern, std::string label, std::string method, std::string description,
+                                httplib::Server::Handler h) {
+    if (stats) throw std::logic_error("api: routes must be added before start()");
+    Route r{std::move(label), std::regex(pattern), method, std::move(description), 0};
+    routes.push_back(std::move(r));
+    if (method == "POST")
+        server.Post(pattern, std::move(h));
+    else
+        server.Get(pattern, std::move(h));
+}
+
+std::shared_ptr<const Snapshot> ApiServer::Impl::snapshot_or_503(httplib::Response& res) const {
+    auto s = src.latest();
+    if (!s) {
+        res.set_header("Retry-After", "1");
+        send_json(res, 503, error_json(503, "no snapshot yet: the first collection has not finished"));
+    }
+    return s;
+}
+
+void ApiServer::Impl::register_builtin_routes() {
+    add_route("/", "/", "GET", "this list", [this](const httplib::Request&, httplib::Response& res) {
+        nlohmann::json eps = nlohmann::json::array();
+        for (const auto& r : routes)
+            eps.push_back({{"path", r.label},
+                           {"methods", r.method == "GET" ? nlohmann::json{"GET", "HEAD"} : nlohmann::json{r.method}},
+                           {"description", r.description.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.description)}});
+#ifdef ROCEWATCH_VERSION
+        const char* version = ROCEWATCH_VERSION;
+#else
+        const char* version = "unknown";
+#endif
+        send_json(res, 200, {{"service", "rocewatch"}, {"version", version}, {"endpoints", std::move(eps)}});
+    });
+    add_route("/healthz", "/healthz", "GET", "liveness: 200 while the process serves",
+              [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+    add_route("/readyz", "/readyz", "GET", "readiness: 200 once the first full collection is done, else 503",
+              [this](const httplib::Request&, httplib::Response& res) {
+                  auto s = src.latest();
+                  if (s && s->daemon.ready) {
+                      res.set_content("ready\n", "text/plain");
+                      return;
+                  }
+                  send_json(res, 503, error_json(503, "not ready: the first full collection has not finished"));
+              });
+    add_route("/metrics", "/metrics", "GET", "Prometheus metrics",
+              [this](const httplib::Request& req, httplib::Response& res) { serve_metrics(req, res); });
+    register_rest_routes();
+}
+
+void ApiServer::Impl::register_rest_routes() {
+    add_route("/api/v1/status", "/api/v1/status", "GET", "overall health, counts, collection and daemon status",
+              [this](const httplib::Request&, httplib::Response& res) {
+                  if (auto s = snapshot_or_503(res)) send_json(res, 200, status_json(*s, Clock::now()));
+              });
+    add_route("/api/v1/devices", "/api/v1/devices", "GET", "RDMA devices with ports, GIDs and counters",
+              [this](const httplib::Request&, httplib::Response& res) {
+                  if (auto s = snapshot_or_503(res)) send_json(res, 200, devices_json(*s));
+              });
+    add_route(R"(/api/v1/devices/([^/]+))", "/api/v1/devices/{name}", "GET", "one RDMA device",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  auto s = snapshot_or_503(res);
+                  if (!s) return;
+                  const std::string name = req.matches[1];
+                  if (auto j = device_json(*s, name))
+                      send_json(res, 200, *j);
+                  else
+                      send_json(res, 404, error_json(404, "no RDMA device named " + name));
+              });
+    add_route("/api/v1/interfaces", "/api/v1/interfaces", "GET", "network interfaces, addresses and their RDMA ports",
+              [this](const httplib::Request&, httplib::Response& res) {
+                  if (auto s = snapshot_or_503(res)) send_json(res, 200, interfaces_json(*s));
+              });
+    add_route("/api/v1/bonds", "/api/v1/bonds", "GET", "bonds and their slaves",
+              [this](const httplib::Request&, httplib::Response& res) {
+                  if (auto s = snapshot_or_503(res)) send_json(res, 200, bonds_json(*s));
+              });
+    add_route("/api/v1/alerts", "/api/v1/alerts", "GET", "active (pending and firing) alerts",
+              [this](const httplib::Request&, httplib::Response& res) {
+                  if (auto s = snapshot_or_503(res)) send_json(res, 200, alerts_json(*s));
+              });
+    add_route("/api/v1/alerts/history", "/api/v1/alerts/history", "GET", "alert transitions, oldest first; ?limit=N",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  std::optional<size_t> limit;
+                  if (req.has_param("limit")) {
+                      const std::string v = req.get_param_value("limit");
+                      if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) {
+                          send_json(res, 400, error_json(400, "limit must be a non-negative integer"));
+                          return;
+                      }
+                      limit = std::stoul(v);
+                  }
+                  if (auto s = snapshot_or_503(res)) send_json(res, 200, history_json(*s, limit));
+              });
+    add_route("/api/v1/config", "/api/v1/config", "GET", "effective configuration",
+              [this](const httplib::Request&, httplib::Response& res) {
+                  if (!config_view) {
+                      send_json(res, 503, error_json(503, "configuration view not available"));
+                      return;
+                  }
+                  send_json(res, 200, config_view());
+              });
+}
+
+size_t ApiServer::Impl::stat_index_for(const httplib::Request& req) const {
+    const Route* path_match = nullptr;
+    for (const auto& r : routes) {
+        if (!std::regex_match(req.path, r.re)) continue;
+        const bool method_ok = r.method == req.method || (r.method == "GET" && req.method == "HEAD");
+        if (method_ok) return r.stat_index;
+        if (!path_match) path_match = &r;
+    }
+    return path_match ? path_match->stat_index : stats->other_handler();
+}
+
+std::vector<std::string> ApiServer::Impl::methods_for(const std::string& path) const {
+    std::vector<std::string> out;
+    auto add = [&](const std::string& m) {
+        if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+    };
+    for (const auto& r : routes) {
+        if (!std::regex_match(path, r.re)) continue;
+        add(r.method);
+        if (r.method == "GET") add("HEAD");
+    }
+    return out;
+}
+
+void ApiServer::Impl::install_handlers() {
+    auto& s = server;
+    s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // the handler wrote its own error
+        std::string message = status_reason(res.status);
+        if (res.status == 404) {
+            const auto allowed = methods_for(req.path);
+            if (!allowed.empty()) {
+                std::string allow;
+                for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
+                res.status = 405;
+                res.set_header("Allow", allow);
+                message = "method " + req.method + " not allowed on " + req.path + " (allowed: " + allow + ")";
+            } else {
+                message = "no such endpoint: " + req.path + " (GET / lists them)";
+            }
+        }
+        send_json(res, res.status, error_json(res.status, message));
+        return httplib::Server::HandlerResponse::Handled;
+    }));
+    s.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+            std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            what = e.what();
+        } catch (...) {
+        }
+        log->error("api: {} {} failed: {}", req.method, escape_for_log(req.path), what);
+        send_json(res, 500, error_json(500, "internal error; the daemon log has the details"));
+    });
+    // httplib calls this once the whole answer is in the worker's memory, before the front
+    // end sends a byte of it: a client that has the answer finds it counted in /metrics.
+    s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+        stats->count_request(stat_index_for(req), res.status);
+        // The path is URL-decoded by httplib: %0d%0a would forge log lines.
+        log->debug("api: {} {} {}", req.method, escape_for_log(req.path), res.status);
+    });
+    s.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
+    // Only for the Keep-Alive header httplib writes; the front end enforces both.
+    s.set_keep_alive_max_count(opts.keep_alive_max_requests);
+    s.set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(opts.keep_alive_timeout).count()));
+    s.set_payload_max_length(opts.max_body_bytes);
+    // httplib's default sets SO_REUSEPORT, which lets a second daemon bind the same port
+    // and silently take half the scrapes. SO_REUSEADDR alone still allows quick restarts.
+    s.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+}
+
+
+void ApiServer::Impl::serve_metrics(const httplib::Request& req, httplib::Response& res) {
+    auto s = snapshot_or_503(res);
+    if (!s) return;
+    const bool gzip = accepts_gzip(req.get_header_value("Accept-Encoding"));
+    auto body = std::make_shared<const std::string>(metrics.body(s, render_http_metrics(*stats), gzip));
+    res.set_header("Vary", "Accept-Encoding");
+    if (gzip) res.set_header("Content-Encoding", "gzip");
+    // A content provider, not set_content: httplib compresses a set_content body per
+    // request when the client accepts gzip, and would compress ours a second time.
+    res.set_content_provider(body->size(), kMetricsContentType,
+                             [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                                 return sink.write(body->data() + offset, std::min(length, body->size() - offset));
+                             });
+}
+
+}  // namespace rocewatch::api

@@ -1,0 +1,75 @@
+// gzip_with_tail and accepts_gzip: one valid gzip member from a once-deflated prefix and a fresh tail.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "api/gzip_once.hpp"
+#include "api/metrics_cache.hpp"
+
+using namespace rocewatch::api;
+
+namespace {
+
+// zlib's own gzip reader (windowBits 16+15), which checks the CRC and length trailer.
+std::string gunzip(const std::string& z) {
+    z_stream s{};
+    if (inflateInit2(&s, 16 + 15) != Z_OK) throw std::runtime_error("inflateInit2");
+    s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(z.data()));
+    s.avail_in = static_cast<uInt>(z.size());
+    std::string out;
+    char buf[16384];
+    int rc = Z_OK;
+    while (rc == Z_OK) {
+        s.next_out = reinterpret_cast<Bytef*>(buf);
+        s.avail_out = sizeof buf;
+        rc = inflate(&s, Z_NO_FLUSH);
+        out.append(buf, sizeof buf - s.avail_out);
+    }
+    const bool whole = rc == Z_STREAM_END && s.avail_in == 0;
+    inflateEnd(&s);
+    if (!whole) throw std::runtime_error("not one complete gzip member: rc " + std::to_string(rc));
+    return out;
+}
+
+std::string metrics_like(size_t lines, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::string s;
+    for (size_t i = 0; i < lines; ++i)
+        s += "rocewatch_rdma_port_rcv_bytes_total{device=\"mlx5_" + std::to_string(i % 7) + "\",port=\"1\"} " +
+             std::to_string(rng()) + "\n";
+    return s;
+}
+
+}  // namespace
+
+TEST(GzipOnce, PrefixAndTailMakeOneMember) {
+    const std::string snap = metrics_like(2000, 1);
+    const auto prefix = deflate_prefix(snap);
+    for (const std::string& tail : {std::string(), std::string("x"), metrics_like(30, 2), metrics_like(3000, 3)}) {
+        const std::string z = gzip_with_tail(prefix, tail);
+        EXPECT_EQ(gunzip(z), snap + tail) << "tail of " << tail.size() << " bytes";
+    }
+    EXPECT_LT(prefix.deflated.size(), snap.size() / 2) << "the prefix is really compressed";
+}
+
+TEST(GzipOnce, EmptyPrefix) {
+    const auto prefix = deflate_prefix("");
+    EXPECT_EQ(gunzip(gzip_with_tail(prefix, "tail\n")), "tail\n");
+    EXPECT_EQ(gunzip(gzip_with_tail(prefix, "")), "");
+}
+
+TEST(GzipOnce, AcceptEncoding) {
+    EXPECT_TRUE(accepts_gzip("gzip"));
+    EXPECT_TRUE(accepts_gzip("GZIP"));
+    EXPECT_TRUE(accepts_gzip("deflate, gzip;q=0.5"));
+    EXPECT_TRUE(accepts_gzip("*"));
+    EXPECT_TRUE(accepts_gzip("br , gzip , deflate"));
+    EXPECT_FALSE(accepts_gzip(""));
+    EXPECT_FALSE(accepts_gzip("identity"));
+    EXPECT_FALSE(accepts_gzip("gzip;q=0"));
+    EXPECT_FALSE(accepts_gzip("gzip; q=0.000"));
+    EXPECT_FALSE(accepts_gzip("x-gzip2"));
+}
