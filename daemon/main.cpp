@@ -34,6 +34,7 @@
 #include "peering/rdma_runner.hpp"
 #include "peering/session_host.hpp"
 #include "peering/token.hpp"
+#include "rules/rail_resolve.hpp"
 #include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/session.hpp"
@@ -185,32 +186,6 @@ std::string numeric_host(const std::string& host_port) {
     return out;
 }
 
-// Fraction of the rail's link rate real traffic uses, from the RDMA port of the rail's
-// device (or the one bound to its interface) in the latest snapshot; nullopt when unknown.
-std::optional<double> rail_utilisation(const Snapshot* s, const PeerRailConfig& rail) {
-    for (const auto& d : s->devices)
-        for (const auto& p : d.ports) {
-            bool match = (!rail.local_device.empty() && d.name == rail.local_device) ||
-                         (!rail.local_interface.empty() && p.netdev == rail.local_interface);
-            if (!match || !p.rate_gbps || *p.rate_gbps <= 0) continue;
-            double busiest = 0;
-            for (const char* c : {"port_xmit_data", "port_rcv_data"})
-                if (auto it = p.rates.find(c); it != p.rates.end()) busiest = std::max(busiest, it->second);
-            return busiest * 8 / (*p.rate_gbps * 1e9);
-        }
-    return std::nullopt;
-}
-
-// A job without a rail (all rails, UCX) is as busy as the busiest rail of its peer.
-std::optional<double> rail_utilisation(const Snapshot* s, const ProbeJob& job) {
-    if (!s) return std::nullopt;
-    if (job.rail) return rail_utilisation(s, *job.rail);
-    std::optional<double> busiest;
-    for (const auto& r : job.peer.rails)
-        if (auto u = rail_utilisation(s, r)) busiest = std::max(busiest.value_or(0.0), *u);
-    return busiest;
-}
-
 ProbeResult run_tcp_probe(const Config& cfg, const ProbeToken& token, const ProbeJob& job, const PeerHello& hello,
                           Deadline d) {
     TcpProbeTarget t;
@@ -329,7 +304,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         },
         .rail_utilisation = [&](const ProbeJob& job) {
             auto s = store.latest();
-            return rail_utilisation(s.get(), job);
+            return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;
         },
         .available = [](ProbeKind k) { return is_tcp_kind(k) || is_rdma_kind(k) || (kHaveUcx && is_ucx_kind(k)); },
     };
