@@ -35,6 +35,7 @@
 #include "peering/session_host.hpp"
 #include "peering/token.hpp"
 #include "rules/rail_resolve.hpp"
+#include "rules/rules.hpp"
 #include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/session.hpp"

@@ -18,6 +18,7 @@
 
 #include "config/config_internal.hpp"
 #include "config/config_loader.hpp"
+#include "rules/rules.hpp"
 #include "model/probe.hpp"
 
 namespace rocewatch {

@@ -1041,6 +1041,15 @@ const std::vector<RuleInfo>& rule_catalog() {
     return catalog;
 }
 
+const std::vector<std::string>& all_rule_ids() {
+    static const std::vector<std::string> ids = [] {
+        std::vector<std::string> v;
+        for (const auto& r : kRules) v.push_back(r.id);
+        return v;
+    }();
+    return ids;
+}
+
 std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {
     const Context ctx = make_context(s, c);
     std::vector<Finding> out;

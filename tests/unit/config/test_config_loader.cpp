@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/config_loader.hpp"
+#include "rules/rules.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;
