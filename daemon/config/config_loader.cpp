@@ -789,6 +789,36 @@ ConfigResult parse_config(std::string_view text, const std::string& source_name)
     return result;
 }
 
+ConfigResult load_config(const std::optional<std::string>& path, const ConfigOverrides& o) {
+    ConfigResult r = path ? load_config_file(*path) : ConfigResult{.config = default_config(), .errors = {}};
+    if (!r.config) return r;
+    auto& d = r.config->daemon;
+    auto flag_error = [&](const char* flag, std::string problem) {
+        r.errors.push_back({.file = "command line", .line = 0, .key = flag, .problem = std::move(problem)});
+    };
+    auto nonempty = [&](const char* flag, const std::optional<std::string>& v, std::string& target) {
+        if (!v) return;
+        if (v->empty()) flag_error(flag, "must not be empty");
+        target = *v;
+    };
+    if (o.listen) {
+        std::string why;
+        if (!config_detail::parse_listen_address(*o.listen, 0, why))
+            flag_error("--listen", in_quotes(*o.listen) + " is not a listen address: " + why);
+        d.listen = *o.listen;
+    }
+    nonempty("--sysfs-root", o.sysfs_root, d.sysfs_root);
+    nonempty("--procfs-root", o.procfs_root, d.procfs_root);
+    nonempty("--state-dir", o.state_dir, d.state_dir);
+    if (o.log_level) {
+        if (std::ranges::find(kLogLevels, *o.log_level) == std::end(kLogLevels))
+            flag_error("--log-level", in_quotes(*o.log_level) + " is not a log level (" + joined(kLogLevels) + ")");
+        d.log_level = *o.log_level;
+    }
+    if (!r.errors.empty()) r.config.reset();
+    return r;
+}
+
 ConfigResult load_config_file(const std::string& path) {
     // A config file is a few KiB; the cap stops a mistaken path (a device, a log) from
     // being read whole into memory.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/snapshot_store.hpp"
+#include "core/wake_signal.hpp"
 #include "model/config.hpp"
 #include "model/probe.hpp"
 #include "model/snapshot.hpp"
@@ -31,12 +32,17 @@ struct EngineSources {
     std::string ucx_version;  // of the UCX this binary is linked with, "" without UCX
     // The probe scheduler's latest book (core/probe_store.hpp); an empty book when unset.
     std::function<std::shared_ptr<const ProbeBook>()> probes;
+    // Raised by netlink and probe results; the engine listens to it while it lives.
+    WakeSignal* wake = nullptr;
 };
 
 class Engine {
 public:
     Engine(std::shared_ptr<const Config> config, EngineSources sources, SnapshotStore& store,
            std::shared_ptr<spdlog::logger> log);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
 
     // Runs one whole cycle and publishes its snapshot.
     std::shared_ptr<const Snapshot> collect_once();

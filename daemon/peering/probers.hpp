@@ -1,0 +1,59 @@
+// Which function runs each probe kind as this daemon runs it: the one kind -> runner table.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/probe_scheduler.hpp"
+#include "model/config.hpp"
+#include "model/snapshot.hpp"
+#include "probes/tcp.hpp"
+#include "probes/tcp_wire.hpp"
+
+namespace rocewatch {
+
+// What every runner needs besides the job: the config and snapshot of the moment, and our
+// token (the data port's, and as hex the bearer of our control requests to peers).
+struct ProberContext {
+    std::function<std::shared_ptr<const Config>()> config;
+    std::function<std::shared_ptr<const Snapshot>()> snapshot;
+    ProbeToken token{};
+    std::string self_exe;  // UCX session children are this binary again
+};
+
+// Peer probing as configured: on only with a readable token and a data port bound.
+struct Probing {
+    std::optional<ProbeToken> token;
+    std::string why_off;  // when there is no token, in words an operator can act on
+    std::unique_ptr<TcpProbeServer> data_port;
+};
+
+// Finds the token ([probes] token_file, else systemd's credential) and binds the data port
+// on `listen_host` (the HTTP server's; "" for every address) with our own config's budget
+// as its limits, whatever a peer asks for. Logs whether probing is on; never throws.
+Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log);
+
+class Probers {
+public:
+    explicit Probers(ProberContext ctx);
+
+    // Kinds this build has a runner for (RDMA needs libibverbs, UCX libucp).
+    [[nodiscard]] bool available(ProbeKind k) const;
+
+    // Runs one job with its peer's hello in hand, within `deadline`. Never throws: a kind
+    // without a runner, or a runner that threw, is a failed result.
+    [[nodiscard]] ProbeResult run(const ProbeJob& job, const PeerHello& hello, Deadline deadline) const;
+
+    // Our token as the bearer of control requests to peers.
+    [[nodiscard]] const std::string& token_hex() const { return token_hex_; }
+
+private:
+    ProberContext ctx_;
+    std::string token_hex_;
+};
+
+}  // namespace rocewatch
