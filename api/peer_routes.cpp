@@ -174,8 +174,8 @@ void add_peer_routes(ApiServer& api, PeerRoutes routes) {
     // The passive side of a peer's RDMA or UCX probe: endpoints opened (RDMA: at RTR) before
     // we answer, the serve step on the session host's thread. Our own [probes.*] budget caps
     // it. {"end_session": id} from a peer whose side failed ends it.
-    for (const auto& [path, what, accept] : st->r.session_kinds)
-        api.add_post(path, [st, what, accept](const Req& req, Res& res) { session(*st, what, accept, req, res); });
+    for (const auto& k : st->r.session_kinds)
+        api.add_post(k.path, [st, k](const Req& req, Res& res) { session(*st, k.what, k.accept, req, res); });
     api.add_get("/api/v1/probes", [st](const Req&, Res& res) {
         if (auto s = snapshot_or_503(st->r.snapshots, res)) send_json(res, 200, probes_json(*s));
     });

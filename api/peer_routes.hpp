@@ -14,14 +14,10 @@
 
 #include "api/server.hpp"
 #include "core/probe_scheduler.hpp"
+#include "peering/probers.hpp"
 #include "peering/session_host.hpp"
 
 namespace rocewatch::api {
-
-// The passive side of one session kind: the reply to the peer, and the serve step for the
-// session host's thread (empty when refused: the reply then says why).
-using SessionAccept = std::function<std::pair<nlohmann::json, std::function<ProbeResult()>>(
-    const Config&, const Snapshot&, const nlohmann::json& request, const std::atomic<bool>* cancel)>;
 
 struct PeerRoutes {
     const SnapshotSource& snapshots;
@@ -31,8 +27,7 @@ struct PeerRoutes {
     uint16_t data_port = 0;
     ProbeScheduler& scheduler;
     SessionHost& sessions;
-    // POST path ("/api/v1/peer/rdma") -> its kind's name for logs and how it is accepted.
-    std::vector<std::tuple<std::string, std::string, SessionAccept>> session_kinds;
+    std::vector<SessionKind> session_kinds;
     std::shared_ptr<spdlog::logger> log;
 };
 

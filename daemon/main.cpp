@@ -1,5 +1,4 @@
 // rocewatchd: the single composition root. Parses flags, loads config, builds and wires the modules, waits on signals.
-#include <getopt.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
@@ -15,95 +14,22 @@
 #include <thread>
 
 #include "api/json_view.hpp"
-#include "api/peer_client.hpp"
 #include "api/peer_routes.hpp"
 #include "api/server.hpp"
 #include "config/config_loader.hpp"
+#include "config/flags.hpp"
 #include "core/engine.hpp"
-#include "core/probe_scheduler.hpp"
 #include "core/probe_store.hpp"
 #include "core/snapshot_store.hpp"
 #include "core/wake_signal.hpp"
 #include "netlink/watcher.hpp"
 #include "peering/probers.hpp"
-#include "peering/rdma_runner.hpp"
 #include "peering/session_host.hpp"
-#include "peering/token.hpp"
 #include "peering/ucx_session.hpp"
-#include "probes/tcp.hpp"
-#include "rules/rail_resolve.hpp"
 #include "rules/rules.hpp"
-
-#ifdef ROCEWATCH_HAVE_UCX
-#include <ucp/api/ucp.h>
-#endif
 
 namespace rocewatch {
 namespace {
-
-struct Flags {
-    std::optional<std::string> config_path;
-    ConfigOverrides overrides;
-    bool check_config = false, once = false, version = false, help = false;
-};
-
-constexpr const char* kUsage = R"(usage: rocewatchd [options]
-  --config FILE        TOML config (default: built-in defaults)
-  --check-config       validate the config, print every error as file:line: key: problem
-  --listen ADDR:PORT   HTTP listen address (default 0.0.0.0:9879)
-  --sysfs-root DIR     root of sysfs (default /sys)
-  --procfs-root DIR    root of procfs (default /proc)
-  --state-dir DIR      where alert state and history persist (default /var/lib/rocewatch)
-  --log-level LEVEL    trace, debug, info, warn, error, critical, off
-  --once               collect once, print the status JSON, exit 0 healthy / 1 warning / 2 critical
-  --version            print the version and exit
-)";
-
-std::optional<Flags> parse_flags(int argc, char** argv) {
-    enum { kConfig = 1000, kCheck, kListen, kSysfs, kProcfs, kState, kLog, kOnce, kVersion, kHelp };
-    static const option opts[] = {
-        {"config", required_argument, nullptr, kConfig},    {"check-config", no_argument, nullptr, kCheck},
-        {"listen", required_argument, nullptr, kListen},    {"sysfs-root", required_argument, nullptr, kSysfs},
-        {"procfs-root", required_argument, nullptr, kProcfs}, {"state-dir", required_argument, nullptr, kState},
-        {"log-level", required_argument, nullptr, kLog},    {"once", no_argument, nullptr, kOnce},
-        {"version", no_argument, nullptr, kVersion},        {"help", no_argument, nullptr, kHelp},
-        {nullptr, 0, nullptr, 0},
-    };
-    Flags f;
-    for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
-        switch (c) {
-            case kConfig: f.config_path = optarg; break;
-            case kCheck: f.check_config = true; break;
-            case kListen: f.overrides.listen = optarg; break;
-            case kSysfs: f.overrides.sysfs_root = optarg; break;
-            case kProcfs: f.overrides.procfs_root = optarg; break;
-            case kState: f.overrides.state_dir = optarg; break;
-            case kLog: f.overrides.log_level = optarg; break;
-            case kOnce: f.once = true; break;
-            case kVersion: f.version = true; break;
-            case kHelp: f.help = true; break;
-            default: return std::nullopt;
-        }
-    }
-    if (optind < argc) {
-        std::cerr << "rocewatchd: unexpected argument '" << argv[optind] << "'\n";
-        return std::nullopt;
-    }
-    return f;
-}
-
-std::string ucx_version() {
-#ifdef ROCEWATCH_HAVE_UCX
-    unsigned major = 0, minor = 0, release = 0;
-    ucp_get_version(&major, &minor, &release);
-    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
-#else
-    return "";
-#endif
-}
-
-// UCX session children are this binary again (peering/ucx_session.hpp).
-const std::string kSelfExe = "/proc/self/exe";
 
 class StoreSource : public api::SnapshotSource {
 public:
@@ -120,7 +46,7 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
     cfg->daemon.state_dir.clear();
     auto watcher = NetlinkWatcher::create(log, [] {});
     SnapshotStore store;
-    Engine engine(cfg, EngineSources{.links = [&] { return watcher->dump(); }, .ucx_version = ucx_version()}, store, log);
+    Engine engine(cfg, EngineSources{.links = [&] { return watcher->dump(); }, .ucx_version = linked_ucx_version()}, store, log);
     auto snap = engine.collect_once();
     auto out = api::status_json(*snap, Clock::now());
     out["alerts"] = api::alerts_json(*snap)["alerts"];
@@ -131,16 +57,6 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
         case Health::critical: return 2;
     }
     return 2;
-}
-
-// The data port binds where the HTTP server listens: every address (both families) for
-// 0.0.0.0 or ::, else the listen host's numeric address.
-std::string data_port_host(const std::string& listen_host) {
-    if (listen_host.empty() || listen_host == "0.0.0.0" || listen_host == "::") return "";
-    std::string why;
-    auto numeric = api::resolve_host(listen_host, std::chrono::steady_clock::now() + std::chrono::seconds(5), why);
-    if (!numeric) throw std::runtime_error("--listen " + listen_host + ": " + why);
-    return *numeric;
 }
 
 // What a SIGHUP reload replaces. The probe config changes only while the scheduler is
@@ -212,35 +128,21 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
-                                .ucx_version = ucx_version(),
+                                .ucx_version = linked_ucx_version(),
                                 .probes = [&] { return probe_store.latest(); },
                                 .wake = &wake},
                   store, log);
 
     auto listen = parse_listen_address(cfg->daemon.listen);  // validated when loaded
-    Probing probing = start_probing(*cfg, data_port_host(listen->host), log);
+    Probing probing = start_probing(*cfg, listen->host, log);
     probe_store.update([&](ProbeBook& b) {
         b.enabled = probing.token.has_value();
         b.disabled_reason = probing.why_off;
     });
     std::shared_ptr<const Config> probe_config = cfg;
-    Probers probers(ProberContext{.config = [&] { return probe_config; },
-                                  .snapshot = [&] { return store.latest(); },
-                                  .token = probing.token.value_or(ProbeToken{}),
-                                  .self_exe = kSelfExe});
-    ProbeScheduler scheduler(
-        cfg,
-        ProbeSchedulerDeps{
-            .run = [&](const ProbeJob& job, const PeerHello& hello, Deadline d) { return probers.run(job, hello, d); },
-            .hello = [&](const PeerConfig& peer, ProbeClock::time_point d) {
-                return api::fetch_hello(peer, probers.token_hex(), d);
-            },
-            .rail_utilisation = [&](const ProbeJob& job) {
-                auto s = store.latest();
-                return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;
-            },
-            .available = [&](ProbeKind k) { return probers.available(k); }},
-        probe_store, log);
+    Probers probers({.config = [&] { return probe_config; }, .snapshot = [&] { return store.latest(); },
+                     .token = probing.token.value_or(ProbeToken{}), .self_exe = "/proc/self/exe"});
+    ProbeScheduler scheduler(cfg, probers.scheduler_deps(), probe_store, log);
 
     StoreSource source(store);
     auto api = api::ApiServer::create(
@@ -248,22 +150,11 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
          .threads = cfg->daemon.http_threads, .timeout = cfg->daemon.http_timeout},
         source, [&] { auto s = store.latest(); return config_to_json(s && s->config ? *s->config : *cfg); }, log);
     SessionHost sessions;
-    std::vector<std::tuple<std::string, std::string, api::SessionAccept>> session_kinds = {
-        {"/api/v1/peer/rdma", "RDMA", [](const Config& c, const Snapshot& s, const nlohmann::json& r, const std::atomic<bool>* x) {
-             auto a = accept_rdma_session(c, s, r, x);
-             return std::make_pair(std::move(a.reply), std::move(a.serve));
-         }}};
-    if (probers.available(ProbeKind::ucx_put_lat))
-        session_kinds.push_back({"/api/v1/peer/ucx", "UCX", [](const Config& c, const Snapshot&, const nlohmann::json& r,
-                                                              const std::atomic<bool>* x) {
-                                     auto a = accept_ucx_session(c, r, kSelfExe, x);
-                                     return std::make_pair(std::move(a.reply), std::move(a.serve));
-                                 }});
     api::add_peer_routes(*api, {.snapshots = source, .config = cfg,
                                 .token_hex = probing.token ? probers.token_hex() : "", .no_probing = probing.why_off,
                                 .data_port = probing.data_port ? probing.data_port->port() : uint16_t{0},
                                 .scheduler = scheduler, .sessions = sessions,
-                                .session_kinds = std::move(session_kinds), .log = log});
+                                .session_kinds = probers.session_kinds(), .log = log});
 
     // Serving first: /healthz answers and /readyz says 503 while a slow first collection runs.
     api->start();

@@ -5,15 +5,21 @@
 #include <cstdlib>
 #include <exception>
 #include <iterator>
+#include <stdexcept>
 
 #include "api/peer_client.hpp"
 #include "config/config_loader.hpp"
 #include "peering/rdma_runner.hpp"
 #include "peering/token.hpp"
+#include "rules/rail_resolve.hpp"
 #include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
 #include "probes/tcp.hpp"
+
+#ifdef ROCEWATCH_HAVE_UCX
+#include <ucp/api/ucp.h>
+#endif
 
 namespace rocewatch {
 namespace {
@@ -109,6 +115,28 @@ const Entry* find_prober(ProbeKind k) {
 
 }  // namespace
 
+namespace {
+
+std::string bind_host(const std::string& listen_host) {
+    if (listen_host.empty() || listen_host == "0.0.0.0" || listen_host == "::") return "";
+    std::string why;
+    auto numeric = api::resolve_host(listen_host, std::chrono::steady_clock::now() + std::chrono::seconds(5), why);
+    if (!numeric) throw std::runtime_error("listen host " + listen_host + ": " + why);
+    return *numeric;
+}
+
+}  // namespace
+
+std::string linked_ucx_version() {
+#ifdef ROCEWATCH_HAVE_UCX
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+#else
+    return "";
+#endif
+}
+
 Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log) {
     const char* creds = std::getenv("CREDENTIALS_DIRECTORY");
     TokenLookup found = find_probe_token(cfg.probes.token_file, creds ? creds : "");
@@ -119,7 +147,7 @@ Probing start_probing(const Config& cfg, const std::string& listen_host, const s
         limits.max_sessions = std::max<uint32_t>(limits.max_sessions, cfg.probes.tcp_bw.streams);
         limits.max_message_size = std::max<uint32_t>(cfg.probes.tcp_lat.size, 64);
         try {
-            p.data_port = TcpProbeServer::create(listen_host, cfg.probes.data_port, *p.token, limits, log);
+            p.data_port = TcpProbeServer::create(bind_host(listen_host), cfg.probes.data_port, *p.token, limits, log);
             log->info("peer probing on: token from {}", found.source);
         } catch (const std::exception& e) {
             p.why_off = std::string("probe data port: ") + e.what();
@@ -142,6 +170,34 @@ ProbeResult Probers::run(const ProbeJob& job, const PeerHello& hello, Deadline d
     } catch (const std::exception& ex) {
         return failed(job, reason::protocol_error, ex.what());
     }
+}
+
+ProbeSchedulerDeps Probers::scheduler_deps() const {
+    return ProbeSchedulerDeps{
+        .run = [this](const ProbeJob& job, const PeerHello& hello, Deadline d) { return run(job, hello, d); },
+        .hello = [this](const PeerConfig& peer, ProbeClock::time_point d) { return api::fetch_hello(peer, token_hex_, d); },
+        .rail_utilisation = [this](const ProbeJob& job) {
+            auto s = ctx_.snapshot();
+            return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;
+        },
+        .available = [this](ProbeKind k) { return available(k); },
+    };
+}
+
+std::vector<SessionKind> Probers::session_kinds() const {
+    std::vector<SessionKind> kinds{{"/api/v1/peer/rdma", "RDMA",
+                                    [](const Config& c, const Snapshot& s, const nlohmann::json& r, const std::atomic<bool>* x) {
+                                        auto a = accept_rdma_session(c, s, r, x);
+                                        return std::make_pair(std::move(a.reply), std::move(a.serve));
+                                    }}};
+    if (available(ProbeKind::ucx_put_lat))
+        kinds.push_back({"/api/v1/peer/ucx", "UCX",
+                         [exe = ctx_.self_exe](const Config& c, const Snapshot&, const nlohmann::json& r,
+                                               const std::atomic<bool>* x) {
+                             auto a = accept_ucx_session(c, r, exe, x);
+                             return std::make_pair(std::move(a.reply), std::move(a.serve));
+                         }});
+    return kinds;
 }
 
 }  // namespace rocewatch

@@ -75,6 +75,17 @@ std::optional<RdmaPortChoice> find_local_rail_port(const Snapshot& s, const Peer
 }
 
 const RdmaPort* find_rail_port(const Snapshot& s, const PeerRailConfig& rail) {
+    // A named device is the rail's hardware even while the rail's address is not (yet) on
+    // one of its GIDs (a veth rail beside it in tests, an address being moved): its link
+    // rate and traffic still count.
+    if (!rail.local_device.empty()) {
+        const RdmaDevice* d = find_device(s, rail.local_device);
+        if (!d || d->ports.empty()) return nullptr;
+        for (const auto& p : d->ports)
+            for (const auto& g : p.gids)
+                if (!rail.local_address.empty() && g.ipv4 == rail.local_address) return &p;
+        return &d->ports.front();
+    }
     std::string why;
     auto c = find_local_rail_port(s, rail, why);
     if (!c) return nullptr;

@@ -27,8 +27,9 @@ std::optional<RdmaPortChoice> find_rdma_port_by_address(const Snapshot& s, const
 // port whose netdev has an address in the same subnet as remote_address.
 std::optional<RdmaPortChoice> find_local_rail_port(const Snapshot& s, const PeerRailConfig& rail, std::string& why);
 
-// The snapshot's RDMA port at the local end of a rail, by find_local_rail_port's order;
-// nullptr when none.
+// The snapshot's RDMA port at the local end of a rail, for its link rate, traffic and
+// netdev: a named local_device's port (the one whose GID holds local_address, else its
+// first), else by find_local_rail_port's order; nullptr when none.
 const RdmaPort* find_rail_port(const Snapshot& s, const PeerRailConfig& rail);
 
 // The netdev at the local end of a rail: local_interface when set, else its port's; "" when

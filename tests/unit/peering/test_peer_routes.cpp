@@ -55,7 +55,7 @@ struct PeerRoutesTest : ::testing::Test {
         cfg->peers = {PeerConfig{.name = "b", .address = "127.0.0.1:1"}};
         server = api::ApiServer::create({.host = "127.0.0.1", .port = 0}, source, nullptr, log);
         // A session kind that refuses every request, naming the session id it was sent.
-        api::SessionAccept refuse = [](const Config&, const Snapshot&, const json& r, const std::atomic<bool>*) {
+        SessionAccept refuse = [](const Config&, const Snapshot&, const json& r, const std::atomic<bool>*) {
             return std::make_pair(json{{"reason", "protocol_error"}, {"detail", r.value("id", "")}},
                                   std::function<ProbeResult()>{});
         };

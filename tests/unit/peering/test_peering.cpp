@@ -128,6 +128,8 @@ TEST(RailResolve, UtilisationAndRateOfARailHoweverItIsNamed) {
     EXPECT_DOUBLE_EQ(*busiest, 0.5);
     EXPECT_EQ(probe_utilisation(s, peer, &peer.rails[0]), 0.0);
     EXPECT_FALSE(rail_utilisation(s, rail("10.9.9.9")));
+    // A named device is the rail's hardware even when its address sits elsewhere (a veth).
+    EXPECT_EQ(rail_rate_bps(s, rail("10.77.1.2", "rocep1s0f1", "", "10.77.1.1")), 200e9);
 }
 
 TEST(RailResolve, SessionPortByAddressOrDevice) {
