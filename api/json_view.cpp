@@ -73,6 +73,8 @@ json port_json(const RdmaPort& p) {
         {"rcv_bytes", opt(p.rcv_bytes)},
         {"counters", p.counters},
         {"hw_counters", p.hw_counters},
+        {"counters_dropped", p.counters_dropped},
+        {"gids_dropped", p.gids_dropped},
         {"rates", p.rates},
         {"window_increase", p.window_increase},
     };
@@ -152,7 +154,12 @@ json status_json(const Snapshot& s, TimePoint now) {
                               {"success", c.success},
                               {"duration_seconds", c.duration_seconds},
                               {"read_errors", c.read_errors},
-                              {"last_error", c.last_error.empty() ? json(nullptr) : json(c.last_error)}});
+                              {"last_error", c.last_error.empty() ? json(nullptr) : json(c.last_error)},
+                              {"errors", c.errors},
+                              {"last_success", time_or_null(c.last_success)},
+                              {"data_age_seconds", c.last_success != TimePoint{}
+                                                       ? json(seconds_between(c.last_success, now))
+                                                       : json(nullptr)}});
 
     const bool collected = s.collected_at != TimePoint{};
     const bool started = s.daemon.started_at != TimePoint{};
@@ -325,8 +332,85 @@ json error_json(int status, const std::string& message) {
     return {{"error", message}, {"status", status}};
 }
 
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], 0 when there is none (RFC 3629: no overlong
+// forms, no surrogates, nothing past U+10FFFF).
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+    const unsigned char c = b(0);
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (!cont(1) || !cont(2)) return 0;
+        if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
+        if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (!cont(1) || !cont(2) || !cont(3)) return 0;
+        if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
+        if (c == 0xF4 && b(1) >= 0x90) return 0;  // past U+10FFFF
+        return 4;
+    }
+    return 0;
+}
+
+bool valid_utf8(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const std::size_t n = utf8_sequence(s, i);
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
+}
+
+// A copy of j with every string and key passed through escape_invalid_utf8.
+json escaped(const json& j) {
+    if (j.is_string()) return escape_invalid_utf8(j.get_ref<const std::string&>());
+    if (j.is_array()) {
+        json out = json::array();
+        for (const auto& v : j) out.push_back(escaped(v));
+        return out;
+    }
+    if (j.is_object()) {
+        json out = json::object();
+        for (const auto& [k, v] : j.items()) out[escape_invalid_utf8(k)] = escaped(v);
+        return out;
+    }
+    return j;
+}
+
+}  // namespace
+
+std::string escape_invalid_utf8(std::string_view s) {
+    if (valid_utf8(s)) return std::string(s);
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size() + 8);
+    for (std::size_t i = 0; i < s.size();) {
+        if (const std::size_t n = utf8_sequence(s, i); n > 0) {
+            out.append(s.substr(i, n));
+            i += n;
+            continue;
+        }
+        const auto c = static_cast<unsigned char>(s[i++]);
+        out += "\\x";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xF];
+    }
+    return out;
+}
+
 std::string dump_json(const json& j) {
-    return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+    // Names are nearly always valid: the strict dump is the fast path, and the walk that
+    // escapes runs only for a document that holds a bad byte.
+    try {
+        return j.dump(2) + "\n";
+    } catch (const json::type_error&) {
+        return escaped(j).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+    }
 }
 
 }  // namespace rocewatch::api

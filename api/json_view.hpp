@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -41,8 +42,13 @@ nlohmann::json history_json(const Snapshot& s, std::optional<std::size_t> limit 
 // The error body every non-2xx answer carries: {"error": message, "status": status}.
 nlohmann::json error_json(int status, const std::string& message);
 
-// Serialises for the wire: indented for curl users, invalid UTF-8 (netdev names and
-// sysfs strings are bytes, not text) replaced instead of throwing.
+// Serialises for the wire, indented for curl users. Netdev and RDMA device names and sysfs
+// strings are bytes, not text: invalid UTF-8 in any string or key is written as \xNN
+// (see escape_invalid_utf8), the same as /metrics shows it, never thrown on or dropped.
 std::string dump_json(const nlohmann::json& j);
+
+// Valid UTF-8 unchanged; otherwise every byte that is not part of a valid sequence becomes
+// the four characters \xNN, so the name "v\xff\xfe" reads as `ip link` would escape it.
+std::string escape_invalid_utf8(std::string_view s);
 
 }  // namespace rocewatch::api

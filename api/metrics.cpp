@@ -1,6 +1,7 @@
 // Snapshot -> Prometheus metric families, and their text rendering for /metrics.
 #include "api/metrics.hpp"
 
+#include "api/json_view.hpp"
 #include "api/probe_view.hpp"
 
 #include <deque>
@@ -84,6 +85,8 @@ void rdma_families(Builder& bld, const Snapshot& s) {
                                  "RDMA port counter from counters/, raw value as read (data counters in 4-byte words).");
     auto& hw = bld.counter("rocewatch_rdma_port_hw_counters_total", "RDMA port driver counter from hw_counters/, raw value.");
     auto& gid = bld.gauge("rocewatch_rdma_gid_info", "Populated GID table entry; always 1.");
+    auto& dropped = bld.gauge("rocewatch_rdma_port_series_dropped",
+                              "Counters and GIDs of the port left out of this snapshot: past the per-port cap of series.");
     auto& roce_gid = bld.gauge("rocewatch_rdma_port_roce_v2_gid_index",
                                "GID index of the RoCE v2 entry holding the netdev's IPv4 address (what perftest -x and UCX need).");
 
@@ -121,6 +124,7 @@ void rdma_families(Builder& bld, const Snapshot& s) {
                      {"type", g.type},
                      {"netdev", g.netdev}},
                     1);
+            add(dropped, dp, static_cast<double>(p.counters_dropped + p.gids_dropped));
             if (p.roce_v2_ipv4_gid_index)
                 add(roce_gid, {{"device", d.name}, {"port", port}, {"netdev", p.netdev}, {"address", p.roce_v2_ipv4_address}},
                     *p.roce_v2_ipv4_gid_index);
@@ -214,11 +218,14 @@ void self_families(Builder& bld, const Snapshot& s) {
     auto& ok = bld.gauge("rocewatch_collector_success", "1 when the collector's last round succeeded, else 0.");
     auto& dur = bld.gauge("rocewatch_collector_duration_seconds", "Duration of the collector's last round in seconds.");
     auto& errs = bld.gauge("rocewatch_collector_read_errors", "Files the collector could not read in its last round (skipped).");
+    auto& last_ok = bld.gauge("rocewatch_collector_last_success_timestamp_seconds",
+                              "Unix time of the collector's last successful round: the age of what it contributed.");
     for (const auto& c : s.collectors) {
         const Labels l = {{"collector", c.name}};
         add(ok, l, b(c.success));
         add(dur, l, c.duration_seconds);
         add(errs, l, static_cast<double>(c.read_errors));
+        if (c.last_success != TimePoint{}) add(last_ok, l, unix_seconds(c.last_success));
     }
     auto& last = bld.gauge("rocewatch_last_collection_timestamp_seconds", "Unix time of the collection the snapshot holds.");
     if (s.collected_at != TimePoint{}) add(last, {}, unix_seconds(s.collected_at));
@@ -242,6 +249,14 @@ void self_families(Builder& bld, const Snapshot& s) {
         1);
 }
 
+// Label values must be UTF-8, and one that is not makes Prometheus drop the whole scrape;
+// names (netdevs, RDMA devices) are bytes. Every label of every family goes through here.
+void escape_labels(std::vector<MetricFamily>& families) {
+    for (auto& f : families)
+        for (auto& m : f.metric)
+            for (auto& l : m.label) l.value = escape_invalid_utf8(l.value);
+}
+
 }  // namespace
 
 std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
@@ -254,6 +269,7 @@ std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
     self_families(bld, s);
     auto out = std::move(bld).finish();
     add_probe_families(out, s);
+    escape_labels(out);
     return out;
 }
 

@@ -2,11 +2,13 @@
 #include "api/probe_view.hpp"
 
 #include <set>
+#include <type_traits>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
 
 #include "api/json_view.hpp"
+#include "util/ct_compare.hpp"
 
 namespace rocewatch::api {
 
@@ -73,6 +75,69 @@ nlohmann::json probe_result_json(const ProbeResult& r) {
         j["latency_seconds"] = nullptr;
     }
     return j;
+}
+
+namespace {
+
+// The field when it holds a T, else `fallback`: a wrong type is a missing field, never a throw.
+template <class T>
+T field_or(const nlohmann::json& j, const char* key, T fallback) {
+    const auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if constexpr (std::is_same_v<T, bool>) {
+        return it->is_boolean() ? it->get<bool>() : fallback;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        return it->is_string() ? it->get<std::string>() : fallback;
+    } else if constexpr (std::is_floating_point_v<T>) {
+        return it->is_number() ? it->get<T>() : fallback;
+    } else {
+        return it->is_number_unsigned() ? it->get<T>() : fallback;
+    }
+}
+
+LatencyStats latency_from_json(const nlohmann::json& l) {
+    LatencyStats s;
+    s.samples = field_or<uint64_t>(l, "samples", 0);
+    s.used = field_or<uint64_t>(l, "used", 0);
+    s.min = field_or(l, "min", 0.0);
+    s.max = field_or(l, "max", 0.0);
+    s.typical = field_or(l, "typical", 0.0);
+    s.mean = field_or(l, "mean", 0.0);
+    s.stddev = field_or(l, "stddev", 0.0);
+    s.p99 = field_or(l, "p99", 0.0);
+    s.p99_9 = field_or(l, "p99_9", 0.0);
+    return s;
+}
+
+}  // namespace
+
+ProbeResult probe_result_from_json(const nlohmann::json& j, ProbeKind kind_if_missing) {
+    ProbeResult r;
+    if (!j.is_object()) return r;
+    r.kind = probe_kind_from_string(field_or<std::string>(j, "kind", "")).value_or(kind_if_missing);
+    r.peer = field_or<std::string>(j, "peer", "");
+    r.rail = field_or<std::string>(j, "rail", "");
+    r.success = field_or(j, "success", false);
+    r.duration_seconds = field_or(j, "duration_seconds", 0.0);
+    r.reason = field_or<std::string>(j, "reason", "");
+    r.detail = field_or<std::string>(j, "detail", "");
+    if (j.contains("bandwidth_bits_per_second") && j["bandwidth_bits_per_second"].is_number())
+        r.bandwidth_bits_per_second = j["bandwidth_bits_per_second"].get<double>();
+    r.bytes = field_or<uint64_t>(j, "bytes", 0);
+    r.iterations = field_or<uint64_t>(j, "iterations", 0);
+    r.streams = field_or<uint32_t>(j, "streams", 0);
+    if (j.contains("bytes_per_stream") && j["bytes_per_stream"].is_array())
+        for (const auto& v : j["bytes_per_stream"])
+            if (v.is_number_unsigned()) r.bytes_per_stream.push_back(v.get<uint64_t>());
+    if (j.contains("bytes_per_rail") && j["bytes_per_rail"].is_object())
+        for (const auto& [k, v] : j["bytes_per_rail"].items())
+            if (v.is_number_unsigned()) r.bytes_per_rail[k] = v.get<uint64_t>();
+    if (j.contains("info") && j["info"].is_object())
+        for (const auto& [k, v] : j["info"].items())
+            if (v.is_string()) r.info[k] = v.get<std::string>();
+    if (j.contains("latency_seconds") && j["latency_seconds"].is_object())
+        r.latency = latency_from_json(j["latency_seconds"]);
+    return r;
 }
 
 nlohmann::json probes_json(const Snapshot& s) {
@@ -166,11 +231,8 @@ PeerHello hello_from_json(const nlohmann::json& j) {
 
 bool bearer_matches(const std::string& header, const std::string& token) {
     static constexpr std::string_view kPrefix = "Bearer ";
-    if (token.empty() || header.size() != kPrefix.size() + token.size() || !header.starts_with(kPrefix)) return false;
-    unsigned char diff = 0;
-    for (size_t i = 0; i < token.size(); ++i)
-        diff |= static_cast<unsigned char>(header[kPrefix.size() + i] ^ token[i]);
-    return diff == 0;
+    if (token.empty() || !header.starts_with(kPrefix)) return false;
+    return constant_time_equal(std::string_view(header).substr(kPrefix.size()), token);
 }
 
 void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {

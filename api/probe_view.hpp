@@ -15,7 +15,12 @@ namespace rocewatch::api {
 // Version of the control exchange (GET /api/v1/peer/hello); bumped on incompatible change.
 inline constexpr int kPeerProtocolVersion = 1;
 
+// A ProbeResult as JSON, and back: the REST API's spelling, which the UCX session child
+// and the probe tools print too. The reader takes what it finds and leaves the rest
+// default (a field of the wrong type counts as missing; never throws); `started` is the
+// reader's own to set (another process's clock).
 nlohmann::json probe_result_json(const ProbeResult& r);
+ProbeResult probe_result_from_json(const nlohmann::json& j, ProbeKind kind_if_missing);
 
 // GET /api/v1/probes: whether probing is on, peers with their hellos, the latest result per
 // (peer, rail, kind) and its short history (newest last).

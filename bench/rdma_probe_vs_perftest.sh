@@ -15,8 +15,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 build=${1:-$repo/build}
-cli=$build/tests/unit/probes/rdma_probe_cli
-[[ -x $cli ]] || { echo "no $cli: ninja -C $build tests/unit/probes/rdma_probe_cli" >&2; exit 2; }
+cli=$build/tools/rdma_probe_cli
+[[ -x $cli ]] || { echo "no $cli: ninja -C $build tools/rdma_probe_cli" >&2; exit 2; }
 scen=$(mktemp -d /tmp/rdma-bench-scenarios.XXXXXX)
 trap 'rm -rf "$scen"' EXIT
 cp -r "$repo/tests/vm/scenarios/." "$scen/"

@@ -7,14 +7,14 @@
 #
 #   BUILD=/tmp/build-probes bench/tcp_probe_vs_iperf3.sh
 #
-# Knobs: BUILD (meson build dir holding tests/unit/probes/probe_cli), RUNS (3), DURATION
+# Knobs: BUILD (meson build dir holding tools/tcp_probe_cli), RUNS (3), DURATION
 # (seconds per bandwidth run, an integer because iperf3 -t is one; 1), LAT_SIZE (64 bytes).
 # Bandwidth is what the receiver counted for both tools (iperf3's sum_received; ours is
 # counted by the peer's data port). Latency is half the round trip for both tools.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
-CLI=${CLI:-$BUILD/tests/unit/probes/probe_cli}
+CLI=${CLI:-$BUILD/tools/tcp_probe_cli}
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-1}
 LAT_SIZE=${LAT_SIZE:-64}
@@ -29,7 +29,7 @@ PORT_SOCKPERF=11111
 
 die() { echo "tcp_probe_vs_iperf3: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
-[ -x "$CLI" ] || die "no probe_cli at $CLI: build it with ninja -C \$BUILD tests/unit/probes/probe_cli, or set BUILD"
+[ -x "$CLI" ] || die "no tcp_probe_cli at $CLI: build it with ninja -C \$BUILD tools/tcp_probe_cli, or set BUILD"
 command -v iperf3 >/dev/null || die "iperf3 not installed"
 command -v jq >/dev/null || die "jq not installed"
 HAVE_SOCKPERF=1

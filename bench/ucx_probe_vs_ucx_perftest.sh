@@ -7,7 +7,7 @@
 #
 #   BUILD=/tmp/build-ucx bench/ucx_probe_vs_ucx_perftest.sh
 #
-# Knobs: BUILD (meson build dir holding tests/unit/probes/ucx_probe_cli), RUNS (3),
+# Knobs: BUILD (meson build dir holding tools/ucx_probe_cli), RUNS (3),
 # BW_ITERS (5000 puts of BW_SIZE = 65536 bytes), OUTSTANDING (16 puts in flight, ours
 # --outstanding and ucx_perftest -O), LAT_ITERS (10000 ping-pongs of LAT_SIZE = 8 bytes),
 # BW_WARMUP / LAT_WARMUP (ucx_perftest -w: 100 / 1000), PIN (1: with 2 CPUs or more, side A
@@ -33,7 +33,7 @@
 set -euo pipefail
 
 BUILD=${BUILD:-build}
-CLI=${CLI:-$BUILD/tests/unit/probes/ucx_probe_cli}
+CLI=${CLI:-$BUILD/tools/ucx_probe_cli}
 RUNS=${RUNS:-3}
 BW_ITERS=${BW_ITERS:-5000}
 BW_SIZE=${BW_SIZE:-65536}
@@ -55,7 +55,7 @@ PORT_PT_BASE=13400   # ucx_perftest -p: a fresh port per run (its server exits a
 
 die() { echo "ucx_probe_vs_ucx_perftest: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
-[ -x "$CLI" ] || die "no ucx_probe_cli at $CLI: build it with ninja -C \$BUILD tests/unit/probes/ucx_probe_cli, or set BUILD"
+[ -x "$CLI" ] || die "no ucx_probe_cli at $CLI: build it with ninja -C \$BUILD tools/ucx_probe_cli, or set BUILD"
 command -v ucx_perftest >/dev/null || die "ucx_perftest not installed (Debian: ucx-utils)"
 command -v jq >/dev/null || die "jq not installed"
 [ "$LAT_ITERS" -ge 2048 ] || echo "warning: LAT_ITERS < 2048 leaves ucx_perftest's median queue part empty" >&2
@@ -194,9 +194,9 @@ for run in $(seq "$RUNS"); do
     for who in $( [ $((run % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
         if [ "$who" = ours ]; then
             o=$(ours --mode lat --size "$LAT_SIZE" --iters "$LAT_ITERS")
-            olat=$(jq -r '.latency.typical * 1e6' <<<"$o")
+            olat=$(jq -r '.latency_seconds.typical * 1e6' <<<"$o")
             olat=$(printf '%.3f' "$olat")
-            omean=$(printf '%.3f' "$(jq -r '.latency.mean * 1e6' <<<"$o")")
+            omean=$(printf '%.3f' "$(jq -r '.latency_seconds.mean * 1e6' <<<"$o")")
         else
             perftest "${LAT_PT_ARGS[@]}"
             rlat=$(awk '{ printf "%.3f", $3 }' <<<"$PT_FINAL")

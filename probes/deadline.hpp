@@ -10,9 +10,9 @@
 #include <atomic>
 #include <chrono>
 
-namespace rocewatch {
+#include "util/clock.hpp"
 
-using SteadyClock = std::chrono::steady_clock;
+namespace rocewatch {
 
 struct Deadline {
     SteadyClock::time_point at{};
@@ -22,7 +22,7 @@ struct Deadline {
 
     static Deadline after(SteadyClock::duration d) { return Deadline{SteadyClock::now() + d}; }
     static Deadline after_seconds(double s) {
-        return after(std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s)));
+        return after(from_seconds(s));
     }
 
     [[nodiscard]] bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }

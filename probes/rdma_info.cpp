@@ -1,25 +1,22 @@
 // RDMA endpoint exchange data: JSON in and out with validation, and the MTU/GID agreement.
 #include "probes/rdma_info.hpp"
 
-#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "probes/errors.hpp"
-#include "probes/hex.hpp"
+#include "util/hex.hpp"
 
 namespace rocewatch {
 
 std::string gid_to_string(const std::array<uint8_t, 16>& gid) {
     std::string s;
     s.reserve(39);
-    char buf[8];
     for (size_t i = 0; i < 16; i += 2) {
-        std::snprintf(buf, sizeof buf, "%02x%02x", gid[i], gid[i + 1]);
         if (i) s += ':';
-        s += buf;
+        s += to_hex(std::span(gid).subspan(i, 2));
     }
     return s;
 }
@@ -31,13 +28,7 @@ std::optional<std::array<uint8_t, 16>> gid_from_string(std::string_view s) {
     for (size_t g = 0; g < 8; ++g) {
         const size_t at = g * 5;
         if (g < 7 && s[at + 4] != ':') return std::nullopt;
-        int v[4];
-        for (size_t k = 0; k < 4; ++k) {
-            v[k] = hex_value(s[at + k]);
-            if (v[k] < 0) return std::nullopt;
-        }
-        gid[g * 2] = static_cast<uint8_t>(v[0] << 4 | v[1]);
-        gid[g * 2 + 1] = static_cast<uint8_t>(v[2] << 4 | v[3]);
+        if (!from_hex(s.substr(at, 4), std::span(gid).subspan(g * 2, 2))) return std::nullopt;
     }
     return gid;
 }

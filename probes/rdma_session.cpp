@@ -83,6 +83,92 @@ json rdma_session_request(const RdmaClientPlan& plan, const std::vector<json>& r
                 {"rails", rails}};
 }
 
+namespace {
+
+// The active side's endpoints, one per QP per rail, and what the peer is sent of them.
+struct ActiveRails {
+    std::vector<std::unique_ptr<RdmaEndpoint>> owned;
+    std::vector<RdmaRail> rails;
+    std::vector<json> infos;
+};
+
+RdmaStatus open_active_rails(const RdmaClientPlan& plan, uint32_t qps, uint32_t size, ActiveRails& a) {
+    for (const auto& rp : plan.rails) {
+        RdmaRail rail;
+        rail.name = rp.name;
+        json infos = json::array();
+        for (uint32_t q = 0; q < qps; ++q) {
+            RdmaEndpointOptions o = rp.local;
+            o.buffer_size = buffer_for(size);
+            o.max_send_wr = std::max<uint32_t>(plan.bw.tx_depth + 8, 16);
+            auto opened = RdmaEndpoint::open(o);
+            if (!opened.endpoint) return {opened.status.reason, "rail " + rp.name + ": " + opened.status.detail};
+            infos.push_back(opened.endpoint->info());
+            rail.endpoints.push_back(opened.endpoint.get());
+            a.owned.push_back(std::move(opened.endpoint));
+        }
+        a.infos.push_back(std::move(infos));
+        a.rails.push_back(std::move(rail));
+    }
+    return {};
+}
+
+// Connects every endpoint to the one the peer's answer pairs it with.
+RdmaStatus connect_to_answer(const json& rep, std::vector<RdmaRail>& rails) {
+    const auto rr = rep.find("rails");
+    if (rr == rep.end() || !rr->is_array() || rr->size() != rails.size())
+        return {reason::protocol_error, "the peer answered for a different number of rails"};
+    for (size_t i = 0; i < rails.size(); ++i) {
+        const auto& r = (*rr)[i];
+        const auto eps = r.is_object() ? r.find("endpoints") : r.end();
+        if (eps == r.end() || !eps->is_array() || eps->size() != rails[i].endpoints.size())
+            return {reason::protocol_error, "rail " + rails[i].name + ": the peer answered for a different number of QPs"};
+        for (size_t k = 0; k < eps->size(); ++k) {
+            auto parsed = parse_endpoint_info((*eps)[k]);
+            if (!parsed.info) return {reason::protocol_error, "rail " + rails[i].name + ": " + parsed.error};
+            auto st = rails[i].endpoints[k]->connect(*parsed.info);
+            if (!st.ok()) return {st.reason, "rail " + rails[i].name + ": " + st.detail};
+            rails[i].remotes.push_back(*parsed.info);
+        }
+    }
+    return {};
+}
+
+// The run itself, with each rail's transmit counter read around it (the exchange before
+// may have crossed a rail, so only the data phase counts) and each rail's path.
+ProbeResult run_counted(const RdmaClientPlan& plan, std::vector<RdmaRail>& rails, uint32_t qps, Deadline deadline) {
+    std::vector<RdmaTxCounter> counters;
+    std::vector<std::optional<uint64_t>> before;
+    for (auto& rail : rails) {
+        const auto& e = rail.endpoints[0]->info();
+        counters.push_back(rdma_tx_counter(plan.sysfs_root, e.device, e.port, e.gid_index));
+        before.push_back(read_tx_counter(counters.back()));
+    }
+    ProbeResult r;
+    if (plan.kind == ProbeKind::rdma_write_lat)
+        r = rdma_write_lat(*rails[0].endpoints[0], rails[0].remotes[0], plan.lat, deadline);
+    else if (rails.size() == 1 && qps == 1)
+        r = rdma_write_bw(*rails[0].endpoints[0], rails[0].remotes[0], plan.bw, deadline);
+    else
+        r = rdma_multirail_bw(rails, plan.bw, deadline);
+    for (size_t i = 0; i < rails.size(); ++i) {
+        r.info["rail." + rails[i].name + ".counter"] = counters[i].source.empty() ? "none" : counters[i].source;
+        if (!before[i]) continue;
+        if (auto after = read_tx_counter(counters[i]); after && *after >= *before[i])
+            r.bytes_per_rail[rails[i].name] = *after - *before[i];
+    }
+    for (const auto& rail : rails) {
+        const auto& e = rail.endpoints[0]->info();
+        const auto& re = rail.remotes[0];
+        r.info["rail." + rail.name + ".path"] = e.device + "/" + std::to_string(e.port) + " gid " +
+                                                std::to_string(e.gid_index) + " -> " + re.device + "/" +
+                                                std::to_string(re.port) + " gid " + std::to_string(re.gid_index);
+    }
+    return r;
+}
+
+}  // namespace
+
 ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& exchange, Deadline deadline) {
     const auto t0 = SteadyClock::now();
     const ProbeKind kind = plan.kind;
@@ -91,102 +177,75 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
         r.kind = kind;
         if (plan.rails.size() == 1 && r.rail.empty()) r.rail = plan.rails[0].name;
         if (!r.success) end_session(exchange, granted_id);
-        r.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+        r.duration_seconds = seconds_between(t0, SteadyClock::now());
         return r;
     };
+    auto failed = [&](const RdmaStatus& st) { return done(failed_result(kind, st.reason, st.detail)); };
     try {
         if (!session_kind(to_string(kind)) || plan.rails.empty() ||
             (kind != ProbeKind::rdma_multirail_bw && plan.rails.size() != 1))
-            return done(failed_result(kind, reason::bad_target, "an RDMA probe needs one rail (all rails for multi-rail)"));
+            return failed({reason::bad_target, "an RDMA probe needs one rail (all rails for multi-rail)"});
         const bool lat = kind == ProbeKind::rdma_write_lat;
         const uint32_t qps = lat ? 1 : std::max<uint32_t>(1, plan.qps_per_rail);
-        const uint32_t size = lat ? plan.lat.message_size : plan.bw.message_size;
-
-        std::vector<std::unique_ptr<RdmaEndpoint>> owned;
-        std::vector<RdmaRail> rails;
-        std::vector<json> endpoint_infos;
-        for (const auto& rp : plan.rails) {
-            RdmaRail rail;
-            rail.name = rp.name;
-            json infos = json::array();
-            for (uint32_t q = 0; q < qps; ++q) {
-                RdmaEndpointOptions o = rp.local;
-                o.buffer_size = buffer_for(size);
-                o.max_send_wr = std::max<uint32_t>(plan.bw.tx_depth + 8, 16);
-                auto opened = RdmaEndpoint::open(o);
-                if (!opened.endpoint)
-                    return done(failed_result(kind, opened.status.reason, "rail " + rp.name + ": " + opened.status.detail));
-                infos.push_back(opened.endpoint->info());
-                rail.endpoints.push_back(opened.endpoint.get());
-                owned.push_back(std::move(opened.endpoint));
-            }
-            endpoint_infos.push_back(std::move(infos));
-            rails.push_back(std::move(rail));
-        }
-
+        ActiveRails a;
+        if (auto st = open_active_rails(plan, qps, lat ? plan.lat.message_size : plan.bw.message_size, a); !st.ok())
+            return failed(st);
         // The peer waits a little longer than we do, so it never gives up first.
-        auto reply = exchange(rdma_session_request(plan, endpoint_infos, deadline.remaining_seconds() + 2), deadline);
-        if (!reply.body) return done(failed_result(kind, reply.reason, reply.detail));
+        auto reply = exchange(rdma_session_request(plan, a.infos, deadline.remaining_seconds() + 2), deadline);
+        if (!reply.body) return failed({reply.reason, reply.detail});
         const json& rep = *reply.body;
-        if (!rep.is_object()) return done(failed_result(kind, reason::protocol_error, "the peer's answer is not a JSON object"));
+        if (!rep.is_object()) return failed({reason::protocol_error, "the peer's answer is not a JSON object"});
         if (rep.contains("reason"))
-            return done(failed_result(kind, rep.value("reason", std::string(reason::protocol_error)),
-                               "peer: " + rep.value("detail", std::string("refused the RDMA session"))));
+            return failed({rep.value("reason", std::string(reason::protocol_error)),
+                           "peer: " + rep.value("detail", std::string("refused the RDMA session"))});
         granted_id = granted_session(rep);
-        const auto rr = rep.find("rails");
-        if (rr == rep.end() || !rr->is_array() || rr->size() != rails.size())
-            return done(failed_result(kind, reason::protocol_error, "the peer answered for a different number of rails"));
-        for (size_t i = 0; i < rails.size(); ++i) {
-            const auto& r = (*rr)[i];
-            const auto eps = r.is_object() ? r.find("endpoints") : r.end();
-            if (eps == r.end() || !eps->is_array() || eps->size() != rails[i].endpoints.size())
-                return done(failed_result(kind, reason::protocol_error,
-                                   "rail " + rails[i].name + ": the peer answered for a different number of QPs"));
-            for (size_t k = 0; k < eps->size(); ++k) {
-                auto parsed = parse_endpoint_info((*eps)[k]);
-                if (!parsed.info)
-                    return done(failed_result(kind, reason::protocol_error, "rail " + rails[i].name + ": " + parsed.error));
-                auto st = rails[i].endpoints[k]->connect(*parsed.info);
-                if (!st.ok()) return done(failed_result(kind, st.reason, "rail " + rails[i].name + ": " + st.detail));
-                rails[i].remotes.push_back(*parsed.info);
-            }
-        }
-
-        // Counters around the data phase only: the exchange above may have crossed a rail.
-        std::vector<RdmaTxCounter> counters;
-        std::vector<std::optional<uint64_t>> before;
-        for (auto& rail : rails) {
-            const auto& e = rail.endpoints[0]->info();
-            counters.push_back(rdma_tx_counter(plan.sysfs_root, e.device, e.port, e.gid_index));
-            before.push_back(read_tx_counter(counters.back()));
-        }
-        ProbeResult r;
-        if (lat) {
-            r = rdma_write_lat(*rails[0].endpoints[0], rails[0].remotes[0], plan.lat, deadline);
-        } else if (rails.size() == 1 && qps == 1) {
-            r = rdma_write_bw(*rails[0].endpoints[0], rails[0].remotes[0], plan.bw, deadline);
-        } else {
-            r = rdma_multirail_bw(rails, plan.bw, deadline);
-        }
-        for (size_t i = 0; i < rails.size(); ++i) {
-            r.info["rail." + rails[i].name + ".counter"] = counters[i].source.empty() ? "none" : counters[i].source;
-            if (!before[i]) continue;
-            if (auto after = read_tx_counter(counters[i]); after && *after >= *before[i])
-                r.bytes_per_rail[rails[i].name] = *after - *before[i];
-        }
-        for (size_t i = 0; i < rails.size(); ++i) {
-            const auto& e = rails[i].endpoints[0]->info();
-            const auto& re = rails[i].remotes[0];
-            r.info["rail." + rails[i].name + ".path"] = e.device + "/" + std::to_string(e.port) + " gid " +
-                                                        std::to_string(e.gid_index) + " -> " + re.device + "/" +
-                                                        std::to_string(re.port) + " gid " +
-                                                        std::to_string(re.gid_index);
-        }
-        return done(std::move(r));
+        if (auto st = connect_to_answer(rep, a.rails); !st.ok()) return failed(st);
+        return done(run_counted(plan, a.rails, qps, deadline));
     } catch (const std::exception& e) {
-        return done(failed_result(kind, reason::internal_error, e.what()));
+        return failed({reason::internal_error, e.what()});
     }
 }
+
+namespace {
+
+// One rail of a peer's request: resolves our device, opens and connects an endpoint per
+// remote one, and adds them to `owned` and `rail`; `infos` gets what the answer carries.
+RdmaStatus open_passive_rail(const json& rj, bool lat, uint32_t size, const RdmaServeLimits& limits,
+                             const RdmaDeviceResolver& resolve, RdmaRail& rail,
+                             std::vector<std::unique_ptr<RdmaEndpoint>>& owned, json& infos) {
+    if (!rj.is_object()) return {reason::protocol_error, "a rail is not a JSON object"};
+    rail.name = rj.value("name", std::string());
+    const auto eps = rj.find("endpoints");
+    if (eps == rj.end() || !eps->is_array() || eps->empty())
+        return {reason::protocol_error, "rail " + rail.name + ": endpoints missing"};
+    const uint32_t max_qps = lat ? 1 : limits.max_qps_per_rail;
+    if (eps->size() > max_qps)
+        return {reason::bad_target, "rail " + rail.name + ": " + std::to_string(eps->size()) +
+                                        " QPs; this daemon grants up to " + std::to_string(max_qps)};
+    std::string why;
+    auto base = resolve(rj.value("device", std::string()), rj.value("gid_index", -1), rj.value("address", std::string()),
+                        why);
+    if (!base) return {reason::device_not_found, "rail " + rail.name + ": " + why};
+    infos = json::array();
+    for (const auto& ej : *eps) {
+        auto parsed = parse_endpoint_info(ej);
+        if (!parsed.info) return {reason::protocol_error, "rail " + rail.name + ": " + parsed.error};
+        RdmaEndpointOptions o = *base;
+        o.retry_cnt = limits.retry_cnt;
+        o.buffer_size = buffer_for(size);
+        auto opened = RdmaEndpoint::open(o);
+        if (!opened.endpoint) return {opened.status.reason, "rail " + rail.name + ": " + opened.status.detail};
+        auto st = opened.endpoint->connect(*parsed.info);
+        if (!st.ok()) return {st.reason, "rail " + rail.name + ": " + st.detail};
+        infos.push_back(opened.endpoint->info());
+        rail.endpoints.push_back(opened.endpoint.get());
+        rail.remotes.push_back(*parsed.info);
+        owned.push_back(std::move(opened.endpoint));
+    }
+    return {};
+}
+
+}  // namespace
 
 RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& limits,
                                       const RdmaDeviceResolver& resolve, const std::atomic<bool>* cancel) {
@@ -218,37 +277,10 @@ RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& li
         auto rails = std::make_shared<std::vector<RdmaRail>>();
         json reply_rails = json::array();
         for (const auto& rj : *rails_j) {
-            if (!rj.is_object()) return refuse(reason::protocol_error, "a rail is not a JSON object");
             RdmaRail rail;
-            rail.name = rj.value("name", std::string());
-            const auto eps = rj.find("endpoints");
-            if (eps == rj.end() || !eps->is_array() || eps->empty())
-                return refuse(reason::protocol_error, "rail " + rail.name + ": endpoints missing");
-            if (eps->size() > (lat ? 1 : limits.max_qps_per_rail))
-                return refuse(reason::bad_target, "rail " + rail.name + ": " + std::to_string(eps->size()) +
-                                                      " QPs; this daemon grants up to " +
-                                                      std::to_string(lat ? 1 : limits.max_qps_per_rail));
-            std::string why;
-            auto base = resolve(rj.value("device", std::string()), rj.value("gid_index", -1),
-                                rj.value("address", std::string()), why);
-            if (!base) return refuse(reason::device_not_found, "rail " + rail.name + ": " + why);
-            json infos = json::array();
-            for (const auto& ej : *eps) {
-                auto parsed = parse_endpoint_info(ej);
-                if (!parsed.info) return refuse(reason::protocol_error, "rail " + rail.name + ": " + parsed.error);
-                RdmaEndpointOptions o = *base;
-                o.retry_cnt = limits.retry_cnt;
-                o.buffer_size = buffer_for(size);
-                auto opened = RdmaEndpoint::open(o);
-                if (!opened.endpoint)
-                    return refuse(opened.status.reason, "rail " + rail.name + ": " + opened.status.detail);
-                auto st = opened.endpoint->connect(*parsed.info);
-                if (!st.ok()) return refuse(st.reason, "rail " + rail.name + ": " + st.detail);
-                infos.push_back(opened.endpoint->info());
-                rail.endpoints.push_back(opened.endpoint.get());
-                rail.remotes.push_back(*parsed.info);
-                owned->push_back(std::move(opened.endpoint));
-            }
+            json infos;
+            if (auto st = open_passive_rail(rj, lat, size, limits, resolve, rail, *owned, infos); !st.ok())
+                return refuse(st.reason, st.detail);
             reply_rails.push_back(json{{"name", rail.name}, {"endpoints", infos}});
             rails->push_back(std::move(rail));
         }

@@ -1,7 +1,8 @@
 // Encoding and decoding of the TCP probe headers (see tcp_wire.hpp for the layouts).
 #include "probes/tcp_wire.hpp"
 
-#include "probes/hex.hpp"
+#include "util/ct_compare.hpp"
+#include "util/hex.hpp"
 
 namespace rocewatch {
 
@@ -35,33 +36,13 @@ std::optional<ProbeToken> token_from_hex(std::string_view hex) {
     // Tolerate the trailing newline a token file usually has.
     while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r' || hex.back() == ' ')) hex.remove_suffix(1);
     ProbeToken t{};
-    if (hex.size() != t.size() * 2) return std::nullopt;
-    for (size_t i = 0; i < t.size(); ++i) {
-        const int hi = hex_value(hex[2 * i]);
-        const int lo = hex_value(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        t[i] = static_cast<uint8_t>(hi * 16 + lo);
-    }
+    if (!from_hex(hex, t)) return std::nullopt;
     return t;
 }
 
-std::string token_to_hex(const ProbeToken& t) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s;
-    s.reserve(t.size() * 2);
-    for (uint8_t b : t) {
-        s.push_back(digits[b >> 4]);
-        s.push_back(digits[b & 0xf]);
-    }
-    return s;
-}
+std::string token_to_hex(const ProbeToken& t) { return to_hex(t); }
 
-bool token_equal(const ProbeToken& a, const ProbeToken& b) {
-    // volatile keeps the compiler from turning the loop into an early-exit memcmp.
-    volatile uint8_t diff = 0;
-    for (size_t i = 0; i < a.size(); ++i) diff = static_cast<uint8_t>(diff | (a[i] ^ b[i]));
-    return diff == 0;
-}
+bool token_equal(const ProbeToken& a, const ProbeToken& b) { return constant_time_equal(a, b); }
 
 namespace tcpwire {
 

@@ -6,39 +6,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "probes/hex.hpp"
+#include "util/hex.hpp"
 
 namespace rocewatch {
 
-std::string bytes_to_hex(const std::vector<uint8_t>& bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s;
-    s.reserve(bytes.size() * 2);
-    for (uint8_t b : bytes) {
-        s += digits[b >> 4];
-        s += digits[b & 0xf];
-    }
-    return s;
-}
-
-std::optional<std::vector<uint8_t>> bytes_from_hex(std::string_view s) {
-    if (s.size() % 2) return std::nullopt;
-    std::vector<uint8_t> out(s.size() / 2);
-    for (size_t i = 0; i < out.size(); ++i) {
-        const int hi = hex_value(s[2 * i]);
-        const int lo = hex_value(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        out[i] = static_cast<uint8_t>(hi << 4 | lo);
-    }
-    return out;
-}
-
 void to_json(nlohmann::json& j, const UcxEndpointInfo& info) {
     j = nlohmann::json{{"ucx_version", info.ucx_version},
-                       {"worker_address", bytes_to_hex(info.worker_address)},
+                       {"worker_address", to_hex(info.worker_address)},
                        {"addr", info.addr},
                        {"size", info.size},
-                       {"rkey", bytes_to_hex(info.rkey)}};
+                       {"rkey", to_hex(info.rkey)}};
 }
 
 namespace {

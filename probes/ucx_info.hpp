@@ -33,10 +33,6 @@ inline constexpr size_t kUcxMaxWorkerAddress = 64 * 1024;
 inline constexpr size_t kUcxMaxRkey = 16 * 1024;
 inline constexpr size_t kUcxMaxVersion = 64;
 
-// Lower-case hex of bytes, and back (nullopt on odd length or a non-hex character).
-std::string bytes_to_hex(const std::vector<uint8_t>& bytes);
-std::optional<std::vector<uint8_t>> bytes_from_hex(std::string_view s);
-
 // nlohmann ADL hooks: {"ucx_version", "worker_address" (hex), "addr", "size", "rkey" (hex)}.
 // from_json throws std::invalid_argument naming the first bad field. Prefer
 // parse_ucx_endpoint_info.

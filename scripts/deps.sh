@@ -12,6 +12,7 @@ build_pkgs=(
 test_pkgs=(
   libgtest-dev libgmock-dev
   prometheus prometheus-node-exporter python3 kmod cpio procps
+  clang-format  # scripts/check-format.sh
   # the QEMU test bed: Debian's own kernel has rdma_rxe and bonding; this host's may not
   qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils perftest iperf3 ucx-utils
 )

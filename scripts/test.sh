@@ -5,8 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
-if [[ -f build/build.ninja ]]; then meson configure build -Dtests=enabled >/dev/null
-else meson setup build -Dtests=enabled; fi
+opts=(-Dtests=enabled)
+# CI builds with -Werror: a warning fails the build there, before anyone reads past it.
+[[ "${CI:-}" == true || "${CI:-}" == 1 ]] && opts+=(-Dwerror=true)
+if [[ -f build/build.ninja ]]; then meson configure build "${opts[@]}" >/dev/null
+else meson setup build "${opts[@]}"; fi
 ninja -C build
 rc=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || rc=$?

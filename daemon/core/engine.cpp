@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <thread>
 #include <utility>
 
 #include "rules/rules.hpp"
@@ -16,6 +17,11 @@ namespace rocewatch {
 namespace {
 
 constexpr auto kGidRefresh = std::chrono::seconds(60);
+// Reads still blocked before the engine stops starting new ones: each holds a thread.
+constexpr std::size_t kMaxBlockedReads = 4;
+// Unreadable files logged per cycle, and remembered as logged, at most.
+constexpr std::size_t kMaxLoggedPerCycle = 10;
+constexpr std::size_t kMaxLoggedFiles = 4096;
 
 // A cycle that skipped the GID tables takes them, and the netdev of ports bound where their
 // GID 0 points, from the previous snapshot.
@@ -28,6 +34,7 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
             for (const auto& op : old->ports)
                 if (op.port == p.port) {
                     p.gids = op.gids;
+                    p.gids_dropped = op.gids_dropped;
                     if (p.netdev.empty()) p.netdev = op.netdev;
                 }
     }
@@ -36,6 +43,26 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Counters of devices carried over from an older read are not this cycle's values: left out,
+// so that no rate of 0 is made from them (missing is not zero).
+std::vector<RdmaDevice> without_counters(std::vector<RdmaDevice> devices) {
+    for (auto& d : devices)
+        for (auto& p : d.ports) {
+            p.counters.clear();
+            p.hw_counters.clear();
+            p.xmit_bytes.reset();
+            p.rcv_bytes.reset();
+        }
+    return devices;
+}
+
+std::chrono::milliseconds read_deadline(const EngineSources& src, const Config& cfg) {
+    using std::chrono::milliseconds;
+    if (src.read_deadline > milliseconds::zero()) return src.read_deadline;
+    return std::clamp(std::chrono::duration_cast<milliseconds>(cfg.daemon.interval), milliseconds(2000),
+                      milliseconds(10000));
 }
 
 std::vector<std::string> ipv4_addresses(const Link* l) {
@@ -97,12 +124,203 @@ void Engine::save_state_if_changed() {
     TimePoint last = h->empty() ? TimePoint{} : h->back().at;
     if (h->size() == saved_history_size_ && last == saved_last_transition_) return;
     std::string err;
-    if (state_->save(alerts_->to_json(), &err)) {
+    bool saved = false;
+    try {  // a state file that cannot be written costs the history on disk, never the cycle
+        saved = state_->save(alerts_->to_json(), &err);
+    } catch (const std::exception& e) {
+        err = e.what();
+    }
+    if (saved) {
         saved_history_size_ = h->size();
         saved_last_transition_ = last;
     } else {
         log_->warn("alert state not saved: {}", err);
     }
+}
+
+// ---------------------------------------------------------------- file reads with a deadline
+
+// What one cycle read from files, or what it carried over when the read did not return.
+struct Engine::FileRead {
+    std::vector<RdmaDevice> devices;
+    HostInfo host;
+    CollectorStatus sysfs{.name = "sysfs"};
+    CollectorStatus verbs{.name = "verbs"};
+    CollectorStatus host_status{.name = "host"};
+    std::vector<SysfsError> sysfs_errors;
+    bool gids_read = false;
+};
+
+// One cycle's reads, shared between the engine and the thread doing them: whichever ends
+// last frees it, so the engine can walk away from a read that never returns.
+struct Engine::Reading {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    FileRead result;
+    std::shared_ptr<ReadProgress> progress = std::make_shared<ReadProgress>();
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    std::string blocked_on;  // the file it was on when the engine gave up (engine thread only)
+};
+
+namespace {
+// Stands for libibverbs in the progress and skip lists: a wedged device blocks there too.
+constexpr const char* kVerbsStage = "(libibverbs: opening devices and querying ports)";
+}  // namespace
+
+// Runs on the reading thread: touches nothing of the engine, only its arguments.
+Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOptions& opts,
+                                        const std::shared_ptr<const Snapshot>& last, const EngineSources& src) {
+    FileRead r;
+    auto read = [&](const SysfsReadOptions& o) {
+        return src.read_sysfs ? src.read_sysfs(cfg.daemon.sysfs_root, o) : read_rdma_devices(cfg.daemon.sysfs_root, o);
+    };
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+        SysfsReadResult rdma = read(opts);
+        r.gids_read = opts.gids;
+        // A device the last snapshot did not have (rdma link add, a driver reload) has no GIDs
+        // to carry over: read them now.
+        if (!opts.gids && !carry_over_gids(rdma.devices, *last)) {
+            SysfsReadOptions with_gids = opts;
+            with_gids.gids = true;
+            rdma = read(with_gids);
+            r.gids_read = true;
+        }
+        r.sysfs.success = true;
+        r.sysfs.read_errors = rdma.read_errors;
+        for (const auto& e : rdma.errors) r.sysfs.errors.push_back(e.text());
+        if (!r.sysfs.errors.empty()) r.sysfs.last_error = r.sysfs.errors.back();
+        r.sysfs_errors = std::move(rdma.errors);
+        r.devices = std::move(rdma.devices);
+    } catch (const std::exception& e) {
+        r.sysfs.last_error = e.what();
+    }
+    r.sysfs.duration_seconds = seconds_since(t0);
+
+    // libibverbs: what sysfs does not say (active/max MTU, speed, width).
+    t0 = std::chrono::steady_clock::now();
+    if (opts.skip && opts.skip->contains(kVerbsStage)) {
+        r.verbs.last_error = std::string("skipped: an earlier call blocked in ") + kVerbsStage;
+    } else {
+        if (opts.progress) opts.progress->enter(kVerbsStage);
+        auto verbs = enrich_with_verbs(r.devices);
+        r.verbs.success = verbs.errors == 0;
+        r.verbs.read_errors = verbs.errors;
+        r.verbs.last_error = verbs.last_error;
+    }
+    r.verbs.duration_seconds = seconds_since(t0);
+
+    t0 = std::chrono::steady_clock::now();
+    try {
+        r.host = read_host_info(cfg.daemon.sysfs_root, cfg.daemon.procfs_root, opts);
+        r.host_status.success = true;
+    } catch (const std::exception& e) {
+        r.host_status.last_error = e.what();
+    }
+    r.host_status.duration_seconds = seconds_since(t0);
+    return r;
+}
+
+Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids) {
+    reap_blocked_reads();
+    const auto deadline = read_deadline(src_, cfg);
+    auto reading = std::make_shared<Reading>();
+    if (blocked_.size() >= kMaxBlockedReads) return gave_up(*reading, std::chrono::milliseconds::zero());
+
+    const SysfsReadOptions opts{.gids = read_gids, .skip = skip_, .progress = reading->progress};
+    try {
+        std::thread([reading, cfg, opts, last = last_, src = src_] {
+            FileRead r = read_files_now(cfg, opts, last, src);
+            std::lock_guard lock(reading->mu);
+            reading->result = std::move(r);
+            reading->done = true;
+            reading->cv.notify_all();
+        }).detach();
+    } catch (const std::exception& e) {  // no thread to be had: read here, as before
+        log_->warn("no thread for the file reads ({}): reading on the engine's", e.what());
+        FileRead r = read_files_now(cfg, opts, last_, src_);
+        if (r.gids_read) gids_read_at_ = reading->started;
+        return r;
+    }
+
+    // Short slices, so that stop() is never kept waiting for a read.
+    const auto until = reading->started + deadline;
+    std::unique_lock lock(reading->mu);
+    while (!reading->done && !stop_requested_ && std::chrono::steady_clock::now() < until)
+        reading->cv.wait_until(lock, std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    if (reading->done) {
+        FileRead r = std::move(reading->result);
+        if (r.gids_read) gids_read_at_ = reading->started;
+        return r;
+    }
+    lock.unlock();
+    reading->blocked_on = reading->progress->current();
+    blocked_.push_back(reading);
+    if (!stop_requested_ && !reading->blocked_on.empty()) {
+        auto skip = std::make_shared<std::set<std::string>>(*skip_);
+        skip->insert(reading->blocked_on);
+        skip_ = std::move(skip);
+        log_->error("sysfs: reading {} did not return within {} ms: the collector serves the last data it has "
+                    "and skips that file until the read returns",
+                    reading->blocked_on, deadline.count());
+    }
+    return gave_up(*reading, deadline);
+}
+
+// The cycle goes on with the last snapshot's devices and host facts, marked failed and dated.
+Engine::FileRead Engine::gave_up(const Reading& r, std::chrono::milliseconds waited) {
+    FileRead out;
+    if (last_) {
+        out.devices = without_counters(last_->devices);
+        out.host = last_->host;
+    }
+    std::string why = waited.count() > 0
+                          ? "reading " + r.blocked_on + " did not return within " + std::to_string(waited.count()) +
+                                " ms; skipped until it does"
+                          : std::to_string(blocked_.size()) + " earlier reads are still blocked; no new read started";
+    why += last_ ? "; devices and host facts are from an earlier collection, counters left out"
+                 : "; no devices read yet";
+    out.sysfs.last_error = why;
+    out.sysfs.errors = {why};
+    out.sysfs.duration_seconds = std::chrono::duration<double>(waited).count();
+    out.verbs.last_error = "not run: " + why;
+    out.host_status.last_error = "not run: " + why;
+    return out;
+}
+
+// A blocked read that came back frees its thread and its file: that file is read again.
+void Engine::reap_blocked_reads() {
+    std::erase_if(blocked_, [&](const std::shared_ptr<Reading>& r) {
+        std::lock_guard lock(r->mu);
+        if (!r->done) return false;
+        if (!r->blocked_on.empty() && skip_->contains(r->blocked_on)) {
+            auto skip = std::make_shared<std::set<std::string>>(*skip_);
+            skip->erase(r->blocked_on);
+            skip_ = std::move(skip);
+            log_->warn("sysfs: the read of {} returned after {:.1f} s; it is read again", r->blocked_on,
+                       seconds_since(r->started));
+        }
+        return true;
+    });
+}
+
+// Each unreadable or garbled file once, and only a few new ones a cycle: a tree gone bad
+// all at once must not flood the journal.
+void Engine::log_read_errors(const std::vector<SysfsError>& errors) {
+    std::size_t logged = 0, later = 0;
+    for (const auto& e : errors) {
+        if (logged_unreadable_.contains(e.path)) continue;
+        if (logged_unreadable_.size() >= kMaxLoggedFiles) break;
+        if (logged == kMaxLoggedPerCycle) {
+            ++later;
+            continue;
+        }
+        logged_unreadable_.insert(e.path);
+        ++logged;
+        log_->warn("sysfs: {}: {} (value skipped; this file is logged once)", e.path, e.reason);
+    }
+    if (later > 0) log_->warn("sysfs: {} more unreadable files, logged in the next cycles", later);
 }
 
 std::shared_ptr<const Snapshot> Engine::collect_once() {
@@ -112,9 +330,8 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->version = ROCEWATCH_VERSION;
     snap->config = cfg;
 
-    // sysfs: devices, ports, GIDs, counters.
-    auto t0 = std::chrono::steady_clock::now();
-    bool read_gids = !last_ || t0 - gids_read_at_ >= kGidRefresh;
+    // sysfs, verbs and host facts: every read that a wedged driver can block.
+    bool read_gids = !last_ || std::chrono::steady_clock::now() - gids_read_at_ >= kGidRefresh;
     {
         std::lock_guard lock(mu_);
         if (gid_reads_due_ > 0) {
@@ -122,38 +339,13 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
             --gid_reads_due_;
         }
     }
-    SysfsReadResult rdma;
-    CollectorStatus sysfs_status{.name = "sysfs"};
-    try {
-        rdma = read_rdma_devices(cfg->daemon.sysfs_root, SysfsReadOptions{.gids = read_gids});
-        // A device the last snapshot did not have (rdma link add, a driver reload) has no GIDs
-        // to carry over: read them now.
-        if (!read_gids && !carry_over_gids(rdma.devices, *last_)) {
-            rdma = read_rdma_devices(cfg->daemon.sysfs_root);
-            read_gids = true;
-        }
-        if (read_gids) gids_read_at_ = t0;
-        sysfs_status.success = true;
-        sysfs_status.read_errors = rdma.read_errors;
-        if (!rdma.errors.empty()) sysfs_status.last_error = rdma.errors.back();
-    } catch (const std::exception& e) {
-        sysfs_status.last_error = e.what();
-        log_->error("sysfs collection failed: {}", e.what());
-    }
-    sysfs_status.duration_seconds = seconds_since(t0);
-    snap->devices = std::move(rdma.devices);
-
-    // libibverbs: what sysfs does not say (active/max MTU, speed, width).
-    t0 = std::chrono::steady_clock::now();
-    CollectorStatus verbs_status{.name = "verbs"};
-    auto verbs = enrich_with_verbs(snap->devices);
-    verbs_status.success = verbs.errors == 0;
-    verbs_status.read_errors = verbs.errors;
-    verbs_status.last_error = verbs.last_error;
-    verbs_status.duration_seconds = seconds_since(t0);
+    FileRead files = read_files(*cfg, read_gids);
+    snap->devices = std::move(files.devices);
+    snap->host = std::move(files.host);
+    log_read_errors(files.sysfs_errors);
 
     // netlink: links, addresses, bonds (the watcher keeps them current between cycles).
-    t0 = std::chrono::steady_clock::now();
+    auto t0 = std::chrono::steady_clock::now();
     CollectorStatus nl_status{.name = "netlink"};
     try {
         snap->links = src_.links();
@@ -166,18 +358,13 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->netlink_events = src_.netlink_events();
     snap->netlink_resyncs = src_.netlink_resyncs();
 
-    // Host facts.
-    t0 = std::chrono::steady_clock::now();
-    CollectorStatus host_status{.name = "host"};
-    try {
-        snap->host = read_host_info(cfg->daemon.sysfs_root, cfg->daemon.procfs_root);
-        host_status.success = true;
-    } catch (const std::exception& e) {
-        host_status.last_error = e.what();
-    }
     snap->host.ucx_version = src_.ucx_version;
-    host_status.duration_seconds = seconds_since(t0);
-    snap->collectors = {sysfs_status, verbs_status, nl_status, host_status};
+    snap->collectors = {files.sysfs, files.verbs, nl_status, files.host_status};
+    const TimePoint now = src_.now();
+    for (auto& c : snap->collectors) {
+        if (c.success) last_success_[c.name] = now;
+        if (auto it = last_success_.find(c.name); it != last_success_.end()) c.last_success = it->second;
+    }
 
     // The GID index RDMA must use depends on the netdev's addresses, which only netlink knows.
     for (auto& dev : snap->devices)
@@ -186,7 +373,6 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->probes = src_.probes ? src_.probes() : nullptr;
     if (!snap->probes) snap->probes = std::make_shared<const ProbeBook>();
 
-    auto now = src_.now();
     snap->collected_at = now;
     trends_->apply(*snap, now, cfg->thresholds);
     alerts_->update(evaluate_rules(*snap, *cfg), *cfg, now);
@@ -247,6 +433,7 @@ void Engine::wake() {
 }
 
 void Engine::stop() {
+    stop_requested_ = true;
     {
         std::lock_guard lock(mu_);
         stopping_ = true;

@@ -4,11 +4,16 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/snapshot_store.hpp"
@@ -19,6 +24,7 @@
 #include "rules/alerts.hpp"
 #include "rules/state_store.hpp"
 #include "rules/trends.hpp"
+#include "sysfs/rdma_sysfs.hpp"
 
 namespace rocewatch {
 
@@ -34,6 +40,10 @@ struct EngineSources {
     std::function<std::shared_ptr<const ProbeBook>()> probes;
     // Raised by netlink and probe results; the engine listens to it while it lives.
     WakeSignal* wake = nullptr;
+    // The sysfs reader (read_rdma_devices when unset); tests put in one that blocks.
+    std::function<SysfsReadResult(const std::filesystem::path&, const SysfsReadOptions&)> read_sysfs;
+    // How long a cycle waits for its file reads; zero: the interval, kept within 2-10 s.
+    std::chrono::milliseconds read_deadline{0};
 };
 
 class Engine {
@@ -61,6 +71,17 @@ private:
     void load_state();
     void save_state_if_changed();
 
+    // The file reads of one cycle (sysfs, verbs, host facts), each on a thread of its own
+    // so that a read that never returns costs that thread, not the engine.
+    struct FileRead;
+    struct Reading;
+    FileRead read_files(const Config& cfg, bool read_gids);
+    static FileRead read_files_now(const Config& cfg, const SysfsReadOptions& opts,
+                                   const std::shared_ptr<const Snapshot>& last, const EngineSources& src);
+    FileRead gave_up(const Reading& r, std::chrono::milliseconds waited);
+    void reap_blocked_reads();
+    void log_read_errors(const std::vector<SysfsError>& errors);
+
     EngineSources src_;
     SnapshotStore& store_;
     std::shared_ptr<spdlog::logger> log_;
@@ -85,6 +106,13 @@ private:
     uint64_t generation_ = 0;
     std::chrono::steady_clock::time_point gids_read_at_{};
     std::shared_ptr<const Snapshot> last_;  // the previous snapshot, for carrying GIDs over
+    // Reads that blocked past their deadline, abandoned to their threads; the files they
+    // are on are skipped until they return.
+    std::vector<std::shared_ptr<Reading>> blocked_;
+    std::shared_ptr<const std::set<std::string>> skip_ = std::make_shared<const std::set<std::string>>();
+    std::map<std::string, TimePoint> last_success_;      // by collector name
+    std::unordered_set<std::string> logged_unreadable_;  // each unreadable file is logged once
+    std::atomic<bool> stop_requested_{false};            // ends a wait on a blocked read
 };
 
 }  // namespace rocewatch

@@ -44,6 +44,9 @@ struct RdmaPort {
     // absent, never zero.
     std::map<std::string, uint64_t> counters;
     std::map<std::string, uint64_t> hw_counters;
+    // Entries past the reader's per-port series cap, left out of counters / gids.
+    uint64_t counters_dropped = 0;
+    uint64_t gids_dropped = 0;
     // port_xmit_data / port_rcv_data converted to bytes (x4); absent when not readable.
     std::optional<uint64_t> xmit_bytes;
     std::optional<uint64_t> rcv_bytes;
@@ -133,6 +136,8 @@ struct CollectorStatus {
     double duration_seconds = 0;
     uint64_t read_errors = 0;    // files skipped this round
     std::string last_error;      // most recent error text, "" when none
+    std::vector<std::string> errors;  // this round's errors, "path: reason", the first few dozen
+    TimePoint last_success{};    // when the data it contributed was read; older when it failed
 };
 
 // ---------------------------------------------------------------- verdicts

@@ -25,12 +25,12 @@
 #include <string>
 
 #include "netlink/parse.hpp"
+#include "util/clock.hpp"
 
 namespace rocewatch {
 namespace {
 
 using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 // Large enough that an `ip -batch` of thousands of address changes, or every VF of a
 // SR-IOV NIC flapping at once, fits before the thread gets to read; ENOBUFS is the
@@ -342,10 +342,10 @@ void NetlinkWatcher::run() {
         if (fds[1].revents != 0) {  // POLLERR here is the ENOBUFS overrun
             dirty = true;
             ok = drain_events(overrun);
-            const auto deadline = steady_clock::now() + kMaxCoalesce;
+            const auto deadline = SteadyClock::now() + kMaxCoalesce;
             while (ok) {
                 const auto left =
-                    std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now()).count();
+                    std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()).count();
                 if (left <= 0) break;
                 pollfd again[2] = {{stop_fd_, POLLIN, 0}, {efd, POLLIN, 0}};
                 const int m = ::poll(again, 2, static_cast<int>(std::min<long long>(kQuietMs, left)));

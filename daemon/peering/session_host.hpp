@@ -11,12 +11,17 @@
 // every other peer until the session's deadline.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <random>
 #include <string>
 #include <thread>
+
+#include "util/hex.hpp"
 
 namespace rocewatch {
 
@@ -84,14 +89,10 @@ public:
 private:
     static std::string new_id() {
         static thread_local std::mt19937_64 gen{std::random_device{}()};
-        static constexpr char kHex[] = "0123456789abcdef";
-        std::string s(16, '0');
-        auto v = gen();
-        for (auto& c : s) {
-            c = kHex[v & 0xf];
-            v >>= 4;
-        }
-        return s;
+        const uint64_t v = gen();
+        std::array<uint8_t, sizeof v> bytes{};
+        std::memcpy(bytes.data(), &v, sizeof v);
+        return to_hex(bytes);
     }
 
     mutable std::mutex mu_;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <string>
 
+#include "api/probe_view.hpp"
 #include "peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/ucx.hpp"
@@ -81,7 +82,7 @@ int run_ucx_session_child() {
             r = lat ? ucx_put_lat_serve(ep, remote, UcxLatSettings{size, s.value("iterations", uint64_t{1000})}, deadline)
                     : ucx_put_bw_serve(ep, deadline);
         }
-        say(json{{"result", ucx_result_to_json(r)}});
+        say(json{{"result", api::probe_result_json(r)}});
         return 0;
     } catch (const std::exception& e) {
         return refuse(reason::protocol_error, e.what());

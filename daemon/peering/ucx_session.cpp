@@ -168,43 +168,6 @@ std::optional<json> UcxChild::receive(Deadline deadline, std::string& why) {
     }
 }
 
-// ---------------------------------------------------------------- results as JSON
-
-json ucx_result_to_json(const ProbeResult& r) { return api::probe_result_json(r); }
-
-ProbeResult ucx_result_from_json(const json& j) {
-    ProbeResult r;
-    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
-    r.kind = probe_kind_from_string(str("kind")).value_or(ProbeKind::ucx_put_lat);
-    r.success = j.value("success", false);
-    r.duration_seconds = j.value("duration_seconds", 0.0);
-    r.reason = str("reason");
-    r.detail = str("detail");
-    if (j.contains("bandwidth_bits_per_second") && j["bandwidth_bits_per_second"].is_number())
-        r.bandwidth_bits_per_second = j["bandwidth_bits_per_second"].get<double>();
-    r.bytes = j.value("bytes", uint64_t{0});
-    r.iterations = j.value("iterations", uint64_t{0});
-    r.streams = j.value("streams", uint32_t{0});
-    if (j.contains("info") && j["info"].is_object())
-        for (const auto& [k, v] : j["info"].items())
-            if (v.is_string()) r.info[k] = v.get<std::string>();
-    if (j.contains("latency_seconds") && j["latency_seconds"].is_object()) {
-        const auto& l = j["latency_seconds"];
-        LatencyStats s;
-        s.samples = l.value("samples", uint64_t{0});
-        s.used = l.value("used", uint64_t{0});
-        s.min = l.value("min", 0.0);
-        s.max = l.value("max", 0.0);
-        s.typical = l.value("typical", 0.0);
-        s.mean = l.value("mean", 0.0);
-        s.stddev = l.value("stddev", 0.0);
-        s.p99 = l.value("p99", 0.0);
-        s.p99_9 = l.value("p99_9", 0.0);
-        r.latency = s;
-    }
-    return r;
-}
-
 // ---------------------------------------------------------------- active side
 
 ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe,
@@ -258,7 +221,7 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
             return done(failed_result(kind, why.empty() ? reason::protocol_error : why,
                                why == reason::peer_closed ? "the UCX session process died (see the daemon's log)"
                                                           : "no result from the UCX session process (" + why + ")"));
-        auto r = ucx_result_from_json((*result)["result"]);
+        auto r = api::probe_result_from_json((*result)["result"], kind);
         for (size_t i = 0; i < before.size(); ++i) {
             auto after = read_tx_counter(rails[i].second);
             if (before[i] && after && *after >= *before[i]) r.bytes_per_rail[rails[i].first] = *after - *before[i];
@@ -320,7 +283,7 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
             auto result = child->receive(wait, why);
             if (wait.cancelled()) return failed_result(k, reason::peer_closed, "the peer ended the session");
             if (!result || !result->contains("result")) return failed_result(k, why, "no result from the UCX session process");
-            return ucx_result_from_json((*result)["result"]);
+            return api::probe_result_from_json((*result)["result"], k);
         };
         return a;
     } catch (const std::exception& e) {

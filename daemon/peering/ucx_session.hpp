@@ -14,7 +14,7 @@
 //                     "seconds", "timeout", "remote": info (passive only)}
 //   child -> parent  {"endpoint": info}            (or {"reason", "detail"} and exit)
 //   parent -> child  {"remote": info}               (active only)
-//   child -> parent  {"result": ProbeResult JSON}
+//   child -> parent  {"result": ProbeResult JSON}   (api::probe_result_json)
 #pragma once
 
 #include <atomic>
@@ -75,10 +75,6 @@ struct UcxSessionAccept {
 };
 UcxSessionAccept accept_ucx_session(const Config& cfg, const nlohmann::json& request, const std::string& exe,
                                     const std::atomic<bool>* cancel = nullptr);
-
-// ProbeResult <-> the JSON the child prints (api/probe_view's spelling).
-nlohmann::json ucx_result_to_json(const ProbeResult& r);
-ProbeResult ucx_result_from_json(const nlohmann::json& j);
 
 // The child's main: reads the session from stdin, runs it, exits. Only in builds with UCX.
 int run_ucx_session_child();

@@ -11,6 +11,8 @@
 #include <system_error>
 #include <utility>
 
+#include "util/fd.hpp"
+
 namespace rocewatch {
 namespace {
 
@@ -21,27 +23,6 @@ void set_error(std::string* error, std::string msg) {
 std::string errno_text(const std::string& what, const std::filesystem::path& p, int err) {
     return what + " " + p.string() + ": " + std::strerror(err);
 }
-
-// Closes the descriptor on every path out of save().
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    [[nodiscard]] int get() const { return fd_; }
-    // close() reports delayed write errors (NFS); the caller must see them.
-    [[nodiscard]] int close_now() {
-        const int rc = ::close(fd_);
-        fd_ = -1;
-        return rc;
-    }
-
-private:
-    int fd_;
-};
 
 }  // namespace
 
@@ -55,7 +36,8 @@ bool StateStore::save(const nlohmann::json& state, std::string* error) const {
         return false;
     }
     const std::filesystem::path tmp = dir_ / "alerts.json.tmp";
-    const std::string text = state.dump(1) + "\n";
+    // Alert objects carry device and netdev names, which are bytes: a strict dump would throw.
+    const std::string text = state.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 
     Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd.get() < 0) {

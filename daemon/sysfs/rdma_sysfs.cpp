@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -50,18 +51,43 @@ enum class ReadStatus { ok, missing, failed };
 struct FileText {
     ReadStatus status = ReadStatus::failed;
     std::string text;
-    int err = 0;
+    std::string why;  // when failed
 };
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+const char* file_kind(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
 
 // Plain POSIX read: sysfs attributes can fail on read() itself (EINVAL for empty GID slots,
 // EINVAL/EPERM for some ConnectX-7 counters), and we need that errno, not a stream state.
+// O_NONBLOCK and the S_ISREG check keep a FIFO or a device node from blocking the collector:
+// sysfs attributes are always regular files, so anything else is skipped unread.
 FileText read_file(const fs::path& path) {
     FileText r;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
-        r.err = errno;
+        const int err = errno;
         // ENOTDIR: a path component is a file; for us that is the same as absent.
-        r.status = (r.err == ENOENT || r.err == ENOTDIR) ? ReadStatus::missing : ReadStatus::failed;
+        r.status = (err == ENOENT || err == ENOTDIR) ? ReadStatus::missing : ReadStatus::failed;
+        r.why = errno_text(err);
+        return r;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        r.why = S_ISDIR(st.st_mode) ? errno_text(EISDIR) : std::string("skipped: ") + file_kind(st.st_mode);
+        ::close(fd);
+        return r;
+    }
+    // sysfs reports 4096 for every attribute and procfs 0; only a stray real file is larger.
+    if (static_cast<std::size_t>(st.st_size) > kMaxFileBytes) {
+        r.why = "skipped: larger than " + std::to_string(kMaxFileBytes / 1024) + " KiB";
+        ::close(fd);
         return r;
     }
     char buf[4096];
@@ -69,14 +95,14 @@ FileText read_file(const fs::path& path) {
         const ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EINTR) continue;
-            r.err = errno;
+            r.why = errno_text(errno);
             ::close(fd);
             return r;
         }
         if (n == 0) break;
         r.text.append(buf, static_cast<std::size_t>(n));
         if (r.text.size() > kMaxFileBytes) {
-            r.err = EFBIG;
+            r.why = "skipped: larger than " + std::to_string(kMaxFileBytes / 1024) + " KiB";
             r.text.clear();
             ::close(fd);
             return r;
@@ -87,36 +113,51 @@ FileText read_file(const fs::path& path) {
     return r;
 }
 
-std::string errno_text(int err) { return std::generic_category().message(err); }
-
 // Walks one sysfs tree, turning every unreadable or garbled value into a counted, recorded
 // error instead of an exception, so one bad file never costs the rest of the device.
 class Reader {
 public:
-    explicit Reader(SysfsReadResult& result) : result_(result) {}
+    Reader(SysfsReadResult& result, const SysfsReadOptions& opts) : result_(result), opts_(opts) {}
 
     void error(const fs::path& path, const std::string& reason) {
         ++result_.read_errors;
         if (result_.errors.size() < SysfsReadResult::kMaxErrorMessages)
-            result_.errors.push_back(path.string() + ": " + reason);
+            result_.errors.push_back({path.string(), reason});
+    }
+
+    // Every open goes through here: a file that blocked an earlier read is not tried again,
+    // and the caller can see which file a read is on.
+    FileText read(const fs::path& path) {
+        if (opts_.skip && opts_.skip->contains(path.string()))
+            return FileText{.status = ReadStatus::failed, .why = "skipped: an earlier read of it blocked"};
+        if (opts_.progress) opts_.progress->enter(path);
+        return read_file(path);
     }
 
     // Trimmed text of a file the driver may or may not provide: nullopt when absent
     // (no error) or unreadable (recorded).
     std::optional<std::string> optional_text(const fs::path& path) {
-        FileText f = read_file(path);
+        FileText f = read(path);
         if (f.status == ReadStatus::ok) return std::string(trim(f.text));
-        if (f.status == ReadStatus::failed) error(path, errno_text(f.err));
+        if (f.status == ReadStatus::failed) error(path, f.why);
         return std::nullopt;
     }
 
     // Like optional_text, but the file is expected here, so its absence is recorded too.
     std::optional<std::string> required_text(const fs::path& path) {
-        FileText f = read_file(path);
+        FileText f = read(path);
         if (f.status == ReadStatus::ok) return std::string(trim(f.text));
-        error(path, f.status == ReadStatus::missing ? "missing" : errno_text(f.err));
+        error(path, f.status == ReadStatus::missing ? "missing" : f.why);
         return std::nullopt;
     }
+
+    // One more series for the port being read, while its budget lasts.
+    bool take_series() {
+        if (series_left_ == 0) return false;
+        --series_left_;
+        return true;
+    }
+    void start_port() { series_left_ = opts_.max_series_per_port; }
 
     std::optional<uint64_t> counter(const fs::path& path) {
         auto text = optional_text(path);
@@ -168,6 +209,8 @@ public:
 
 private:
     SysfsReadResult& result_;
+    const SysfsReadOptions& opts_;
+    std::size_t series_left_ = 0;
 };
 
 bool path_exists(const fs::path& p) {
@@ -180,10 +223,14 @@ bool is_dir(const fs::path& p) {
     return fs::is_directory(p, ec);
 }
 
-void read_counter_dir(Reader& rd, const fs::path& dir, std::map<std::string, uint64_t>& out) {
+void read_counter_dir(Reader& rd, const fs::path& dir, std::map<std::string, uint64_t>& out, uint64_t& dropped) {
     for (auto& name : rd.list(dir)) {
         // mlx5 keeps its stats cache lifetime (ms, writable) among the hw_counters.
         if (name == "lifespan") continue;
+        if (!rd.take_series()) {
+            ++dropped;  // not even read: the cap bounds the work as well as the series
+            continue;
+        }
         if (auto v = rd.counter(dir / name)) out[name] = *v;
     }
 }
@@ -207,6 +254,10 @@ void read_gids(Reader& rd, const fs::path& port_dir, RdmaPort& port) {
         }
         // Empty slots: their attrs fail with EINVAL on real kernels, so never touch them.
         if (is_zero_gid(*gid)) continue;
+        if (!rd.take_series()) {
+            ++port.gids_dropped;
+            continue;
+        }
 
         GidEntry e;
         e.index = static_cast<int>(idx);
@@ -217,7 +268,7 @@ void read_gids(Reader& rd, const fs::path& port_dir, RdmaPort& port) {
             if (expect_ndev) {
                 e.netdev = rd.required_text(ndevs_dir / name).value_or("");
             } else {
-                FileText f = read_file(ndevs_dir / name);
+                FileText f = rd.read(ndevs_dir / name);
                 if (f.status == ReadStatus::ok) e.netdev = std::string(trim(f.text));
             }
         }
@@ -247,8 +298,9 @@ RdmaPort read_port(Reader& rd, const fs::path& dir, uint32_t number, const RdmaD
     }
     p.link_layer = rd.optional_text(dir / "link_layer").value_or("");
 
-    read_counter_dir(rd, dir / "counters", p.counters);
-    read_counter_dir(rd, dir / "hw_counters", p.hw_counters);
+    rd.start_port();
+    read_counter_dir(rd, dir / "counters", p.counters, p.counters_dropped);
+    read_counter_dir(rd, dir / "hw_counters", p.hw_counters, p.counters_dropped);
     // The PMA data counters count 4-byte words (x4 wraps only after 2^64 bytes: years at 400G).
     if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end()) p.xmit_bytes = it->second * 4;
     if (auto it = p.counters.find("port_rcv_data"); it != p.counters.end()) p.rcv_bytes = it->second * 4;
@@ -365,7 +417,7 @@ bool is_lag_device_name(std::string_view name) { return name.find("_bond") != st
 
 SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOptions& opts) {
     SysfsReadResult result;
-    Reader rd(result);
+    Reader rd(result, opts);
     const fs::path class_dir = sysfs_root / "class" / "infiniband";
     for (auto& name : rd.list(class_dir)) result.devices.push_back(read_device(rd, class_dir / name, name, opts));
     // list() sorted the names already; devices come out in the same order.
@@ -402,19 +454,19 @@ void assign_roce_v2_gid(RdmaPort& port, const std::vector<std::string>& netdev_i
 
 // ---------------------------------------------------------------- host facts
 
-HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root) {
+HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root, const SysfsReadOptions& opts) {
     HostInfo h;
-    if (FileText f = read_file(procfs_root / "sys" / "kernel" / "hostname"); f.status == ReadStatus::ok)
+    // Host facts are best effort (see the header): errors are not reported.
+    SysfsReadResult ignored;
+    Reader rd(ignored, opts);
+    if (FileText f = rd.read(procfs_root / "sys" / "kernel" / "hostname"); f.status == ReadStatus::ok)
         h.hostname = std::string(trim(f.text));
 
     // Display controllers are PCI class 0x03xx (0x0300 VGA, 0x0302 3D: data-centre GPUs).
-    // Host facts are best effort (see the header): listing errors are not reported.
-    SysfsReadResult ignored;
-    Reader rd(ignored);
     const fs::path pci = sysfs_root / "bus" / "pci" / "devices";
     for (auto& name : rd.list(pci)) {
-        const FileText vendor = read_file(pci / name / "vendor");
-        const FileText cls = read_file(pci / name / "class");
+        const FileText vendor = rd.read(pci / name / "vendor");
+        const FileText cls = rd.read(pci / name / "class");
         if (vendor.status != ReadStatus::ok || cls.status != ReadStatus::ok) continue;
         std::string v(trim(vendor.text));
         std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -3,7 +3,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,17 +39,43 @@ namespace rocewatch {
 
 // ---------------------------------------------------------------- reading a sysfs tree
 
+struct SysfsError {
+    std::string path;
+    std::string reason;
+    [[nodiscard]] std::string text() const { return path + ": " + reason; }
+};
+
 struct SysfsReadResult {
     std::vector<RdmaDevice> devices;  // sorted by name; ports by number; GIDs by index
     uint64_t read_errors = 0;         // values skipped because unreadable or garbled
-    std::vector<std::string> errors;  // the first kMaxErrorMessages, as "path: reason"
+    std::vector<SysfsError> errors;   // the first kMaxErrorMessages, in the order met
 
-    static constexpr std::size_t kMaxErrorMessages = 20;
+    static constexpr std::size_t kMaxErrorMessages = 32;
+};
+
+// The file a read is on, published before each open so that a caller that stopped waiting
+// (a read of a wedged mlx5 counter can take minutes) can name the file that blocked.
+class ReadProgress {
+public:
+    void enter(const std::filesystem::path& p) {
+        std::lock_guard lock(mu_);
+        path_ = p.string();
+    }
+    [[nodiscard]] std::string current() const {
+        std::lock_guard lock(mu_);
+        return path_;
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::string path_;
 };
 
 // Reads <sysfs_root>/class/infiniband/*. A host without that directory has no RDMA, which is
 // a normal state: empty result, no errors. An unreadable or garbled file skips that one
 // value and is counted; a file the driver simply does not provide is not an error.
+// What is not a regular file (a FIFO, a device node), a symlink loop and a file larger than a
+// sysfs page are skipped and counted without blocking.
 // Each port's RoCE v2 GID is preselected with assign_roce_v2_gid(port, {}); the collector
 // may redo it once it knows the netdevs' addresses.
 struct SysfsReadOptions {
@@ -55,6 +84,14 @@ struct SysfsReadOptions {
     // Without them, ports have no gids and a LAG port has no netdev: the caller carries
     // both over from its last full read.
     bool gids = true;
+    // Counters plus populated GIDs kept per port; the rest is counted in the port's
+    // counters_dropped / gids_dropped. A hostile or broken tree must not turn into
+    // unbounded /metrics series: real ports have a few hundred at most.
+    std::size_t max_series_per_port = 1024;
+    // Files an earlier read blocked on: counted as errors, never opened again.
+    std::shared_ptr<const std::set<std::string>> skip;
+    // Told each file before it is opened; may be null.
+    std::shared_ptr<ReadProgress> progress;
 };
 
 [[nodiscard]] SysfsReadResult read_rdma_devices(const std::filesystem::path& sysfs_root,
@@ -78,7 +115,8 @@ void assign_roce_v2_gid(RdmaPort& port, const std::vector<std::string>& netdev_i
 // hostname from <procfs_root>/sys/kernel/hostname; NVIDIA GPU from the PCI devices in
 // <sysfs_root>/bus/pci/devices; nvidia_peermem from <sysfs_root>/module. ucx_version is left
 // empty. Best effort: what cannot be read stays at its default.
-[[nodiscard]] HostInfo read_host_info(const std::filesystem::path& sysfs_root,
-                                      const std::filesystem::path& procfs_root);
+// opts.skip and opts.progress apply as for read_rdma_devices.
+[[nodiscard]] HostInfo read_host_info(const std::filesystem::path& sysfs_root, const std::filesystem::path& procfs_root,
+                                      const SysfsReadOptions& opts = {});
 
 }  // namespace rocewatch

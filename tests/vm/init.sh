@@ -78,6 +78,19 @@ mkdir -p /mnt/rw/upper /mnt/rw/work
 mount -t overlay overlay -o lowerdir=/mnt/host,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work /newroot \
     || die "cannot mount the overlay root"
 R=/newroot
+# What rocewatch left on the host (its state directory after a run with the defaults, an
+# installed unit, config or token) must not leak into a guest: systemd's StateDirectory=
+# with DynamicUser= moves /var/lib/rocewatch into /var/lib/private, which across the overlay
+# is a rename of a lower directory (EXDEV), and an old unit or token would change what the
+# scenarios test. Removing them here leaves whiteouts in the tmpfs upper layer only.
+for p in /var/lib/rocewatch /var/lib/private/rocewatch /etc/rocewatch /usr/local/etc/rocewatch \
+    /etc/credstore/rocewatch-peer-token /etc/systemd/system/rocewatchd.service \
+    /etc/systemd/system/rocewatchd.service.d; do
+    if [ -e $R$p ] || [ -L $R$p ]; then
+        rm -rf $R$p || die "cannot hide the host's $p from the guest"
+        say "hid the host's $p"
+    fi
+done
 mount -t proc proc $R/proc
 mount -t sysfs sysfs $R/sys
 mount -t devtmpfs devtmpfs $R/dev

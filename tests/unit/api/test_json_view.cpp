@@ -185,6 +185,44 @@ TEST(JsonView, AlertsAndHistory) {
     EXPECT_EQ(history_json(Snapshot{})["history"].size(), 0u);
 }
 
+// The same escape as /metrics, in strings and keys (counter names are keys), and the
+// document stays valid UTF-8 JSON.
+TEST(JsonView, InvalidUtf8IsEscapedLikeMetrics) {
+    Snapshot s;
+    Link l;
+    l.name = std::string("v\xff\xfe", 3);
+    s.links = {l};
+    RdmaDevice d;
+    d.name = std::string("r\xc0\xaf", 3);  // an overlong '/'
+    RdmaPort p;
+    p.hw_counters[std::string("c\x80", 2)] = 1;
+    d.ports = {p};
+    s.devices = {d};
+    const json ifs = json::parse(dump_json(interfaces_json(s)));
+    EXPECT_EQ(ifs["interfaces"][0]["name"], "v\\xff\\xfe");
+    const json devs = json::parse(dump_json(devices_json(s)));
+    EXPECT_EQ(devs["devices"][0]["name"], "r\\xc0\\xaf");
+    EXPECT_EQ(devs["devices"][0]["ports"][0]["hw_counters"]["c\\x80"], 1);
+    EXPECT_EQ(escape_invalid_utf8("\xe2\x82\xac"), "\xe2\x82\xac") << "valid UTF-8 is left alone";
+    EXPECT_EQ(escape_invalid_utf8("\xe2\x82"), "\\xe2\\x82");
+    EXPECT_EQ(escape_invalid_utf8("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80") << "past U+10FFFF";
+}
+
+TEST(JsonView, StatusListsEveryReadErrorAndTheDataAge) {
+    Snapshot s;
+    CollectorStatus c{.name = "sysfs", .success = false, .read_errors = 7, .last_error = "/s/g: x"};
+    for (char n = 'a'; n <= 'g'; ++n) c.errors.push_back(std::string("/s/") + n + ": Is a directory");
+    const TimePoint t = TimePoint{} + std::chrono::hours(24 * 365 * 50);
+    c.last_success = t;
+    s.collectors = {c};
+    const json j = status_json(s, t + std::chrono::seconds(42));
+    const auto& sysfs = j["collectors"][0];
+    EXPECT_EQ(sysfs["errors"].size(), 7u);
+    EXPECT_EQ(sysfs["errors"][0], "/s/a: Is a directory");
+    EXPECT_EQ(sysfs["data_age_seconds"], 42.0);
+    EXPECT_EQ(sysfs["last_success"], format_rfc3339(t));
+}
+
 TEST(JsonView, DumpSurvivesInvalidUtf8) {
     Snapshot s;
     Link l;

@@ -23,6 +23,8 @@ namespace {
 
 using LabelMap = std::map<std::string, std::string>;
 
+TimePoint sample_time_minus(int seconds) { return api_sample::sample_time() - std::chrono::seconds(seconds); }
+
 const MetricFamily* family(const std::vector<MetricFamily>& fams, const std::string& name) {
     for (const auto& f : fams)
         if (f.name == name) return &f;
@@ -239,4 +241,37 @@ TEST(Metrics, PromtoolAcceptsRichSnapshot) {
     EXPECT_EQ(out.find("error"), std::string::npos) << out;
     // Lint findings (missing HELP, bad suffixes, non-base units) also fail the check.
     EXPECT_TRUE(out.empty()) << out;
+}
+
+// One name that is not UTF-8 (a veth called v\xff\xfe, an RDMA device) must not make the
+// whole scrape unparseable: its bytes are escaped, every other series stays.
+TEST(Metrics, InvalidUtf8InNamesIsEscapedAndPromtoolAccepts) {
+    auto s = api_sample::sample_snapshot();
+    s.links[0].name = std::string("v\xff\xfe", 3);
+    s.links[0].master = std::string("b\xc3", 2);  // a sequence cut short
+    s.devices[0].name = std::string("rxe\xed\xa0\x80", 6);  // a UTF-16 surrogate
+    s.devices[0].fw_ver = "\xe2\x82\xac ok";  // valid UTF-8 stays as it is
+    const auto fams = snapshot_to_families(s);
+    EXPECT_TRUE(value(fams, "rocewatch_link_up", {{"interface", "v\\xff\\xfe"}}));
+    EXPECT_TRUE(value(fams, "rocewatch_link_info", {{"master", "b\\xc3"}}));
+    EXPECT_TRUE(value(fams, "rocewatch_rdma_port_up", {{"device", "rxe\\xed\\xa0\\x80"}}));
+    EXPECT_TRUE(value(fams, "rocewatch_rdma_device_info", {{"fw_ver", "\xe2\x82\xac ok"}}));
+    if (!have_promtool()) {
+        if (rocewatch::testing::in_ci()) FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";
+        GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check";
+    }
+    const auto [rc, out] = promtool_check(render_metrics(s, HttpStats({"/metrics"})));
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_TRUE(out.empty()) << out;
+}
+
+TEST(Metrics, SeriesDroppedAndCollectorAge) {
+    auto s = api_sample::sample_snapshot();
+    s.devices[0].ports[0].gids_dropped = 9000;
+    s.devices[0].ports[0].counters_dropped = 12;
+    s.collectors = {CollectorStatus{.name = "sysfs", .last_success = sample_time_minus(30)}};
+    const auto fams = snapshot_to_families(s);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_series_dropped", {{"device", s.devices[0].name}, {"port", "1"}}), 9012);
+    EXPECT_EQ(value(fams, "rocewatch_collector_last_success_timestamp_seconds", {{"collector", "sysfs"}}),
+              std::chrono::duration<double>(sample_time_minus(30).time_since_epoch()).count());
 }

@@ -4,8 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "core/engine.hpp"
 #include "test_env.hpp"
@@ -125,4 +128,123 @@ TEST_F(EngineTest, GidTablesAreReadAfterEventsAndCarriedOverOtherwise) {
     auto woken = engine.collect_once();
     EXPECT_FALSE(find_device(*woken, "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index)
         << "re-read after the event: GID 3 is no longer RoCE v2";
+}
+
+// A read that never returns (a wedged mlx5 firmware command, a FIFO once was) costs its
+// own thread, not the engine: the cycle ends at its deadline with the last devices, marked
+// failed and dated, the file is skipped until its read returns, and stop() is prompt.
+struct BlockingRead {
+    std::string path;                 // the file the fake blocks on
+    std::mutex mu;
+    std::condition_variable cv;
+    bool block = false;               // the next read that does not skip `path` blocks
+    bool released = false;
+    std::vector<bool> skipped;        // per call: was `path` in the skip list
+
+    SysfsReadResult operator()(const fs::path& root, const SysfsReadOptions& o) {
+        const bool skip = o.skip && o.skip->contains(path);
+        std::unique_lock lock(mu);
+        skipped.push_back(skip);
+        if (block && !skip) {
+            block = false;
+            o.progress->enter(path);
+            cv.wait(lock, [&] { return released; });
+        }
+        lock.unlock();
+        return read_rdma_devices(root, o);
+    }
+    void release() {
+        std::lock_guard lock(mu);
+        released = true;
+        cv.notify_all();
+    }
+};
+
+TEST_F(EngineTest, BlockedReadEndsTheCycleAtItsDeadlineAndIsSkippedUntilItReturns) {
+    auto fake = std::make_shared<BlockingRead>();
+    fake->path = "/sys/class/infiniband/rocep1s0f0/ports/1/hw_counters/out_of_buffer";
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark";
+    cfg->daemon.procfs_root = rocewatch::testing::fixtures_dir() + "/procfs/dgx-spark";
+    cfg->daemon.state_dir.clear();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    src.read_sysfs = [fake](const fs::path& root, const SysfsReadOptions& o) { return (*fake)(root, o); };
+    src.read_deadline = std::chrono::milliseconds(300);
+    Engine engine(cfg, std::move(src), store, log);
+
+    auto first = engine.collect_once();
+    ASSERT_TRUE(first->collectors.at(0).success);
+    const TimePoint read_at = now;
+
+    now += std::chrono::seconds(5);
+    fake->block = true;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto stale = engine.collect_once();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "the cycle waits out its deadline only";
+    const auto& sysfs = stale->collectors.at(0);
+    EXPECT_FALSE(sysfs.success);
+    EXPECT_NE(sysfs.last_error.find(fake->path), std::string::npos) << sysfs.last_error;
+    EXPECT_NE(sysfs.last_error.find("did not return within 300 ms"), std::string::npos) << sysfs.last_error;
+    EXPECT_EQ(sysfs.last_success, read_at) << "how stale the devices are";
+    EXPECT_EQ(stale->collected_at, now);
+    ASSERT_EQ(stale->devices.size(), 3u) << "the last devices are served";
+    EXPECT_TRUE(find_device(*stale, "rocep1s0f0")->ports.at(0).counters.empty()) << "no stale counter values";
+    EXPECT_EQ(find_device(*stale, "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index, 3);
+    EXPECT_EQ(stale->host.hostname, "spark-02");
+
+    now += std::chrono::seconds(5);
+    auto skipping = engine.collect_once();
+    EXPECT_TRUE(skipping->collectors.at(0).success) << skipping->collectors.at(0).last_error;
+    EXPECT_EQ(skipping->collectors.at(0).last_success, now);
+    EXPECT_TRUE(fake->skipped.back()) << "the file that blocked is skipped while its read is stuck";
+    EXPECT_FALSE(find_device(*skipping, "rocep1s0f0")->ports.at(0).counters.empty());
+
+    fake->release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the stuck thread finishes
+    engine.collect_once();
+    EXPECT_FALSE(fake->skipped.back()) << "once its read returned, the file is read again";
+}
+
+TEST_F(EngineTest, StopIsPromptWhileAReadIsBlocked) {
+    auto fake = std::make_shared<BlockingRead>();
+    fake->path = "/sys/x/blocks";
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark";
+    cfg->daemon.state_dir.clear();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    src.read_sysfs = [fake](const fs::path& root, const SysfsReadOptions& o) { return (*fake)(root, o); };
+    src.read_deadline = std::chrono::seconds(30);
+    Engine engine(cfg, std::move(src), store, log);
+    fake->block = true;
+    std::thread loop([&] { engine.run(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // run() is waiting on the read
+    const auto t0 = std::chrono::steady_clock::now();
+    engine.stop();
+    loop.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+    fake->release();  // lets the abandoned thread end before the fake is gone
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+// An RDMA device whose name is not UTF-8 raises its alerts, and they persist, like any other:
+// the state file must not throw on the name and take every later cycle with it.
+TEST_F(EngineTest, AlertOnADeviceNamedInBadUtf8IsPublishedAndSaved) {
+    const fs::path tree = state / "sysfs";
+    fs::create_directories(state);
+    fs::copy(rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark", tree,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    const std::string bad("r\xff\xfe", 3);
+    fs::rename(tree / "class/infiniband/rocep1s0f1", tree / "class/infiniband" / bad);
+    std::ofstream(tree / "class/infiniband" / bad / "ports/1/state") << "1: DOWN\n";
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = tree.string();
+    cfg->daemon.state_dir = (state / "state").string();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    Engine engine(cfg, std::move(src), store, log);
+    std::shared_ptr<const Snapshot> s;
+    ASSERT_NO_THROW(s = engine.collect_once());
+    bool found = false;
+    for (const auto& a : s->alerts) found |= a.object.find(bad) != std::string::npos;
+    EXPECT_TRUE(found) << "an alert names the device";
+    EXPECT_TRUE(fs::exists(state / "state" / "alerts.json"));
 }

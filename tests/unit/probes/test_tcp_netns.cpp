@@ -53,6 +53,9 @@ constexpr const char* kAddrA = "10.201.0.1";
 constexpr const char* kAddrB = "10.201.0.2";
 constexpr const char* kBlackholed = "10.201.0.99";
 constexpr const char* kUnreachable = "10.202.0.7";
+constexpr const char* kFloodA = "10.201.0.3";   // more addresses in A, for floods beside the prober
+constexpr const char* kFloodA2 = "10.201.0.4";
+constexpr const char* kOtherB = "10.201.0.5";   // a second address of B's, for where the server binds
 
 using rocewatch::testing::Namespaces;
 
@@ -71,6 +74,9 @@ const Namespaces& namespaces() {
             !run(in_b + "ip link set lo up", &s.error) ||
             !run(in_b + "ip addr add " + kAddrB + "/24 dev rwp1", &s.error) ||
             !run(in_b + "ip link set rwp1 up", &s.error) ||
+            !run(std::string("ip addr add ") + kFloodA + "/24 dev rwp0", &s.error) ||
+            !run(std::string("ip addr add ") + kFloodA2 + "/24 dev rwp0", &s.error) ||
+            !run(in_b + "ip addr add " + kOtherB + "/24 dev rwp1", &s.error) ||
             !run(std::string("ip neigh replace ") + kBlackholed + " lladdr 02:00:00:00:01:02 dev rwp0 nud permanent",
                  &s.error) ||
             !run("ip route add unreachable 10.202.0.0/24", &s.error))
@@ -150,6 +156,65 @@ int raw_connect(uint16_t port) {
     return fd;
 }
 
+// Holds `count` idle connections from `source` (an address of A) to B's data port, and
+// opens a new one the moment the server closes one, as an attacker would: nothing sent,
+// no token needed to connect.
+class IdleFlood {
+ public:
+    IdleFlood(const char* source, uint16_t port, size_t count)
+        : source_(source), port_(port), count_(count), thread_([this] { run(); }) {}
+    ~IdleFlood() {
+        stop_ = true;
+        thread_.join();
+    }
+    uint64_t opened() const { return opened_; }
+
+ private:
+    int open_one() const {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        sockaddr_in local{}, peer{};
+        local.sin_family = peer.sin_family = AF_INET;
+        ::inet_pton(AF_INET, source_, &local.sin_addr);
+        ::inet_pton(AF_INET, kAddrB, &peer.sin_addr);
+        peer.sin_port = htons(port_);
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+            (::connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof peer) != 0 && errno != EINPROGRESS)) {
+            ::close(fd);
+            return -1;
+        }
+        return fd;
+    }
+    void run() {
+        std::vector<pollfd> fds;
+        while (!stop_) {
+            while (fds.size() < count_) {
+                const int fd = open_one();
+                if (fd < 0) break;
+                fds.push_back({fd, POLLIN, 0});
+                ++opened_;
+            }
+            if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
+            for (auto& p : fds) {
+                char c;
+                if (p.revents != 0 && ::recv(p.fd, &c, 1, MSG_DONTWAIT) <= 0 && errno != EAGAIN) {
+                    ::close(p.fd);
+                    p.fd = -1;
+                }
+            }
+            std::erase_if(fds, [](const pollfd& p) { return p.fd < 0; });
+            std::this_thread::sleep_for(2ms);  // an attacker's pace, not a spin on two shared cores
+        }
+        for (const auto& p : fds) ::close(p.fd);
+    }
+
+    const char* source_;
+    uint16_t port_;
+    size_t count_;
+    std::atomic<bool> stop_{false};
+    std::atomic<uint64_t> opened_{0};
+    std::thread thread_;
+};
+
 bool read_exact(int fd, uint8_t* p, size_t n) {
     size_t off = 0;
     while (off < n) {
@@ -170,16 +235,16 @@ class TcpProbeNetns : public ::testing::Test {
     }
     void TearDown() override { server_.reset(); }
 
-    std::unique_ptr<TcpProbeServer> make_server(TcpServerLimits limits) {
-        auto s = in_b([&] { return TcpProbeServer::create(kAddrB, 0, token_, limits, test_logger()); });
+    std::unique_ptr<TcpProbeServer> make_server(TcpServerLimits limits, const std::string& bind = kAddrB) {
+        auto s = in_b([&] { return TcpProbeServer::create(bind, 0, token_, limits, test_logger()); });
         s->start();
         return s;
     }
 
-    TcpProbeTarget target(uint16_t port = 0) const {
+    TcpProbeTarget target(uint16_t port = 0, const char* address = kAddrB) const {
         TcpProbeTarget t;
         t.peer = "peer-b";
-        t.address = kAddrB;
+        t.address = address;
         t.port = port ? port : server_->port();
         t.token = token_;
         return t;
@@ -543,6 +608,51 @@ TEST_F(TcpProbeNetns, StopEndsRunningEchoSessionsPromptly) {
     EXPECT_EQ(r.reason, reason::peer_closed) << r.detail;
     EXPECT_LT(r.duration_seconds, 10.0) << "ended by stop(), not by its own 30 s limit";
     EXPECT_EQ(server_->stats().active, 0u);
+}
+
+// Idle connections cost a flooder nothing (no token to connect); while they pile up from
+// the probing peer's own namespace and from another address, that peer's probes still get
+// through with the server's default limits, well inside their deadlines. (A flood from the
+// prober's very address competes for that address's own slots: not what this guards.)
+TEST_F(TcpProbeNetns, IdleFloodsDoNotStarveRealProbes) {
+    server_ = make_server(TcpServerLimits{});
+    IdleFlood same_namespace(kFloodA, server_->port(), 48);
+    IdleFlood elsewhere(kFloodA2, server_->port(), 200);
+    std::this_thread::sleep_for(500ms);  // the floods are in place before the probes start
+    for (int round = 0; round < 3; ++round) {
+        TcpLatSettings lat;
+        lat.iterations = 200;
+        const auto l = tcp_latency(target(), lat, Deadline::after(3s));
+        EXPECT_TRUE(l.success) << "round " << round << ": " << l.reason << " " << l.detail;
+        TcpBwSettings bw;
+        bw.streams = 2;
+        bw.duration_seconds = 0.3;
+        const auto b = tcp_bandwidth(target(), bw, Deadline::after(3s));
+        EXPECT_TRUE(b.success) << "round " << round << ": " << b.reason << " " << b.detail;
+    }
+    EXPECT_GE(same_namespace.opened() + elsewhere.opened(), 248u);
+    EXPECT_GT(server_->stats().dropped, 0u) << "the caps closed idle connections to make room";
+    std::printf("[ figures  ] flood: %llu idle connections opened, %llu dropped by the server\n",
+                static_cast<unsigned long long>(same_namespace.opened() + elsewhere.opened()),
+                static_cast<unsigned long long>(server_->stats().dropped));
+}
+
+// The data port listens where it is told: one address binds that address only; "" and "::"
+// listen on every address, IPv4 included.
+TEST_F(TcpProbeNetns, DataPortBindsWhereItIsTold) {
+    const auto one = make_server(test_limits(), kAddrB);
+    TcpLatSettings s;
+    s.iterations = 20;
+    EXPECT_TRUE(tcp_latency(target(one->port()), s, Deadline::after(2s)).success);
+    const auto elsewhere = tcp_latency(target(one->port(), kOtherB), s, Deadline::after(2s));
+    EXPECT_EQ(elsewhere.reason, reason::connection_refused) << elsewhere.detail;
+    for (const std::string all : {"", "::"}) {
+        const auto any = make_server(test_limits(), all);
+        for (const char* address : {kAddrB, kOtherB}) {
+            const auto r = tcp_latency(target(any->port(), address), s, Deadline::after(2s));
+            EXPECT_TRUE(r.success) << "bound to '" << all << "', probed at " << address << ": " << r.detail;
+        }
+    }
 }
 
 }  // namespace

@@ -36,15 +36,6 @@ json sample_json() { return json(sample()); }
 
 }  // namespace
 
-TEST(UcxInfo, HexRoundTrip) {
-    EXPECT_EQ(bytes_to_hex({0x00, 0x0f, 0xa0, 0xff}), "000fa0ff");
-    EXPECT_EQ(bytes_from_hex("000FA0ff"), (std::vector<uint8_t>{0x00, 0x0f, 0xa0, 0xff}));
-    EXPECT_EQ(bytes_from_hex(""), std::vector<uint8_t>{});
-    EXPECT_FALSE(bytes_from_hex("abc"));
-    EXPECT_FALSE(bytes_from_hex("zz"));
-    EXPECT_FALSE(bytes_from_hex("0x"));
-}
-
 TEST(UcxInfo, JsonRoundTrip) {
     const auto j = sample_json();
     EXPECT_EQ(j["worker_address"], "20fba600ff01");

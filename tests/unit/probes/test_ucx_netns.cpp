@@ -34,6 +34,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/probe_view.hpp"
+#include "cli_io.hpp"
 #include "probes/errors.hpp"
 #include "probes/ucx.hpp"
 #include "netns_pair.hpp"
@@ -79,16 +81,7 @@ const Namespaces& namespaces() {
 
 // ---- JSON lines over a socket, with a time limit on every read
 
-bool send_json(int fd, const json& j) {
-    const std::string l = j.dump() + "\n";
-    size_t off = 0;
-    while (off < l.size()) {
-        const ssize_t n = ::send(fd, l.data() + off, l.size() - off, MSG_NOSIGNAL);
-        if (n <= 0) return false;
-        off += static_cast<size_t>(n);
-    }
-    return true;
-}
+bool send_json(int fd, const json& j) { return cli::send_line(fd, j.dump()); }
 
 std::optional<json> recv_json(int fd, double timeout_s) {
     const auto until = Deadline::after_seconds(timeout_s);
@@ -104,16 +97,6 @@ std::optional<json> recv_json(int fd, double timeout_s) {
     }
     auto j = json::parse(s, nullptr, false);
     if (j.is_discarded()) return std::nullopt;
-    return j;
-}
-
-json result_json(const ProbeResult& r) {
-    json j{{"kind", to_string(r.kind)}, {"success", r.success},     {"duration_seconds", r.duration_seconds},
-           {"reason", r.reason},        {"detail", r.detail},       {"bytes", r.bytes},
-           {"iterations", r.iterations}, {"info", r.info}};
-    if (r.bandwidth_bits_per_second) j["bandwidth_bits_per_second"] = *r.bandwidth_bits_per_second;
-    if (r.latency) j["latency"] = {{"samples", r.latency->samples}, {"typical", r.latency->typical},
-                                   {"min", r.latency->min}, {"p99", r.latency->p99}};
     return j;
 }
 
@@ -226,7 +209,7 @@ int peer_main(int fd) {
         ls.message_size = job->value("size", 8u);
         r = ucx_put_lat_serve(ep, *client.info, ls, deadline);
     }
-    send_json(fd, json{{"result", result_json(r)}});
+    send_json(fd, json{{"result", api::probe_result_json(r)}});
     return 0;
 }
 
@@ -271,7 +254,7 @@ int client_main(int fd) {
         ls.message_size = job->value("size", 8u);
         r = ucx_put_lat(ep, *peer.info, ls, deadline);
     }
-    send_json(fd, json{{"result", result_json(r)}});
+    send_json(fd, json{{"result", api::probe_result_json(r)}});
     return 0;
 }
 
@@ -364,17 +347,17 @@ TEST_F(UcxProbeNetns, PutLatencyAcrossTheVeth) {
     EXPECT_EQ(c["iterations"], 1000);
     EXPECT_EQ(p["iterations"], 1000);
     EXPECT_EQ(c["bytes"], 8000);
-    ASSERT_TRUE(c.contains("latency"));
-    const double p50 = c["latency"]["typical"];
+    ASSERT_TRUE(c.contains("latency_seconds"));
+    const double p50 = c["latency_seconds"]["typical"];
     EXPECT_GT(p50, 0);
     EXPECT_LT(p50, 0.01);
-    EXPECT_EQ(c["latency"]["samples"], 1000);
+    EXPECT_EQ(c["latency_seconds"]["samples"], 1000);
     EXPECT_NE(c["info"]["ucx_lanes"].get<std::string>().find(std::string("tcp/") + kDevA), std::string::npos)
         << c["info"]["ucx_lanes"];
     EXPECT_NE(p["info"]["ucx_lanes"].get<std::string>().find(std::string("tcp/") + kDevB), std::string::npos)
         << p["info"]["ucx_lanes"];
     std::printf("ucx_put_lat over %s: p50 %.1f us, min %.1f us, p99 %.1f us\n", kDevA, p50 * 1e6,
-                c["latency"]["min"].get<double>() * 1e6, c["latency"]["p99"].get<double>() * 1e6);
+                c["latency_seconds"]["min"].get<double>() * 1e6, c["latency_seconds"]["p99"].get<double>() * 1e6);
     EXPECT_EQ(client_.reap(), 0);
     EXPECT_EQ(peer_.reap(), 0);
 }

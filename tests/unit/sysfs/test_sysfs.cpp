@@ -7,6 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "sysfs/rdma_sysfs.hpp"
 #include "sysfs/verbs.hpp"
 #include "test_env.hpp"
@@ -47,7 +50,7 @@ struct ScratchTree {
 };
 
 bool has_error_about(const SysfsReadResult& r, const std::string& fragment) {
-    return std::any_of(r.errors.begin(), r.errors.end(), [&](const std::string& e) { return e.find(fragment) != std::string::npos; });
+    return std::any_of(r.errors.begin(), r.errors.end(), [&](const SysfsError& e) { return e.text().find(fragment) != std::string::npos; });
 }
 
 GidEntry roce_gid(int index, const std::string& ipv4, const std::string& type = "RoCE v2",
@@ -130,7 +133,7 @@ TEST(SysfsParse, Counter) {
 TEST(SysfsRead, DgxSparkDevices) {
     const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"));
     EXPECT_EQ(r.read_errors, 0u);
-    EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+    EXPECT_TRUE(r.errors.empty()) << (r.errors.empty() ? "" : r.errors.front().text());
     ASSERT_EQ(r.devices.size(), 3u);
     // Sorted by name (byte order puts the capital P first).
     EXPECT_EQ(r.devices[0].name, "roceP2p1s0f0");
@@ -278,7 +281,7 @@ TEST(SysfsRead, Rxe) {
 // kernel really shows, not the one we think it shows.
 TEST(SysfsRead, RxeRealKernelTree) {
     const auto r = read_rdma_devices(sysfs_fixture("rxe-real"));
-    EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors.front());
+    EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors.front().text());
     ASSERT_EQ(r.devices.size(), 2u);
     for (const auto& [dev, netdev, ip] : {std::tuple{0, "railA", "10.10.1.1"}, std::tuple{1, "railB", "10.10.2.1"}}) {
         const auto& d = r.devices[dev];
@@ -352,10 +355,10 @@ TEST(SysfsRead, ErrorMessagesAreCappedButAllCounted) {
     ScratchTree t("cap");
     const std::string port = "class/infiniband/mlx5_0/ports/1/";
     t.write(port + "state", "4: ACTIVE\n");
-    for (int i = 0; i < 30; ++i) t.write(port + "counters/bad_" + std::to_string(100 + i), "garbage\n");
+    for (int i = 0; i < 40; ++i) t.write(port + "counters/bad_" + std::to_string(100 + i), "garbage\n");
     t.write(port + "counters/good", "7\n");
     const auto r = read_rdma_devices(t.root);
-    EXPECT_EQ(r.read_errors, 30u);
+    EXPECT_EQ(r.read_errors, 40u);
     EXPECT_EQ(r.errors.size(), SysfsReadResult::kMaxErrorMessages);
     ASSERT_EQ(r.devices.size(), 1u);
     EXPECT_EQ(r.devices[0].ports.at(0).counters, (std::map<std::string, uint64_t>{{"good", 7}}));
@@ -372,7 +375,7 @@ TEST(SysfsRead, InfinibandGidsHaveNoNetdevAndThatIsNoError) {
     t.write(port + "gid_attrs/types/0", "IB/RoCE v1\n");
     t.write(port + "gid_attrs/ndevs/.keep", "");
     const auto r = read_rdma_devices(t.root);
-    EXPECT_EQ(r.read_errors, 0u) << r.errors.front();
+    EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors.front().text());
     const auto& p = r.devices.at(0).ports.at(0);
     ASSERT_EQ(p.gids.size(), 1u);
     EXPECT_EQ(p.gids[0].type, "IB/RoCE v1");
@@ -434,6 +437,80 @@ TEST(SysfsRead, WithoutGidsTheRestIsStillRead) {
         EXPECT_FALSE(d.ports.at(0).counters.empty());
         EXPECT_FALSE(d.ports.at(0).netdev.empty()) << d.name << ": a PCI device's netdev needs no GID";
     }
+}
+
+// ---------------------------------------------------------------- hostile trees
+
+// Real sysfs holds only regular files; what else a tree holds must be skipped without
+// blocking (a FIFO would hang a plain read for ever) and counted with its path.
+TEST(SysfsRead, FifosDevicesLoopsAndHugeFilesAreSkippedAndCounted) {
+    ScratchTree t("hostile");
+    const std::string port = "class/infiniband/mlx5_0/ports/1/";
+    t.write(port + "state", "4: ACTIVE\n");
+    t.write(port + "counters/good", "7\n");
+    t.write(port + "counters/huge", std::string(100 * 1024, '1'));
+    ASSERT_EQ(::mkfifo((t.root / port / "counters/fifo").c_str(), 0600), 0);
+    std::filesystem::create_symlink("/dev/null", t.root / port / "counters/chardev");
+    std::filesystem::create_symlink("loop_b", t.root / port / "counters/loop_a");
+    std::filesystem::create_symlink("loop_a", t.root / port / "counters/loop_b");
+
+    const auto r = read_rdma_devices(t.root);
+    ASSERT_EQ(r.devices.size(), 1u);
+    EXPECT_EQ(r.devices[0].ports.at(0).counters, (std::map<std::string, uint64_t>{{"good", 7}}));
+    EXPECT_EQ(r.read_errors, 5u);
+    EXPECT_TRUE(has_error_about(r, "counters/fifo: skipped: a FIFO"));
+    EXPECT_TRUE(has_error_about(r, "counters/chardev: skipped: a character device"));
+    EXPECT_TRUE(has_error_about(r, "counters/huge: skipped: larger than 64 KiB"));
+    EXPECT_TRUE(has_error_about(r, "counters/loop_a: Too many levels of symbolic links"));
+    EXPECT_TRUE(has_error_about(r, "counters/loop_b: Too many levels of symbolic links"));
+}
+
+TEST(SysfsRead, FilesThatBlockedBeforeAreNotOpenedAgain) {
+    ScratchTree t("skip");
+    const std::string port = "class/infiniband/mlx5_0/ports/1/";
+    t.write(port + "counters/a", "1\n");
+    t.write(port + "counters/b", "2\n");
+    const std::string b = (t.root / port / "counters/b").string();
+    auto progress = std::make_shared<ReadProgress>();
+    const auto r = read_rdma_devices(
+        t.root, SysfsReadOptions{.skip = std::make_shared<const std::set<std::string>>(std::set{b}), .progress = progress});
+    EXPECT_EQ(r.devices.at(0).ports.at(0).counters, (std::map<std::string, uint64_t>{{"a", 1}}));
+    EXPECT_EQ(r.read_errors, 1u);
+    EXPECT_TRUE(has_error_about(r, "counters/b: skipped: an earlier read of it blocked"));
+    EXPECT_NE(progress->current(), "") << "every open is announced";
+    EXPECT_NE(progress->current(), b) << "the skipped file is never opened";
+}
+
+// A tree with thousands of populated GIDs must not become thousands of series.
+TEST(SysfsRead, SeriesPerPortAreCappedAndTheRestCounted) {
+    ScratchTree t("series");
+    const std::string port = "class/infiniband/mlx5_0/ports/1/";
+    for (int i = 0; i < 5; ++i) t.write(port + "counters/c" + std::to_string(i), "1\n");
+    for (int i = 0; i < 3; ++i) t.write(port + "hw_counters/h" + std::to_string(i), "1\n");
+    for (int i = 0; i < 40; ++i) {
+        char gid[64];
+        std::snprintf(gid, sizeof gid, "0000:0000:0000:0000:0000:ffff:0a00:%04x\n", i + 1);
+        t.write(port + "gids/" + std::to_string(i), gid);
+    }
+    t.write(port + "gids/40", "0000:0000:0000:0000:0000:0000:0000:0000\n");  // empty slots are no series
+
+    auto r = read_rdma_devices(t.root, SysfsReadOptions{.max_series_per_port = 20});
+    const auto& p = r.devices.at(0).ports.at(0);
+    EXPECT_EQ(p.counters.size() + p.hw_counters.size(), 8u) << "counters come first";
+    EXPECT_EQ(p.counters_dropped, 0u);
+    EXPECT_EQ(p.gids.size(), 12u);
+    EXPECT_EQ(p.gids_dropped, 28u);
+    EXPECT_EQ(r.read_errors, 0u) << "a capped entry is not a read error";
+
+    r = read_rdma_devices(t.root, SysfsReadOptions{.max_series_per_port = 6});
+    EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 5u);
+    EXPECT_EQ(r.devices.at(0).ports.at(0).hw_counters.size(), 1u);
+    EXPECT_EQ(r.devices.at(0).ports.at(0).counters_dropped, 2u);
+    EXPECT_EQ(r.devices.at(0).ports.at(0).gids_dropped, 40u);
+
+    r = read_rdma_devices(t.root);
+    EXPECT_EQ(r.devices.at(0).ports.at(0).gids.size(), 40u) << "the default cap leaves a real port whole";
+    EXPECT_EQ(r.devices.at(0).ports.at(0).gids_dropped, 0u);
 }
 
 // ---------------------------------------------------------------- no RDMA at all

@@ -40,8 +40,8 @@ MAX_PER_PKT=$((4096 + 58 + 16 + 4))
 # in the build tree the daemon came from, else the repository's build/.
 CLI=
 for c in "$(dirname "$0")/rdma_probe_cli" \
-    "${ROCEWATCHD:+$(dirname "$ROCEWATCHD")/../tests/unit/probes/rdma_probe_cli}" \
-    "$RW_REPO/build/tests/unit/probes/rdma_probe_cli"; do
+    "${ROCEWATCHD:+$(dirname "$ROCEWATCHD")/../tools/rdma_probe_cli}" \
+    "$RW_REPO/build/tools/rdma_probe_cli"; do
     [[ -n $c && -x $c ]] && CLI=$c && break
 done
 
@@ -51,7 +51,7 @@ for rail in "${RAILS[@]}"; do
     check_eq "${RAIL_RXE[$rail]}: GID 1 type" "RoCE v2" "$(cat "$(port_dir "${RAIL_RXE[$rail]}")/gid_attrs/types/1")"
 done
 if [[ -z $CLI ]]; then
-    if [[ ${RW_CI:-} == true ]]; then fail "rdma_probe_cli not found (build tests/unit/probes/rdma_probe_cli)"; else skip "rdma_probe_cli not found: our probes are not run"; fi
+    if [[ ${RW_CI:-} == true ]]; then fail "rdma_probe_cli not found (build tools/rdma_probe_cli)"; else skip "rdma_probe_cli not found: our probes are not run"; fi
 fi
 sync_point rxe-up
 
@@ -139,11 +139,11 @@ if [[ -n $CLI && $NODE == 2 ]]; then
         probe "lat-$rail" --server "$(rail_ip "$rail" 1)" --mode lat --dev "$dev:1" --iters "$LAT_ITERS" --timeout 60
         check_eq "lat $rail: success" true "$(jf .success)"
         check_eq "lat $rail: iterations" "$LAT_ITERS" "$(jf .iterations)"
-        typ=$(jf '(.latency.typical // 0) * 1e6')
-        p99=$(jf '(.latency.p99 // 0) * 1e6')
+        typ=$(jf '(.latency_seconds.typical // 0) * 1e6')
+        p99=$(jf '(.latency_seconds.p99 // 0) * 1e6')
         if fgt "$typ" 0 && flt "$typ" 1000000 && ! flt "$p99" "$typ"; then pass "lat $rail: typical $typ us, p99 $p99 us"; else fail "lat $rail: typical $typ us p99 $p99 us"; fi
         OURS_LAT[$rail]=$typ
-        record "rocewatch rdma_write_lat $rail $dev: 2B x $LAT_ITERS, typical $typ us, p99 $p99 us, min $(jf '.latency.min * 1e6') us"
+        record "rocewatch rdma_write_lat $rail $dev: 2B x $LAT_ITERS, typical $typ us, p99 $p99 us, min $(jf '.latency_seconds.min * 1e6') us"
     done
 
     section "our write bandwidth on both rails at once (2 QPs per rail)"
@@ -228,7 +228,7 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
     fi
     if [[ -n $CLI && $NODE == 2 ]] && ((round > 1)); then
         probe "bench-lat-$round" --server "$(rail_ip railA 1)" --mode lat --dev rxe0:1 --iters "$LAT_ITERS" --timeout 60
-        [[ $(jf .success) == true ]] && OURS_LAT[railA]="${OURS_LAT[railA]} $(jf '.latency.typical * 1e6')"
+        [[ $(jf .success) == true ]] && OURS_LAT[railA]="${OURS_LAT[railA]} $(jf '.latency_seconds.typical * 1e6')"
     fi
     sync_point "bench-ours-lat-$round" 180
     if perftest_run ib_write_lat railA "perf-lat-$round"; then

@@ -12,11 +12,6 @@
 // 1 when the probe failed, 2 on bad usage. The client fills bytes_per_rail from each
 // rail's counters around the run: port_xmit_data x 4 where the port has it, else the
 // GID's netdev tx_bytes (Soft-RoCE).
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -31,13 +26,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "line_io.hpp"
+#include "cli_io.hpp"
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
 #include "probes/rdma.hpp"
 #include "probes/rdma_session.hpp"
 
 using namespace rocewatch;
+using rocewatch::cli::connect_tcp;
+using rocewatch::cli::print_result;
 using rocewatch::cli::recv_line;
 using rocewatch::cli::send_line;
 using rocewatch::cli::set_timeout;
@@ -66,29 +63,6 @@ DevSpec parse_dev(const std::string& s) {
     d.device = s.substr(0, c);
     if (c != std::string::npos) d.gid_index = std::stoi(s.substr(c + 1));
     return d;
-}
-
-json result_json(const ProbeResult& r) {
-    json j{{"kind", to_string(r.kind)},   {"rail", r.rail},     {"success", r.success},
-           {"duration_seconds", r.duration_seconds}, {"reason", r.reason}, {"detail", r.detail},
-           {"bytes", r.bytes},            {"iterations", r.iterations}, {"streams", r.streams},
-           {"bytes_per_stream", r.bytes_per_stream}, {"bytes_per_rail", r.bytes_per_rail},
-           {"info", r.info}};
-    if (r.bandwidth_bits_per_second) j["bandwidth_bits_per_second"] = *r.bandwidth_bits_per_second;
-    if (r.latency) {
-        const auto& l = *r.latency;
-        j["latency"] = {{"samples", l.samples}, {"used", l.used},   {"min", l.min},     {"max", l.max},
-                        {"typical", l.typical}, {"mean", l.mean},   {"stddev", l.stddev},
-                        {"p99", l.p99},         {"p99_9", l.p99_9}};
-    }
-    return j;
-}
-
-int print_result(const ProbeResult& r) {
-    // one write per line: sessions on several threads print whole lines
-    std::printf("%s\n", result_json(r).dump().c_str());
-    std::fflush(stdout);
-    return r.success ? 0 : 1;
 }
 
 // ---- server
@@ -124,15 +98,9 @@ int serve_session(int fd, int retry_cnt) {
 }
 
 int run_server(const std::string& listen_addr, uint16_t port, int sessions, int retry_cnt) {
-    const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    if (inet_pton(AF_INET, listen_addr.c_str(), &a.sin_addr) != 1) return usage();
-    if (::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) || ::listen(lfd, 4)) {
-        std::fprintf(stderr, "%s\n", errno_detail("bind/listen", errno).c_str());
+    const int lfd = cli::listen_tcp(listen_addr, port);
+    if (lfd < 0) {
+        std::fprintf(stderr, "%s\n", errno_detail("listen on " + listen_addr, -lfd).c_str());
         return 1;
     }
     std::fprintf(stderr, "rdma_probe_cli: listening on %s:%u\n", listen_addr.c_str(), port);
@@ -160,26 +128,6 @@ int run_server(const std::string& listen_addr, uint16_t port, int sessions, int 
 }
 
 // ---- client
-
-int connect_to(const std::string& host, uint16_t port, double timeout) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
-        ::close(fd);
-        return -EINVAL;
-    }
-    set_timeout(fd, timeout);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a)) {
-        const int err = errno;
-        ::close(fd);
-        return -err;
-    }
-    const int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
 
 struct ClientArgs {
     std::string server, mode = "bw", sysfs = "/sys";
@@ -220,7 +168,7 @@ int run_client(const ClientArgs& a) {
     if (!lat && plan.rails.size() > 1) plan.kind = ProbeKind::rdma_multirail_bw;
     auto exchange = [&](const json& request, Deadline deadline) {
         SessionReply rep;
-        const int fd = connect_to(a.server, a.port, std::max(1.0, deadline.remaining_seconds()));
+        const int fd = connect_tcp(a.server, a.port, std::max(1.0, deadline.remaining_seconds()));
         if (fd < 0) {
             rep.reason = reason_from_errno(-fd);
             rep.detail = errno_detail("connect to " + a.server, -fd);

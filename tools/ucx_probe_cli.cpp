@@ -11,10 +11,6 @@
 // JSON result line on stdout. --tls/--dev set UCX_TLS/UCX_NET_DEVICES for this endpoint
 // (default: the environment, then UCX's choice). Exit 0 on success, 1 when the probe
 // failed, 2 on bad usage.
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,12 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "line_io.hpp"
+#include "cli_io.hpp"
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
 #include "probes/ucx.hpp"
 
 using namespace rocewatch;
+using rocewatch::cli::print_result;
 using rocewatch::cli::recv_line;
 using rocewatch::cli::send_line;
 using rocewatch::cli::set_timeout;
@@ -43,26 +40,6 @@ int usage() {
                  "       ucx_probe_cli client --server ADDR --port N --mode bw|lat [--iters N] [--seconds S]\n"
                  "              [--size B] [--outstanding N] [--timeout S] [--tls T] [--dev D]\n");
     return 2;
-}
-
-json result_json(const ProbeResult& r) {
-    json j{{"kind", to_string(r.kind)}, {"success", r.success}, {"duration_seconds", r.duration_seconds},
-           {"reason", r.reason},        {"detail", r.detail},   {"bytes", r.bytes},
-           {"iterations", r.iterations}, {"info", r.info}};
-    if (r.bandwidth_bits_per_second) j["bandwidth_bits_per_second"] = *r.bandwidth_bits_per_second;
-    if (r.latency) {
-        const auto& l = *r.latency;
-        j["latency"] = {{"samples", l.samples}, {"used", l.used}, {"min", l.min},       {"max", l.max},
-                        {"typical", l.typical}, {"mean", l.mean}, {"stddev", l.stddev}, {"p99", l.p99},
-                        {"p99_9", l.p99_9}};
-    }
-    return j;
-}
-
-int print_result(const ProbeResult& r) {
-    std::printf("%s\n", result_json(r).dump().c_str());
-    std::fflush(stdout);
-    return r.success ? 0 : 1;
 }
 
 struct Args {
@@ -117,15 +94,9 @@ int serve_session(int fd, const Args& a) {
 }
 
 int run_server(const Args& a) {
-    const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(a.port));
-    if (::inet_pton(AF_INET, a.listen.c_str(), &sa.sin_addr) != 1 ||
-        ::bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(lfd, 4) != 0) {
-        std::perror("listen");
+    const int lfd = cli::listen_tcp(a.listen, static_cast<uint16_t>(a.port));
+    if (lfd < 0) {
+        std::fprintf(stderr, "%s\n", errno_detail("listen on " + a.listen, -lfd).c_str());
         return 2;
     }
     int rc = 0;
@@ -139,23 +110,6 @@ int run_server(const Args& a) {
     return rc;
 }
 
-int connect_tcp(const std::string& host, int port) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
-    int fd = -1;
-    for (auto* ai = res; ai; ai = ai->ai_next) {
-        fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-        if (fd >= 0 && ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
-        if (fd >= 0) ::close(fd);
-        fd = -1;
-    }
-    ::freeaddrinfo(res);
-    return fd;
-}
-
 int run_client(const Args& a) {
     const ProbeKind kind = a.mode == "lat" ? ProbeKind::ucx_put_lat : ProbeKind::ucx_put_bw;
     const uint32_t size = a.size ? a.size : (kind == ProbeKind::ucx_put_lat ? 8u : 65536u);
@@ -164,9 +118,8 @@ int run_client(const Args& a) {
     auto opened = UcxEndpoint::open(endpoint_options(a, size));
     if (!opened.endpoint) return print_result(failed_result(kind, opened.status.reason, opened.status.detail));
     auto& ep = *opened.endpoint;
-    const int fd = connect_tcp(a.server, a.port);
-    if (fd < 0) return print_result(failed_result(kind, reason::connection_refused, "control connection to " + a.server));
-    set_timeout(fd, std::max(1.0, a.timeout));
+    const int fd = cli::connect_tcp(a.server, static_cast<uint16_t>(a.port), std::max(1.0, a.timeout));
+    if (fd < 0) return print_result(failed_result(kind, reason_from_errno(-fd), errno_detail("control connection to " + a.server, -fd)));
     json req{{"mode", a.mode}, {"size", size}, {"iters", iters}, {"timeout", a.timeout}, {"info", ep.info()}};
     if (!send_line(fd, req.dump())) return print_result(failed_result(kind, reason::peer_closed, "control send"));
     const auto line = recv_line(fd);

@@ -1,9 +1,9 @@
-// Command-line front end to the TCP probes, for bench/tcp_probe_vs_iperf3.sh and by hand.
+// Command-line front end to the TCP probes and the data port, for bench/tcp_probe_vs_iperf3.sh and by hand.
 //
-//   probe_cli serve --bind ADDR [--port N] --token HEX [--seconds S] [--max-sessions N]
-//   probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S]
+//   tcp_probe_cli serve --bind ADDR [--port N] --token HEX [--seconds S] [--max-sessions N]
+//   tcp_probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S]
 //                 [--deadline S] [--bind-address A] [--interface IF]
-//   probe_cli lat --target ADDR --port N --token HEX [--size B] [--iterations N]
+//   tcp_probe_cli lat --target ADDR --port N --token HEX [--size B] [--iterations N]
 //                 [--duration S] [--deadline S]
 //
 // Results are one line of key=value pairs on stdout; exit status 0 on success, 1 when the
@@ -26,10 +26,10 @@ namespace {
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: probe_cli serve --bind ADDR [--port N] --token HEX [--seconds S] [--max-sessions N]\n"
-                 "       probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S]\n"
+                 "usage: tcp_probe_cli serve --bind ADDR [--port N] --token HEX [--seconds S] [--max-sessions N]\n"
+                 "       tcp_probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S]\n"
                  "                     [--deadline S] [--bind-address A] [--interface IF]\n"
-                 "       probe_cli lat --target ADDR --port N --token HEX [--size B] [--iterations N]\n"
+                 "       tcp_probe_cli lat --target ADDR --port N --token HEX [--size B] [--iterations N]\n"
                  "                     [--duration S] [--deadline S]\n");
     return 2;
 }
@@ -53,7 +53,7 @@ int serve(const std::map<std::string, std::string>& o, const ProbeToken& token) 
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    auto log = std::make_shared<spdlog::logger>("probe_cli", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    auto log = std::make_shared<spdlog::logger>("tcp_probe_cli", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     auto server = TcpProbeServer::create(opt(o, "bind"), static_cast<uint16_t>(std::stoul(opt(o, "port", "0"))),
                                          token, limits, log);
     server->start();
@@ -69,10 +69,11 @@ int serve(const std::map<std::string, std::string>& o, const ProbeToken& token) 
     }
     server->stop();
     const auto s = server->stats();
-    std::fprintf(stderr, "served connections=%llu sessions=%llu auth_refused=%llu busy=%llu cut=%llu bytes=%llu\n",
+    std::fprintf(stderr, "served connections=%llu sessions=%llu auth_refused=%llu busy=%llu cut=%llu dropped=%llu bytes=%llu\n",
                  static_cast<unsigned long long>(s.connections), static_cast<unsigned long long>(s.sessions),
                  static_cast<unsigned long long>(s.auth_refused), static_cast<unsigned long long>(s.busy),
-                 static_cast<unsigned long long>(s.cut), static_cast<unsigned long long>(s.bytes_received));
+                 static_cast<unsigned long long>(s.cut), static_cast<unsigned long long>(s.dropped),
+                 static_cast<unsigned long long>(s.bytes_received));
     return 0;
 }
 
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
             return 0;
         }
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "probe_cli: %s\n", e.what());
+        std::fprintf(stderr, "tcp_probe_cli: %s\n", e.what());
         return 2;
     }
     return usage();

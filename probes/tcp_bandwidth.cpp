@@ -1,0 +1,261 @@
+// The TCP bandwidth probe: N streams into the peer's sink, the figure counted where the
+// bytes arrive (the sink's reports), as iperf3's receiver line.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <limits>
+#include <vector>
+
+#include "probes/stats.hpp"
+#include "probes/tcp_client.hpp"
+#include "probes/tcp_socket.hpp"
+
+namespace rocewatch {
+
+namespace {
+
+using namespace tcpclient;
+
+struct Stream {
+    Fd fd;
+    uint64_t cap = 0;    // bytes this stream may send: the peer's grant, our share of max_bytes
+    uint64_t sent = 0;
+    bool sending = true;
+    std::array<uint8_t, tcpwire::kReportSize> report_buf{};
+    size_t report_got = 0;
+    std::optional<tcpwire::Report> report;
+};
+
+// What the sending phase did, for the result and for a stalled peer's detail.
+struct Sent {
+    uint64_t writes = 0;
+    double sender_seconds = 0;
+    double progress_seconds = 0;  // into the run, when send() last took bytes
+};
+
+std::optional<Failure> check_settings(const TcpBwSettings& s) {
+    if (s.streams == 0 || s.streams > 128) return Failure{reason::bad_target, "streams must be 1..128"};
+    if (!(s.duration_seconds > 0)) return Failure{reason::bad_target, "duration must be positive"};
+    if (s.write_size == 0 || s.write_size > (16u << 20))
+        return Failure{reason::bad_target, "write size must be 1 B..16 MiB"};
+    return std::nullopt;
+}
+
+// Connects and handshakes every stream; the shortest duration granted applies to all.
+bool open_streams(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, std::vector<Stream>& streams,
+                  uint32_t& granted_ms, Failure& f) {
+    tcpwire::Request req;
+    req.mode = tcpwire::Mode::sink;
+    req.duration_ms = tcpsock::to_ms(s.duration_seconds);
+    req.max_bytes = s.max_bytes ? (s.max_bytes + s.streams - 1) / s.streams : std::numeric_limits<uint64_t>::max();
+    req.token = t.token;
+    granted_ms = req.duration_ms;
+    streams.resize(s.streams);
+    for (auto& st : streams) {
+        auto fd = connect_to(t, d, s.socket_buffer_bytes, f);
+        if (!fd) return false;
+        const auto reply = handshake(fd->get(), req, d, target_string(t), f);
+        if (!reply) return false;
+        st.fd = std::move(*fd);
+        st.cap = std::min(reply->max_bytes, req.max_bytes);
+        granted_ms = std::min(granted_ms, reply->duration_ms);
+    }
+    return true;
+}
+
+// A few writes per wake-up keep the streams fair without a syscall per poll. False on a
+// send error (in `f`).
+bool write_burst(Stream& st, size_t index, const std::vector<uint8_t>& block, Sent& out,
+                 SteadyClock::time_point& last_progress, const std::string& where, Failure& f) {
+    for (int burst = 0; burst < 16 && st.sending; ++burst) {
+        const uint64_t want = std::min<uint64_t>(block.size(), st.cap - st.sent);
+        if (want == 0) {
+            st.sending = false;
+            break;
+        }
+        const ssize_t w = ::send(st.fd.get(), block.data(), want, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            st.sent += static_cast<uint64_t>(w);
+            ++out.writes;
+            last_progress = SteadyClock::now();
+            continue;
+        }
+        if (w < 0 && (errno == EAGAIN || errno == EINTR)) break;
+        f = errno_failure("send on stream " + std::to_string(index) + " to " + where, errno);
+        return false;
+    }
+    return true;
+}
+
+// Sends on every stream until send_end or every grant is used, then FINs them all.
+bool send_until(std::vector<Stream>& streams, const TcpBwSettings& s, SteadyClock::time_point send_end,
+                const std::string& where, Sent& out, Failure& f) {
+    std::vector<uint8_t> block(s.write_size);
+    for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 131 + 7);
+    const auto send_start = SteadyClock::now();
+    auto now = send_start;
+    auto last_progress = send_start;
+    std::vector<pollfd> pfds;
+    std::vector<size_t> idx;
+    for (;;) {
+        pfds.clear();
+        idx.clear();
+        for (size_t i = 0; i < streams.size(); ++i)
+            if (streams[i].sending) {
+                pfds.push_back({streams[i].fd.get(), POLLOUT, 0});
+                idx.push_back(i);
+            }
+        now = SteadyClock::now();
+        if (pfds.empty() || now >= send_end) break;
+        const timespec ts = tcpsock::to_timespec(send_end - now);
+        const int rc = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+        if (rc < 0 && errno != EINTR) {
+            f = errno_failure("poll while sending", errno);
+            return false;
+        }
+        for (size_t k = 0; rc > 0 && k < pfds.size(); ++k)
+            if (pfds[k].revents != 0 && !write_burst(streams[idx[k]], idx[k], block, out, last_progress, where, f))
+                return false;
+    }
+    out.sender_seconds = seconds_between(send_start, now);
+    out.progress_seconds = seconds_between(send_start, last_progress);
+    for (auto& st : streams) ::shutdown(st.fd.get(), SHUT_WR);
+    return true;
+}
+
+// Reads one stream's report as far as it has come; false with `f` when it cannot arrive.
+bool read_report(Stream& st, size_t index, const std::string& where, size_t& pending, Failure& f) {
+    const ssize_t n = ::recv(st.fd.get(), st.report_buf.data() + st.report_got, st.report_buf.size() - st.report_got,
+                             MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    if (n < 0) {
+        f = errno_failure("read report from " + where, errno);
+        return false;
+    }
+    if (n == 0) {
+        f = {reason::peer_closed, where + " closed stream " + std::to_string(index) + " without a report"};
+        return false;
+    }
+    st.report_got += static_cast<size_t>(n);
+    if (st.report_got < st.report_buf.size()) return true;
+    st.report = tcpwire::decode_report(st.report_buf.data(), st.report_buf.size());
+    if (!st.report) {
+        f = {reason::protocol_error, where + " sent a malformed report"};
+        return false;
+    }
+    --pending;
+    return true;
+}
+
+// Each stream's server session answers once it has read our FIN.
+bool collect_reports(std::vector<Stream>& streams, Deadline d, const std::string& where,
+                     const std::string& stall_note, Failure& f) {
+    size_t pending = streams.size();
+    std::vector<pollfd> pfds;
+    std::vector<size_t> idx;
+    while (pending > 0) {
+        pfds.clear();
+        idx.clear();
+        for (size_t i = 0; i < streams.size(); ++i)
+            if (!streams[i].report) {
+                pfds.push_back({streams[i].fd.get(), POLLIN, 0});
+                idx.push_back(i);
+            }
+        const timespec ts = d.remaining_timespec();
+        const int rc = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc == 0 && !d.expired()) continue;
+        if (rc < 0) {
+            f = errno_failure("poll for reports", errno);
+            return false;
+        }
+        if (rc == 0) {
+            f = {reason::timeout, where + ": " + std::to_string(pending) + " of " + std::to_string(streams.size()) +
+                                      " streams sent no report before the deadline" + stall_note};
+            return false;
+        }
+        for (size_t k = 0; k < pfds.size(); ++k)
+            if (pfds[k].revents != 0 && !read_report(streams[idx[k]], idx[k], where, pending, f)) return false;
+    }
+    return true;
+}
+
+// The kernel buffers fill within milliseconds of a peer that stops reading; a second (or a
+// quarter of the run) without progress is a peer that stalled, not a slow link.
+std::string stall_note(const Sent& sent, uint64_t bytes) {
+    if (sent.sender_seconds - sent.progress_seconds <= std::max(1.0, sent.sender_seconds / 4)) return "";
+    return "; the peer stopped reading " + std::to_string(sent.progress_seconds).substr(0, 4) + " s into " +
+           std::to_string(sent.sender_seconds).substr(0, 4) + " s of sending (" + std::to_string(bytes) +
+           " bytes sent)";
+}
+
+// The figure from the reports: total bytes over the receiver's span, all streams together.
+void score(const std::vector<Stream>& streams, const Sent& sent, const std::string& where, ProbeResult& r) {
+    uint64_t total = 0;
+    int64_t first = std::numeric_limits<int64_t>::max();
+    int64_t last = std::numeric_limits<int64_t>::min();
+    r.bytes_per_stream.clear();
+    std::string mismatch;
+    for (size_t i = 0; i < streams.size(); ++i) {
+        const auto& rep = *streams[i].report;
+        r.bytes_per_stream.push_back(rep.bytes);
+        total += rep.bytes;
+        if (rep.bytes > 0) {
+            first = std::min(first, rep.first_ns);
+            last = std::max(last, rep.last_ns);
+        }
+        // TCP delivers every byte before the FIN, so anything else means the peer cut us.
+        if (rep.bytes != streams[i].sent && mismatch.empty())
+            mismatch = "stream " + std::to_string(i) + ": peer received " + std::to_string(rep.bytes) + " bytes of " +
+                       std::to_string(streams[i].sent) + " sent (" + tcpwire::to_string(rep.code) + ")";
+    }
+    r.bytes = total;
+    r.iterations = sent.writes;
+    if (!mismatch.empty()) return fail(r, {reason::peer_closed, where + " " + mismatch});
+    if (total == 0) return fail(r, {reason::no_data, where + " received no data"});
+    double receiver_seconds = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
+    // Everything arrived in one read: no receiver-side span to divide by.
+    r.info["time_source"] = receiver_seconds > 0 ? "receiver" : "sender";
+    if (receiver_seconds <= 0) receiver_seconds = sent.sender_seconds;
+    r.info["receiver_seconds"] = std::to_string(receiver_seconds);
+    r.bandwidth_bits_per_second = bandwidth_bps(total, receiver_seconds);
+    r.success = true;
+}
+
+void run_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, ProbeResult& r) {
+    const std::string where = target_string(t);
+    if (auto bad = check_settings(s)) return fail(r, *bad);
+    r.streams = s.streams;
+    std::vector<Stream> streams;
+    uint32_t granted_ms = 0;
+    Failure f;
+    if (!open_streams(t, s, d, streams, granted_ms, f)) return fail(r, f);
+    r.info["local_address"] = tcpsock::local_address(streams[0].fd.get());
+    r.info["granted_duration_ms"] = std::to_string(granted_ms);
+
+    // Leave part of the deadline for the FIN to drain and the reports to come back.
+    const auto send_start = SteadyClock::now();
+    const double left = seconds_between(send_start, d.at);
+    const double reserve = std::clamp(left * 0.2, 0.05, 0.5);
+    const double send_for = std::min({s.duration_seconds, granted_ms / 1000.0, left - reserve});
+    if (send_for <= 0)
+        return fail(r, {reason::timeout, "the deadline leaves no time to send (" + std::to_string(left) + " s left)"});
+    Sent sent;
+    if (!send_until(streams, s, send_start + from_seconds(send_for), where, sent, f)) return fail(r, f);
+    uint64_t bytes = 0;
+    for (const auto& st : streams) bytes += st.sent;
+    r.info["sent_bytes"] = std::to_string(bytes);
+    r.info["sender_seconds"] = std::to_string(sent.sender_seconds);
+    if (!collect_reports(streams, d, where, stall_note(sent, bytes), f)) return fail(r, f);
+    score(streams, sent, where, r);
+}
+
+}  // namespace
+
+ProbeResult tcp_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d) {
+    return run_probe(ProbeKind::tcp_bw, t, [&](ProbeResult& r) { run_bandwidth(t, s, d, r); });
+}
+
+}  // namespace rocewatch
