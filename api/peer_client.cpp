@@ -3,18 +3,60 @@
 
 #include <httplib.h>
 
-#include <algorithm>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <condition_variable>
 #include <exception>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "api/probe_view.hpp"
+#include "config/config_loader.hpp"
 
 namespace rocewatch::api {
 namespace {
 
+// One name lookup, shared by the waiting caller and the thread that asks the resolver: the
+// caller may leave at its deadline, the thread finishes (and frees it) whenever it returns.
+struct Lookup {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::string address;
+    std::string error;
+};
+
+void look_up(const std::shared_ptr<Lookup>& l, const std::string& host) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    std::string address, error;
+    if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0 || !res) {
+        error = rc != 0 ? gai_strerror(rc) : "no address";
+    } else {
+        char buf[NI_MAXHOST];
+        if (getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) == 0)
+            address = buf;
+        else
+            error = "no numeric address";
+        freeaddrinfo(res);
+    }
+    std::lock_guard lock(l->mu);
+    l->address = std::move(address);
+    l->error = std::move(error);
+    l->done = true;
+    l->cv.notify_all();
+}
+
 struct Outcome {
     httplib::Result res;
     std::string reason;  // transport failure, "" when a response came back
+    std::string detail;  // what went wrong before any request was sent
 };
 
 // One request with every timeout set to what is left of the deadline; the transport's
@@ -23,11 +65,18 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
              const std::function<httplib::Result(httplib::Client&)>& send) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return {httplib::Result{nullptr, httplib::Error::Unknown}, "timeout"};
-    auto colon = address.rfind(':');
-    std::string host = address.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    int port = std::stoi(address.substr(colon + 1));
-    httplib::Client cli(host, port);
+    auto where = parse_listen_address(address);
+    if (!where || where->host.empty() || where->port == 0)
+        return {httplib::Result{nullptr, httplib::Error::Unknown}, "protocol_error", "not a host:port address"};
+    std::string why;
+    auto host = resolve_host(where->host, deadline, why);
+    if (!host) {
+        const bool late = std::chrono::steady_clock::now() >= deadline;
+        return {httplib::Result{nullptr, httplib::Error::Unknown}, late ? "timeout" : "peer_unreachable", why};
+    }
+    left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return {httplib::Result{nullptr, httplib::Error::Unknown}, "timeout"};
+    httplib::Client cli(*host, where->port);
     auto secs = static_cast<time_t>(left.count() / 1'000'000);
     auto usecs = static_cast<time_t>(left.count() % 1'000'000);
     cli.set_connection_timeout(secs, usecs);
@@ -48,6 +97,30 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
 }
 
 }  // namespace
+
+std::optional<std::string> resolve_host(const std::string& host, std::chrono::steady_clock::time_point deadline,
+                                        std::string& why) {
+    std::string bare = host.size() >= 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
+    unsigned char buf[sizeof(in6_addr)];
+    if (inet_pton(AF_INET, bare.c_str(), buf) == 1 || inet_pton(AF_INET6, bare.c_str(), buf) == 1) return bare;
+    try {
+        auto l = std::make_shared<Lookup>();
+        std::thread(look_up, l, bare).detach();
+        std::unique_lock lock(l->mu);
+        if (!l->cv.wait_until(lock, deadline, [&] { return l->done; })) {
+            why = "the name " + bare + " did not resolve before the probe's deadline";
+            return std::nullopt;
+        }
+        if (l->address.empty()) {
+            why = "the name " + bare + " does not resolve: " + l->error;
+            return std::nullopt;
+        }
+        return l->address;
+    } catch (const std::exception& e) {  // no thread to spare
+        why = std::string("cannot resolve ") + bare + ": " + e.what();
+        return std::nullopt;
+    }
+}
 
 PeerState fetch_hello(const PeerConfig& peer, const std::string& token, std::chrono::steady_clock::time_point deadline) {
     PeerState st;
@@ -91,7 +164,8 @@ SessionReply post_session(const PeerConfig& peer, const std::string& token, cons
             return cli.Post(path, {{"Authorization", "Bearer " + token}}, request.dump(), "application/json");
         });
         const std::string where = "POST " + path + " to " + peer.name + " (" + peer.address + ")";
-        if (!out.reason.empty()) return fail(out.reason, where + ": " + httplib::to_string(out.res.error()));
+        if (!out.reason.empty())
+            return fail(out.reason, where + ": " + (out.detail.empty() ? httplib::to_string(out.res.error()) : out.detail));
         const auto& res = out.res;
         if (res->status == 401 || res->status == 403) return fail("auth_refused", where + ": our token was refused");
         if (res->status == 503) return fail("peer_busy", where + ": the peer runs another probe session");

@@ -18,6 +18,7 @@
 
 #include "config/config_internal.hpp"
 #include "config/config_loader.hpp"
+#include "rules/rules.hpp"
 #include "model/probe.hpp"
 
 namespace rocewatch {
@@ -32,6 +33,14 @@ constexpr Duration kMinHttpTimeout{100};
 // A flap or counter window under a second spans a few collections at best: a slipped unit,
 // not a window anyone means.
 constexpr Duration kMinWindow{1000};
+// Upper bounds: every duration ends up added to a steady_clock time point in nanoseconds,
+// where "2562048h" already overflows (a collector that never sleeps, a rule that fires at
+// once). Each bound is far above any value that means something for its key.
+constexpr Duration kMaxInterval{std::chrono::hours(1)};
+constexpr Duration kMaxHttpTimeout{std::chrono::minutes(5)};
+// Trends keep every sample inside a window; a week of samples is already a lot of memory.
+constexpr Duration kMaxWindow{std::chrono::hours(24 * 7)};
+constexpr Duration kMaxRuleDelay{std::chrono::hours(24 * 7)};
 // Bounds the persisted history file and every /history response.
 constexpr int64_t kMaxHistory = 1'000'000;
 
@@ -187,7 +196,7 @@ public:
         return v;
     }
 
-    std::optional<Duration> duration(Duration min) const {
+    std::optional<Duration> duration(Duration min, Duration max) const {
         auto text = node_.value_exact<std::string>();
         if (!text) return wrong_type("a duration string such as \"5s\"");
         auto d = parse_duration(*text);
@@ -197,6 +206,10 @@ public:
         }
         if (*d < min) {
             fail(format_duration(*d) + " is below the minimum " + format_duration(min));
+            return std::nullopt;
+        }
+        if (*d > max) {
+            fail(format_duration(*d) + " is above the maximum " + format_duration(max));
             return std::nullopt;
         }
         return d;
@@ -296,7 +309,7 @@ const KeySpec<DaemonConfig> kDaemonKeys[] = {
          else
              f.fail(in_quotes(*text) + " is not a listen address: " + why);
      }},
-    {"interval", [](const Field& f, DaemonConfig& d) { assign(d.interval, f.duration(kMinInterval)); }},
+    {"interval", [](const Field& f, DaemonConfig& d) { assign(d.interval, f.duration(kMinInterval, kMaxInterval)); }},
     {"state_dir", [](const Field& f, DaemonConfig& d) { assign(d.state_dir, f.nonempty_string()); }},
     {"sysfs_root", [](const Field& f, DaemonConfig& d) { assign(d.sysfs_root, f.nonempty_string()); }},
     {"procfs_root", [](const Field& f, DaemonConfig& d) { assign(d.procfs_root, f.nonempty_string()); }},
@@ -310,7 +323,7 @@ const KeySpec<DaemonConfig> kDaemonKeys[] = {
              f.fail(in_quotes(*v) + " is not a log level (" + joined(kLogLevels) + ")");
      }},
     {"http_threads", [](const Field& f, DaemonConfig& d) { assign(d.http_threads, f.integer(1, 64)); }},
-    {"http_timeout", [](const Field& f, DaemonConfig& d) { assign(d.http_timeout, f.duration(kMinHttpTimeout)); }},
+    {"http_timeout", [](const Field& f, DaemonConfig& d) { assign(d.http_timeout, f.duration(kMinHttpTimeout, kMaxHttpTimeout)); }},
     {"history_limit", [](const Field& f, DaemonConfig& d) { assign(d.history_limit, f.integer(0, kMaxHistory)); }},
 };
 
@@ -345,14 +358,14 @@ const KeySpec<Thresholds> kThresholdKeys[] = {
      [](const Field& f, Thresholds& t) {
          assign(t.flap_transitions, f.integer(1, std::numeric_limits<uint32_t>::max()));
      }},
-    {"flap_window", [](const Field& f, Thresholds& t) { assign(t.flap_window, f.duration(kMinWindow)); }},
-    {"counter_window", [](const Field& f, Thresholds& t) { assign(t.counter_window, f.duration(kMinWindow)); }},
+    {"flap_window", [](const Field& f, Thresholds& t) { assign(t.flap_window, f.duration(kMinWindow, kMaxWindow)); }},
+    {"counter_window", [](const Field& f, Thresholds& t) { assign(t.counter_window, f.duration(kMinWindow, kMaxWindow)); }},
 };
 
 const KeySpec<RuleSettings> kRuleKeys[] = {
     {"enabled", [](const Field& f, RuleSettings& r) { assign(r.enabled, f.boolean()); }},
-    {"for", [](const Field& f, RuleSettings& r) { assign(r.for_duration, f.duration(Duration{0})); }},
-    {"clear_after", [](const Field& f, RuleSettings& r) { assign(r.clear_after, f.duration(Duration{0})); }},
+    {"for", [](const Field& f, RuleSettings& r) { assign(r.for_duration, f.duration(Duration{0}, kMaxRuleDelay)); }},
+    {"clear_after", [](const Field& f, RuleSettings& r) { assign(r.clear_after, f.duration(Duration{0}, kMaxRuleDelay)); }},
     {"severity",
      [](const Field& f, RuleSettings& r) {
          auto v = f.string();
@@ -407,24 +420,25 @@ void load_rules(const toml::table& t, const std::string& prefix, Errors& errors,
 constexpr Duration kMinProbeInterval{1000};
 // Bandwidth probes: the data port server grants at most 10 s per session.
 constexpr Duration kMaxBwDuration{10000};
+// A probe a day is as rare as probing gets; a probe that needs more than five minutes to
+// answer is a failed probe; a p99 limit above a minute judges nothing.
+constexpr Duration kMaxProbeInterval{std::chrono::hours(24)};
+constexpr Duration kMaxProbeTimeout{std::chrono::minutes(5)};
+constexpr Duration kMaxLatencyThreshold{std::chrono::minutes(1)};
 
 // Keys every probe section shares, for any section type with these members.
 template <class C>
 constexpr KeySpec<C> interval_key() {
-    return {"interval", [](const Field& f, C& c) { assign(c.interval, f.duration(kMinProbeInterval)); }};
+    return {"interval", [](const Field& f, C& c) { assign(c.interval, f.duration(kMinProbeInterval, kMaxProbeInterval)); }};
 }
 template <class C>
 constexpr KeySpec<C> jitter_key() {
-    return {"jitter", [](const Field& f, C& c) { assign(c.jitter, f.duration(Duration{0})); }};
+    return {"jitter", [](const Field& f, C& c) { assign(c.jitter, f.duration(Duration{0}, kMaxProbeInterval)); }};
 }
 template <class C>
 constexpr KeySpec<C> bw_duration_key() {
     return {"duration", [](const Field& f, C& c) {
-                auto d = f.duration(Duration{100});
-                if (d && *d > kMaxBwDuration)
-                    f.fail(format_duration(*d) + " is above the maximum " + format_duration(kMaxBwDuration));
-                else
-                    assign(c.duration, d);
+                assign(c.duration, f.duration(Duration{100}, kMaxBwDuration));
             }};
 }
 template <class C>
@@ -439,7 +453,7 @@ constexpr KeySpec<C> busy_fraction_key() {
 }
 template <class C>
 constexpr KeySpec<C> timeout_key() {
-    return {"timeout", [](const Field& f, C& c) { assign(c.timeout, f.duration(Duration{100})); }};
+    return {"timeout", [](const Field& f, C& c) { assign(c.timeout, f.duration(Duration{100}, kMaxProbeTimeout)); }};
 }
 // A latency kind's own p99 limit for probe_latency_high.
 template <class C>
@@ -555,7 +569,7 @@ const KeySpec<ProbesConfig> kProbeKeys[] = {
          else
              assign(p.bw_fraction_of_link, v);
      }},
-    {"latency_threshold", [](const Field& f, ProbesConfig& p) { assign(p.latency_threshold, f.duration(Duration{1})); }},
+    {"latency_threshold", [](const Field& f, ProbesConfig& p) { assign(p.latency_threshold, f.duration(Duration{1}, kMaxLatencyThreshold)); }},
     {"tcp_lat",
      [](const Field& f, ProbesConfig& p) {
          if (auto* t = f.table()) load_keys<TcpLatProbeConfig>(*t, f.key(), kTcpLatKeys, p.tcp_lat, f.errors());
@@ -675,11 +689,64 @@ const SectionSpec kSections[] = {
     {"peers", nullptr},  // an array of tables: load_peers
 };
 
+// ---------------------------------------------------------------- nesting pre-scan
+
+// toml++ 3.3 builds and frees nested tables recursively and bounds only nested values, so
+// a key or table header a few thousand parts deep overflows the stack. A rocewatch config
+// nests three levels; these bounds leave room for any hand-written file.
+constexpr int kMaxDottedParts = 64;    // dots outside strings and comments on one line
+constexpr int kMaxBracketDepth = 32;   // open [ and { outside strings, across lines
+
+// Where the text nests deeper than the bounds above, as (line, problem); nullopt when it
+// does not. Skips strings (all four kinds) and comments; counts every dot outside them, so
+// a line with more than 64 floats is refused too, which no rocewatch key takes.
+std::optional<std::pair<int, std::string>> nesting_problem(std::string_view text) {
+    int line = 1, dots = 0, depth = 0;
+    std::string_view open_string;  // the delimiter of the string we are in, "" outside
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char ch = text[i];
+        if (ch == '\n') {
+            ++line;
+            dots = 0;
+            continue;
+        }
+        if (!open_string.empty()) {
+            // An escape hides the next character (never the closing quote), a line end excepted
+            // so that lines stay counted.
+            if (ch == '\\' && open_string[0] == '"' && i + 1 < text.size() && text[i + 1] != '\n') ++i;
+            else if (text.substr(i, open_string.size()) == open_string) {
+                i += open_string.size() - 1;
+                open_string = {};
+            }
+            continue;
+        }
+        if (ch == '#') {
+            while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        } else if (ch == '"' || ch == '\'') {
+            const bool multi = text.substr(i, 3) == std::string_view(ch == '"' ? "\"\"\"" : "'''");
+            open_string = text.substr(i, multi ? 3 : 1);
+            i += open_string.size() - 1;
+        } else if (ch == '.' && ++dots > kMaxDottedParts) {
+            return std::pair{line, "more than " + std::to_string(kMaxDottedParts) +
+                                       " dotted key parts on one line; tables nest this deep in no config"};
+        } else if ((ch == '[' || ch == '{') && ++depth > kMaxBracketDepth) {
+            return std::pair{line, "arrays or inline tables nested deeper than " + std::to_string(kMaxBracketDepth)};
+        } else if ((ch == ']' || ch == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 ConfigResult parse_config(std::string_view text, const std::string& source_name) {
     ConfigResult result;
     Errors errors(source_name);
+    if (auto deep = nesting_problem(text)) {
+        result.errors.push_back({source_name, deep->first, "", std::move(deep->second)});
+        return result;
+    }
     toml::table doc;
     try {
         doc = toml::parse(text, std::string_view(source_name));
@@ -720,6 +787,36 @@ ConfigResult parse_config(std::string_view text, const std::string& source_name)
     else
         result.errors = errors.take();
     return result;
+}
+
+ConfigResult load_config(const std::optional<std::string>& path, const ConfigOverrides& o) {
+    ConfigResult r = path ? load_config_file(*path) : ConfigResult{.config = default_config(), .errors = {}};
+    if (!r.config) return r;
+    auto& d = r.config->daemon;
+    auto flag_error = [&](const char* flag, std::string problem) {
+        r.errors.push_back({.file = "command line", .line = 0, .key = flag, .problem = std::move(problem)});
+    };
+    auto nonempty = [&](const char* flag, const std::optional<std::string>& v, std::string& target) {
+        if (!v) return;
+        if (v->empty()) flag_error(flag, "must not be empty");
+        target = *v;
+    };
+    if (o.listen) {
+        std::string why;
+        if (!config_detail::parse_listen_address(*o.listen, 0, why))
+            flag_error("--listen", in_quotes(*o.listen) + " is not a listen address: " + why);
+        d.listen = *o.listen;
+    }
+    nonempty("--sysfs-root", o.sysfs_root, d.sysfs_root);
+    nonempty("--procfs-root", o.procfs_root, d.procfs_root);
+    nonempty("--state-dir", o.state_dir, d.state_dir);
+    if (o.log_level) {
+        if (std::ranges::find(kLogLevels, *o.log_level) == std::end(kLogLevels))
+            flag_error("--log-level", in_quotes(*o.log_level) + " is not a log level (" + joined(kLogLevels) + ")");
+        d.log_level = *o.log_level;
+    }
+    if (!r.errors.empty()) r.config.reset();
+    return r;
 }
 
 ConfigResult load_config_file(const std::string& path) {

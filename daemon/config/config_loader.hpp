@@ -39,6 +39,20 @@ struct ConfigResult {
 // Reads and parses a file; an unreadable file is one error naming it.
 [[nodiscard]] ConfigResult load_config_file(const std::string& path);
 
+// Settings given on the command line; each replaces the file's value (flags win).
+struct ConfigOverrides {
+    std::optional<std::string> listen;       // --listen (port 0 allowed: any free port)
+    std::optional<std::string> sysfs_root;   // --sysfs-root
+    std::optional<std::string> procfs_root;  // --procfs-root
+    std::optional<std::string> state_dir;    // --state-dir
+    std::optional<std::string> log_level;    // --log-level
+};
+
+// The file at `path` (the built-in defaults when nullopt) with the overrides laid over it,
+// each held to the rules of its key; a bad one is an error naming the flag
+// ("command line: --listen: ...") and the result has no config.
+[[nodiscard]] ConfigResult load_config(const std::optional<std::string>& path, const ConfigOverrides& overrides);
+
 // The built-in defaults (those of model/config.hpp), with an empty source.
 [[nodiscard]] Config default_config();
 

@@ -8,6 +8,7 @@
 
 #include "config/config_internal.hpp"
 #include "config/config_loader.hpp"
+#include "rules/rules.hpp"
 
 namespace rocewatch {
 

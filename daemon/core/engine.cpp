@@ -87,6 +87,11 @@ Engine::Engine(std::shared_ptr<const Config> config, EngineSources sources, Snap
         state_ = std::make_unique<StateStore>(config_->daemon.state_dir);
         load_state();
     }
+    if (src_.wake) src_.wake->connect([this] { wake(); });
+}
+
+Engine::~Engine() {
+    if (src_.wake) src_.wake->disconnect();
 }
 
 std::shared_ptr<const Config> Engine::config() const {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/snapshot_store.hpp"
+#include "core/wake_signal.hpp"
 #include "model/config.hpp"
 #include "model/probe.hpp"
 #include "model/snapshot.hpp"
@@ -37,6 +38,8 @@ struct EngineSources {
     std::string ucx_version;  // of the UCX this binary is linked with, "" without UCX
     // The probe scheduler's latest book (core/probe_store.hpp); an empty book when unset.
     std::function<std::shared_ptr<const ProbeBook>()> probes;
+    // Raised by netlink and probe results; the engine listens to it while it lives.
+    WakeSignal* wake = nullptr;
     // The sysfs reader (read_rdma_devices when unset); tests put in one that blocks.
     std::function<SysfsReadResult(const std::filesystem::path&, const SysfsReadOptions&)> read_sysfs;
     // How long a cycle waits for its file reads; zero: the interval, kept within 2-10 s.
@@ -47,6 +50,9 @@ class Engine {
 public:
     Engine(std::shared_ptr<const Config> config, EngineSources sources, SnapshotStore& store,
            std::shared_ptr<spdlog::logger> log);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
 
     // Runs one whole cycle and publishes its snapshot.
     std::shared_ptr<const Snapshot> collect_once();

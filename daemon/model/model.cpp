@@ -61,18 +61,6 @@ const RdmaDevice* find_device(const Snapshot& s, const std::string& name) {
     return nullptr;
 }
 
-const std::vector<std::string>& all_rule_ids() {
-    static const std::vector<std::string> ids = {
-        "port_down",          "netdev_down",        "port_rate_low",     "mtu_low",
-        "roce_mtu_low",       "no_roce_v2_gid",     "gid_on_bond",       "bond_slave_down",
-        "bond_degraded",      "bond_link_failures", "bond_mode_reorders", "subnet_overlap",
-        "error_counters",     "congestion",         "link_flapping",     "peermem_missing",
-        "peer_unreachable",   "probe_bandwidth_low", "probe_latency_high", "rdma_fails_tcp_works",
-        "rail_imbalance",     "ucx_version_mismatch", "peer_config_mismatch",
-    };
-    return ids;
-}
-
 RuleSettings rule_settings(const Config& c, const std::string& rule) {
     auto it = c.rules.find(rule);
     return it == c.rules.end() ? RuleSettings{} : it->second;

@@ -223,9 +223,6 @@ std::optional<Severity> severity_from_string(const std::string& s);
 
 Health overall_health(const Snapshot& s);
 
-// Every rule id the rules engine knows; config validates [rules.<id>] against it.
-const std::vector<std::string>& all_rule_ids();
-
 // Lookup helpers used by rules, API and metrics.
 const Link* find_link(const Snapshot& s, const std::string& name);
 const RdmaDevice* find_device(const Snapshot& s, const std::string& name);

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "peering/rail_resolve.hpp"
+#include "rules/rail_resolve.hpp"
 #include "probes/errors.hpp"
 
 namespace rocewatch {

@@ -12,6 +12,7 @@
 
 #include "model/probe.hpp"
 #include "rules/ipv4.hpp"
+#include "rules/rail_resolve.hpp"
 
 namespace rocewatch {
 namespace {
@@ -773,22 +774,6 @@ std::string probe_object(const ProbeKey& k) {
     return k.peer + (k.rail.empty() ? "" : "/" + k.rail) + ":" + to_string(k.kind);
 }
 
-// Link rate of the local end of a rail, in bits per second: the RDMA port of its device,
-// else the port bound to its interface, else the port with a GID holding its address;
-// nullopt when unknown.
-std::optional<double> rail_rate_bps(const Context& ctx, const PeerRailConfig& rail) {
-    for (const auto& d : ctx.s.devices)
-        for (const auto& port : d.ports) {
-            if (!port.rate_gbps || *port.rate_gbps <= 0) continue;
-            bool match = (!rail.local_device.empty() && d.name == rail.local_device) ||
-                         (!rail.local_interface.empty() && port.netdev == rail.local_interface);
-            if (!match && rail.local_device.empty() && rail.local_interface.empty() && !rail.local_address.empty())
-                match = std::ranges::any_of(port.gids, [&](const GidEntry& g) { return g.ipv4 == rail.local_address; });
-            if (match) return *port.rate_gbps * 1e9;
-        }
-    return std::nullopt;
-}
-
 // The rate a probe could reach: its rail's, or for a run over all rails (multi-rail, UCX's
 // own lanes) the sum of every rail's; nullopt when any is unknown.
 std::optional<double> local_rate_bps(const Context& ctx, const ProbeKey& k) {
@@ -796,13 +781,13 @@ std::optional<double> local_rate_bps(const Context& ctx, const ProbeKey& k) {
         if (p.name != k.peer) continue;
         if (!k.rail.empty()) {
             for (const auto& r : p.rails)
-                if (r.name == k.rail) return rail_rate_bps(ctx, r);
+                if (r.name == k.rail) return rail_rate_bps(ctx.s, r);
             return std::nullopt;
         }
         if (!is_peer_level_kind(k.kind) || p.rails.empty()) return std::nullopt;
         double sum = 0;
         for (const auto& r : p.rails) {
-            auto rate = rail_rate_bps(ctx, r);
+            auto rate = rail_rate_bps(ctx.s, r);
             if (!rate) return std::nullopt;
             sum += *rate;
         }
@@ -957,8 +942,9 @@ void rule_peer_config_mismatch(const Context& ctx, Severity sev, Findings& out) 
         const PeerHello& h = *it->second.hello;
         for (const auto& rail : peer.rails) {
             auto ai = h.address_interface.find(rail.remote_address);
-            if (ai == h.address_interface.end() || rail.local_interface.empty()) continue;
-            const Link* mine = find_link(ctx.s, rail.local_interface);
+            const std::string netdev = rail_netdev(ctx.s, rail);
+            if (ai == h.address_interface.end() || netdev.empty()) continue;
+            const Link* mine = find_link(ctx.s, netdev);
             const auto& theirs = h.interfaces.at(ai->second);
             if (!mine) continue;
             std::vector<std::string> diffs;
@@ -971,7 +957,7 @@ void rule_peer_config_mismatch(const Context& ctx, Severity sev, Findings& out) 
             std::set<std::string> my_types;
             for (const auto& d : ctx.s.devices)
                 for (const auto& p : d.ports)
-                    if (p.netdev == rail.local_interface)
+                    if (p.netdev == netdev)
                         for (const auto& g : p.gids)
                             if (!g.type.empty()) my_types.insert(g.type);
             std::set<std::string> their_types(theirs.gid_types.begin(), theirs.gid_types.end());
@@ -1053,6 +1039,15 @@ const std::vector<RuleInfo>& rule_catalog() {
         return v;
     }();
     return catalog;
+}
+
+const std::vector<std::string>& all_rule_ids() {
+    static const std::vector<std::string> ids = [] {
+        std::vector<std::string> v;
+        for (const auto& r : kRules) v.push_back(r.id);
+        return v;
+    }();
+    return ids;
 }
 
 std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {

@@ -9,15 +9,19 @@
 
 namespace rocewatch {
 
-// What the rules engine knows about one rule, for the API and docs. Ids are exactly
-// all_rule_ids(), in the same order.
+// What the rules engine knows about one rule, for the API and the generated alert reference.
 struct RuleInfo {
     std::string id;
     Severity default_severity = Severity::warning;
     std::string description;
 };
 
+// Every rule, in evaluation order: the one list of rules, which the config's [rules.<id>]
+// validation and the docs' alert reference are derived from.
 const std::vector<RuleInfo>& rule_catalog();
+
+// The ids of rule_catalog(), in the same order.
+const std::vector<std::string>& all_rule_ids();
 
 // Judges one snapshot. Pure: no I/O, no clock, no state; the trend fields (rates,
 // window_increase, transitions_in_window, link_failure_increase) must already be filled

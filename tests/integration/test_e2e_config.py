@@ -48,6 +48,22 @@ def main():
             t.check(re.search(p, r.stderr), f"{name}: error matches /{p}/")
         t.check(all(re.match(r"^\S+:(\d+: )?", line) for line in r.stderr.splitlines()),
                 f"{name}: every line starts with file:line")
+    # Durations that would overflow the clock, and nesting that would overflow toml++'s stack:
+    # plain config errors with file, line and the bound.
+    with tempfile.TemporaryDirectory() as tmp:
+        huge = os.path.join(tmp, "huge.toml")
+        with open(huge, "w") as f:
+            f.write('[daemon]\ninterval = "2562048h"\n[rules.port_down]\nfor = "2562048h"\n')
+        r = run("--check-config", "--config", huge)
+        t.check(r.returncode == 1 and re.search(r"huge\.toml:2: daemon\.interval: .* above the maximum 1h", r.stderr)
+                and re.search(r"huge\.toml:4: rules\.port_down\.for: .* above the maximum 168h", r.stderr),
+                f"--check-config names the bound of an overflowing duration ({r.stderr.strip()!r})")
+        deep = os.path.join(tmp, "deep.toml")
+        with open(deep, "w") as f:
+            f.write("[daemon]\n" + "a." * 100000 + "z = 1\n")
+        r = run("--check-config", "--config", deep)
+        t.check(r.returncode == 1 and re.search(r"deep\.toml:2: .*nest", r.stderr),
+                f"--check-config refuses a deeply nested file with its line (rc {r.returncode})")
     r = run("--check-config", "--config", "/nonexistent/rocewatch.toml")
     t.check(r.returncode == 1 and "/nonexistent/rocewatch.toml" in r.stderr, "a missing file is named")
     r = run("--listen", "nowhere")
@@ -94,6 +110,17 @@ def main():
             st = d.json("/api/v1/status")
             t.check("expect.mtu" in str(st), "status says why the reload was rejected")
             t.check(d.proc.poll() is None, "the daemon survives a bad reload")
+            for bad, what, why in (("[daemon]\n" + "a." * 100000 + "z = 1\n", "a deeply nested file", "nest"),
+                                   ('[daemon]\ninterval = "2562048h"\n', "an overflowing interval", "maximum 1h")):
+                with open(live.name, "w") as f:
+                    f.write(bad)
+                d.signal(signal.SIGHUP)
+                rwtest.wait_for(lambda: d.proc.poll() is not None or why in str(d.json("/api/v1/status")), 5,
+                                f"the reload of {what} to be refused")
+                t.check(d.proc.poll() is None, f"the daemon survives the reload of {what}")
+                t.check(d.json("/api/v1/config")["expect"]["mtu"] == 4000
+                        and d.json("/api/v1/config")["daemon"]["interval"] != "2562048h",
+                        f"{what} keeps the running config")
         os.unlink(live.name)
         os.unlink(quiet.name)
     t.finish()

@@ -176,8 +176,45 @@ def main():
             t.check(worst < 0.5, f"/metrics stays responsive ({worst * 1000:.0f} ms worst of 10)")
             for d in (a, c):
                 t.check(d.stop() == 0, "stops cleanly on SIGTERM")
+    case_name_that_never_resolves(t, work, token)
     shutil.rmtree(work, ignore_errors=True)
     t.finish()
+
+
+def case_name_that_never_resolves(t, work, token):
+    """A peer named by a host name whose resolver never answers: the probe fails by its own
+    deadline with a reason, instead of tying the scheduler to the resolver's 90 s. The daemon
+    runs in its own network and mount namespaces, where /etc/resolv.conf is bound over with
+    a nameserver that never answers; the host's file is never touched."""
+    resolv = os.path.join(work, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("nameserver 10.99.0.53\noptions timeout:30 attempts:3\n")
+    cfg = os.path.join(work, "named.toml")
+    config(cfg, token, 19914, '[[peers]]\nname = "far"\naddress = "peer.rocewatch.test:9879"\n')
+    with rwtest.Netns("pd") as nd:
+        # The nameserver's address is on-link behind a veth whose far end answers no ARP.
+        nd.ip("link", "add", "dns0", "type", "veth", "peer", "name", "dns1")
+        nd.ip("addr", "add", "10.99.0.1/24", "dev", "dns0")
+        nd.ip("link", "set", "dns0", "up")
+        nd.ip("link", "set", "dns1", "up")
+        d = rwtest.Daemon(netns=nd, config=cfg, port=19904)
+        i = d.args.index(d.bin)
+        d.args[i:i] = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                       f'mount --bind {resolv} /etc/resolv.conf && exec "$@"', "sh"]
+        with d:
+            t0 = time.monotonic()
+            with open(token) as f:
+                tok = f.read().strip()
+            r = nd.run("curl", "-sS", "--max-time", "40", "-X", "POST", "-H", f"Authorization: Bearer {tok}", "-d",
+                       json.dumps({"peer": "far", "kind": "tcp_lat"}), "-w", "\n%{http_code}",
+                       "http://127.0.0.1:19904/api/v1/probes/run", check=False)
+            secs = time.monotonic() - t0
+            body, _, code = r.stdout.rpartition("\n")
+            res = json.loads(body) if code == "200" else {}
+            t.check(code == "200" and res.get("success") is False and res.get("reason") == "timeout",
+                    f"a name that never resolves fails the probe with timeout ({code}: {body[:200]})")
+            t.check(secs < 8, f"within the probe's deadline, not the resolver's ({secs:.1f} s)")
+            t.check(d.stop() == 0, "stops cleanly on SIGTERM with a lookup still pending")
 
 
 if __name__ == "__main__":

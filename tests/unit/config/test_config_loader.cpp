@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/config_loader.hpp"
+#include "rules/rules.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;
@@ -526,6 +527,57 @@ TEST(ConfigErrors, BadDuration) {
     EXPECT_EQ(errors_of("[rules.congestion]\nfor = \"soon\"\n"),
               (Lines{"t.toml:2: rules.congestion.for: \"soon\" is not a duration (write e.g. \"500ms\", \"5s\", "
                      "\"1m\", \"1h30m\"; zero is \"0s\")"}));
+}
+
+// "2562048h" fits a Duration in milliseconds but overflows steady_clock's nanoseconds once
+// added to now(): every duration key has an upper bound, named in the error.
+TEST(ConfigErrors, EveryDurationHasAMaximum) {
+    const std::pair<std::string, std::string> keys[] = {
+        {"daemon", "interval"},        {"daemon", "http_timeout"},     {"thresholds", "flap_window"},
+        {"thresholds", "counter_window"}, {"rules.port_down", "for"},   {"rules.port_down", "clear_after"},
+        {"probes", "latency_threshold"}, {"probes.tcp_lat", "interval"}, {"probes.tcp_lat", "jitter"},
+        {"probes.tcp_lat", "timeout"},   {"probes.tcp_bw", "duration"},  {"probes.rdma_lat", "interval"},
+    };
+    for (const auto& [table, key] : keys) {
+        for (const char* huge : {"2562048h", "9999999999h"}) {
+            auto errs = errors_of("[" + table + "]\n" + key + " = \"" + huge + "\"\n");
+            ASSERT_EQ(errs.size(), 1u) << table << "." << key << " = " << huge;
+            EXPECT_TRUE(errs[0].starts_with("t.toml:2: " + table + "." + key + ": ")) << errs[0];
+            EXPECT_NE(errs[0].find("is above the maximum"), std::string::npos) << errs[0];
+        }
+    }
+    // The bounds themselves, and one step over them.
+    EXPECT_TRUE(errors_of("[daemon]\ninterval = \"1h\"\nhttp_timeout = \"5m\"\n").empty());
+    EXPECT_EQ(errors_of("[daemon]\ninterval = \"61m\"\n"),
+              (Lines{"t.toml:2: daemon.interval: 1h1m is above the maximum 1h"}));
+    EXPECT_EQ(errors_of("[rules.congestion]\nfor = \"169h\"\n"),
+              (Lines{"t.toml:2: rules.congestion.for: 169h is above the maximum 168h"}));
+    EXPECT_EQ(errors_of("[probes.tcp_lat]\ninterval = \"24h\"\ntimeout = \"6m\"\n"),
+              (Lines{"t.toml:3: probes.tcp_lat.timeout: 6m is above the maximum 5m"}));
+}
+
+// toml++ recurses once per key part: a few thousand overflow the stack. The file is refused
+// before it reaches the parser, with the line that nests too deep.
+TEST(ConfigErrors, DeepNestingIsAnErrorNotACrash) {
+    std::string parts;
+    for (int i = 0; i < 100000; ++i) parts += "a.";  // 200 KB: crashed toml++ at 8 MiB of stack
+    parts += "z";
+    auto deep_header = errors_of("[daemon]\ninterval = \"5s\"\n[" + parts + "]\nx = 1\n");
+    ASSERT_EQ(deep_header.size(), 1u);
+    EXPECT_TRUE(deep_header[0].starts_with("t.toml:3: more than 64 dotted key parts")) << deep_header[0];
+    auto deep_key = errors_of("# a comment\n" + parts + " = 1\n");
+    ASSERT_EQ(deep_key.size(), 1u);
+    EXPECT_TRUE(deep_key[0].starts_with("t.toml:2: more than 64 dotted key parts")) << deep_key[0];
+    auto deep_array = errors_of("x = " + std::string(20000, '[') + std::string(20000, ']') + "\n");
+    ASSERT_EQ(deep_array.size(), 1u);
+    EXPECT_TRUE(deep_array[0].starts_with("t.toml:1: arrays or inline tables nested deeper than 32")) << deep_array[0];
+    auto deep_inline = errors_of("x = " + std::string(20000, '{'));
+    ASSERT_EQ(deep_inline.size(), 1u);
+    // Dots and brackets inside strings and comments are not nesting: the file is judged as usual.
+    std::string dots(200, '.');
+    EXPECT_EQ(errors_of("# " + dots + "[[[[{{{{\n[daemon] # " + dots + "\nstate_dir = \"/tmp/" + dots +
+                        "\"\nsysfs_root = '/x" + dots + "'\nprocfs_root = \"\"\"\n" + dots + "\n\\\"\"\"\"\n"),
+              (Lines{}));
 }
 
 TEST(ConfigErrors, BadLatencyThreshold) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "config/config_loader.hpp"
+#include "rules/rules.hpp"
 
 using namespace rocewatch;
 using namespace std::chrono_literals;

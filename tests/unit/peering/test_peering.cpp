@@ -11,7 +11,7 @@
 #include <future>
 #include <thread>
 
-#include "peering/rail_resolve.hpp"
+#include "rules/rail_resolve.hpp"
 #include "peering/rdma_runner.hpp"
 #include "peering/session_host.hpp"
 #include "peering/token.hpp"
@@ -94,6 +94,42 @@ TEST(RailResolve, LocalEndInOrderOfWhatTheRailNames) {
     EXPECT_NE(why.find("rail rail0: no RDMA port on the subnet of 10.9.9.9"), std::string::npos) << why;
     EXPECT_FALSE(find_local_rail_port(s, rail("192.168.100.12", "mlx5_9"), why));
     EXPECT_NE(why.find("no RDMA device mlx5_9"), std::string::npos) << why;
+}
+
+// The busy-skip, the rules' link rate and the config comparison see the same port for a
+// rail however it is named; a rail named by its local address alone was skipped by the
+// busy-skip once.
+TEST(RailResolve, UtilisationAndRateOfARailHoweverItIsNamed) {
+    auto s = spark();
+    for (auto& d : s.devices)
+        for (auto& p : d.ports) {
+            p.rate_gbps = 200.0;
+            if (d.name == "rocep1s0f1") p.rates["port_rcv_data"] = 0.5 * 200e9 / 8;  // half the link, in bytes/s
+        }
+    const PeerRailConfig named[] = {
+        rail("192.168.200.12", "rocep1s0f1"),
+        rail("192.168.200.12", "", "enp1s0f1np1"),
+        rail("192.168.200.12", "", "", "192.168.200.11"),
+        rail("192.168.200.12"),
+    };
+    for (const auto& r : named) {
+        SCOPED_TRACE("device '" + r.local_device + "' interface '" + r.local_interface + "' address '" +
+                     r.local_address + "'");
+        auto u = rail_utilisation(s, r);
+        ASSERT_TRUE(u);
+        EXPECT_DOUBLE_EQ(*u, 0.5);
+        EXPECT_EQ(rail_rate_bps(s, r), 200e9);
+        EXPECT_EQ(rail_netdev(s, r), "enp1s0f1np1");
+    }
+    PeerConfig peer{.name = "b", .address = "10.0.0.2:9879",
+                    .rails = {rail("192.168.100.12", "", "", "192.168.100.11"), named[2]}};
+    auto busiest = probe_utilisation(s, peer, nullptr);
+    ASSERT_TRUE(busiest) << "a run over all rails is as busy as the busiest";
+    EXPECT_DOUBLE_EQ(*busiest, 0.5);
+    EXPECT_EQ(probe_utilisation(s, peer, &peer.rails[0]), 0.0);
+    EXPECT_FALSE(rail_utilisation(s, rail("10.9.9.9")));
+    // A named device is the rail's hardware even when its address sits elsewhere (a veth).
+    EXPECT_EQ(rail_rate_bps(s, rail("10.77.1.2", "rocep1s0f1", "", "10.77.1.1")), 200e9);
 }
 
 TEST(RailResolve, SessionPortByAddressOrDevice) {

@@ -20,7 +20,7 @@ struct ProbeRules : ::testing::Test {
         c.peers = {PeerConfig{.name = "spark-b", .address = "10.0.0.2:9879",
                               .rails = {{"rail0", "enp1s0f0np0", "10.1.0.1", "10.1.0.2", "rocep1s0f0", "rocep1s0f0"}}}};
         RdmaPort port{.port = 1, .rate_gbps = 100.0, .netdev = "enp1s0f0np0"};
-        port.gids.push_back({.index = 3, .gid = "::ffff:10.1.0.1", .type = "RoCE v2", .netdev = "enp1s0f0np0"});
+        port.gids.push_back({.index = 3, .gid = "::ffff:10.1.0.1", .type = "RoCE v2", .netdev = "enp1s0f0np0", .ipv4 = "10.1.0.1"});
         s.devices.push_back(RdmaDevice{.name = "rocep1s0f0", .ports = {port}});
         s.links.push_back(Link{.ifindex = 2, .name = "enp1s0f0np0", .mtu = 9000});
         s.host.ucx_version = "1.16.0";
@@ -232,6 +232,21 @@ TEST_F(ProbeRules, PeerConfigMismatchOnMtuAndGidType) {
     EXPECT_EQ(f[0].details.at("local_gid_types"), "RoCE v2");
     book.peers["spark-b"].hello->interfaces["enp1s0f0np0"] = PeerInterfaceInfo{.mtu = 9000, .gid_types = {"RoCE v2"}};
     EXPECT_TRUE(judge("peer_config_mismatch").empty());
+}
+
+// A rail named by its local address alone is compared too, on the netdev its GID is on: the
+// rule skipped every rail without local_interface once.
+TEST_F(ProbeRules, PeerConfigMismatchOnARailNamedByAddress) {
+    c.peers[0].rails = {{"rail0", "", "10.1.0.1", "10.1.0.2", "", ""}};
+    PeerHello h;
+    h.interfaces["enp1s0f0np0"] = PeerInterfaceInfo{.mtu = 1500, .gid_types = {"RoCE v2"}};
+    h.address_interface["10.1.0.2"] = "enp1s0f0np0";
+    book.peers["spark-b"] = PeerState{.name = "spark-b", .hello_ok = true, .hello = h};
+    auto f = judge("peer_config_mismatch");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].object, "spark-b/rail0");
+    EXPECT_EQ(f[0].details.at("local_mtu"), "9000");
+    EXPECT_EQ(f[0].details.at("peer_mtu"), "1500");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Which RDMA device, port and GID a probe rail uses, found in the node's snapshot. Pure.
-#include "peering/rail_resolve.hpp"
+#include "rules/rail_resolve.hpp"
+
+#include <algorithm>
 
 #include "rules/ipv4.hpp"
 
@@ -70,6 +72,57 @@ std::optional<RdmaPortChoice> find_local_rail_port(const Snapshot& s, const Peer
     why = where + "no RDMA port on the subnet of " + rail.remote_address +
           "; set local_device, local_interface or local_address";
     return std::nullopt;
+}
+
+const RdmaPort* find_rail_port(const Snapshot& s, const PeerRailConfig& rail) {
+    // A named device is the rail's hardware even while the rail's address is not (yet) on
+    // one of its GIDs (a veth rail beside it in tests, an address being moved): its link
+    // rate and traffic still count.
+    if (!rail.local_device.empty()) {
+        const RdmaDevice* d = find_device(s, rail.local_device);
+        if (!d || d->ports.empty()) return nullptr;
+        for (const auto& p : d->ports)
+            for (const auto& g : p.gids)
+                if (!rail.local_address.empty() && g.ipv4 == rail.local_address) return &p;
+        return &d->ports.front();
+    }
+    std::string why;
+    auto c = find_local_rail_port(s, rail, why);
+    if (!c) return nullptr;
+    const RdmaDevice* d = find_device(s, c->device);
+    if (!d) return nullptr;
+    for (const auto& p : d->ports)
+        if (p.port == c->port) return &p;
+    return nullptr;
+}
+
+std::string rail_netdev(const Snapshot& s, const PeerRailConfig& rail) {
+    if (!rail.local_interface.empty()) return rail.local_interface;
+    const RdmaPort* p = find_rail_port(s, rail);
+    return p ? p->netdev : "";
+}
+
+std::optional<double> rail_rate_bps(const Snapshot& s, const PeerRailConfig& rail) {
+    const RdmaPort* p = find_rail_port(s, rail);
+    if (!p || !p->rate_gbps || *p->rate_gbps <= 0) return std::nullopt;
+    return *p->rate_gbps * 1e9;
+}
+
+std::optional<double> rail_utilisation(const Snapshot& s, const PeerRailConfig& rail) {
+    const RdmaPort* p = find_rail_port(s, rail);
+    if (!p || !p->rate_gbps || *p->rate_gbps <= 0) return std::nullopt;
+    double busiest = 0;  // bytes per second
+    for (const char* c : {"port_xmit_data", "port_rcv_data"})
+        if (auto it = p->rates.find(c); it != p->rates.end()) busiest = std::max(busiest, it->second);
+    return busiest * 8 / (*p->rate_gbps * 1e9);
+}
+
+std::optional<double> probe_utilisation(const Snapshot& s, const PeerConfig& peer, const PeerRailConfig* rail) {
+    if (rail) return rail_utilisation(s, *rail);
+    std::optional<double> busiest;
+    for (const auto& r : peer.rails)
+        if (auto u = rail_utilisation(s, r)) busiest = std::max(busiest.value_or(0.0), *u);
+    return busiest;
 }
 
 std::optional<RdmaPortChoice> find_session_port(const Snapshot& s, const std::string& device, int gid_index,

@@ -1,0 +1,186 @@
+// The routes peers and probe users call: hello, the passive session sides, the probe book,
+// on-demand runs (POST /api/v1/probes/run) and the blackbox-style GET /probe.
+#include "api/peer_routes.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <future>
+
+#include "api/log_safe.hpp"
+#include "api/metrics.hpp"
+#include "api/probe_view.hpp"
+#include "api/replies.hpp"
+#include "probes/errors.hpp"
+#include "probes/session.hpp"
+
+namespace rocewatch::api {
+namespace {
+
+using Req = httplib::Request;
+using Res = httplib::Response;
+
+// The handlers' shared state; at most one POST run and one /probe wait at a time, so
+// on-demand probes tie up two HTTP workers at most and /metrics keeps the rest.
+struct State {
+    PeerRoutes r;
+    std::atomic<bool> run_busy{false};
+    std::atomic<bool> blackbox_busy{false};
+
+    bool authorized(const Req& req) const { return bearer_matches(req.get_header_value("Authorization"), r.token_hex); }
+    bool probing_off(Res& res) const {
+        if (!r.token_hex.empty()) return false;
+        send_json(res, 503, error_json(503, "peer probing is off: " + r.no_probing));
+        return true;
+    }
+};
+
+// Clears a busy flag when the handler returns, however it returns.
+struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = false; }
+};
+
+bool wait_for(const std::shared_future<ProbeResult>& f, std::chrono::milliseconds bound) {
+    return f.wait_for(bound) == std::future_status::ready;
+}
+
+void session(State& st, const std::string& what, const SessionAccept& accept, const Req& req, Res& res) {
+    if (st.probing_off(res)) return;
+    if (!st.authorized(req)) return send_unauthorized(res);
+    auto s = snapshot_or_503(st.r.snapshots, res);
+    if (!s) return;
+    auto request = nlohmann::json::parse(req.body, nullptr, false);
+    if (request.is_discarded())
+        return send_json(res, 422, {{"reason", reason::protocol_error}, {"detail", "the body is not JSON"}});
+    if (auto id = end_session_request(request); !id.empty()) {
+        const bool ended = st.r.sessions.cancel(id);
+        st.r.log->info("{} session {} {} by {}", what, log_safe(id), ended ? "ended early" : "(not running) asked to end",
+                       req.remote_addr);
+        return send_json(res, 200, {{"session", id}, {"ended", ended}});
+    }
+    if (!st.r.sessions.try_claim()) {
+        res.set_header("Retry-After", "5");
+        return send_json(res, 503, {{"reason", reason::peer_busy}, {"detail", "another probe session is running"}});
+    }
+    auto [reply, serve] = accept(s->config ? *s->config : *st.r.config, *s, request, st.r.sessions.cancel_flag());
+    if (!serve) {
+        st.r.sessions.release();
+        st.r.log->info("{} session from {} refused: {} ({})", what, req.remote_addr,
+                       log_safe(reply.value("reason", "")), log_safe(reply.value("detail", ""), 512));
+        return send_json(res, 422, reply);
+    }
+    reply["session"] = st.r.sessions.id();
+    st.r.sessions.run([serve = std::move(serve), from = req.remote_addr, what, log = st.r.log] {
+        auto r = serve();
+        log->debug("{} session ({}) from {}: {} {}", what, to_string(r.kind), from, r.success ? "ok" : r.reason,
+                   log_safe(r.detail, 512));
+    });
+    send_json(res, 200, reply);
+}
+
+// POST /api/v1/probes/run {"peer", "rail", "kind"}: runs on the scheduler's thread; the
+// HTTP worker only waits, bounded.
+void run_now(State& st, const Req& req, Res& res) {
+    if (!st.authorized(req)) return send_unauthorized(res);
+    bool idle = false;
+    if (!st.run_busy.compare_exchange_strong(idle, true)) {
+        res.set_header("Retry-After", "1");
+        return send_json(res, 429, error_json(429, "a probe run is already in progress"));
+    }
+    Release release{st.run_busy};
+    const char* kShape = "body must be a JSON object: {\"peer\": \"<name>\", \"rail\": \"<name>\", \"kind\": \"<kind>\"}";
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) return send_json(res, 400, error_json(400, kShape));
+    for (const char* key : {"peer", "rail", "kind"})
+        if (body.contains(key) && !body[key].is_string())
+            return send_json(res, 400, error_json(400, std::string(key) + " must be a string; " + kShape));
+    std::string peer = body.value("peer", ""), rail = body.value("rail", ""), kind_name = body.value("kind", "tcp_lat");
+    auto kind = probe_kind_from_string(kind_name);
+    if (!kind || !st.r.scheduler.runnable(*kind))
+        return send_json(res, 400, error_json(400, "kind " + kind_name + " is not a probe this daemon runs"));
+    auto job = st.r.scheduler.find_job(peer, rail, *kind);
+    if (!job) return send_json(res, 404, error_json(404, "no configured peer/rail " + peer + "/" + rail));
+    auto f = st.r.scheduler.submit(*job);
+    if (!f) {
+        res.set_header("Retry-After", "5");
+        return send_json(res, 503, error_json(503, "probe queue full; try again"));
+    }
+    if (!wait_for(*f, std::chrono::seconds(30)))
+        return send_json(res, 504, error_json(504, "probe still queued or running; see /api/v1/probes"));
+    send_json(res, 200, probe_result_json(f->get()));
+}
+
+ProbeResult not_run(const ProbeJob& job, bool queued, std::chrono::steady_clock::time_point asked) {
+    ProbeResult r;
+    r.kind = job.kind;
+    r.peer = job.peer.name;
+    r.rail = job.rail ? job.rail->name : "";
+    r.success = false;
+    r.reason = queued ? reason::timeout : reason::peer_busy;
+    r.detail = queued ? "still queued or running at the scrape timeout" : "probe queue full";
+    r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+    return r;
+}
+
+// GET /probe?target=&module=&rail=: Prometheus's multi-target pattern, bounded by its
+// scrape timeout.
+void blackbox(State& st, const Req& req, Res& res) {
+    if (st.probing_off(res)) return;
+    auto kind = probe_kind_from_string(req.get_param_value("module"));
+    if (!kind || !st.r.scheduler.runnable(*kind))
+        return send_json(res, 400, error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw, "
+                                                   "rdma_write_lat, rdma_write_bw, rdma_multirail_bw, ucx_put_lat, "
+                                                   "ucx_put_bw)"));
+    auto job = st.r.scheduler.find_job(req.get_param_value("target"), req.get_param_value("rail"), *kind);
+    if (!job) return send_json(res, 404, error_json(404, "target must be a configured peer"));
+    bool expected = false;
+    if (!st.blackbox_busy.compare_exchange_strong(expected, true)) {
+        res.set_header("Retry-After", "1");
+        return send_json(res, 429, error_json(429, "a /probe is already running"));
+    }
+    Release release{st.blackbox_busy};
+    const double seconds = probe_timeout_seconds(req.get_header_value("X-Prometheus-Scrape-Timeout-Seconds"));
+    const auto bound = std::chrono::milliseconds(std::llround(seconds * 1000));
+    const auto asked = std::chrono::steady_clock::now();
+    job->deadline = asked + bound;
+    auto f = st.r.scheduler.submit(*job);
+    const ProbeResult r = f && wait_for(*f, bound + std::chrono::milliseconds(200)) ? f->get()
+                                                                                     : not_run(*job, f.has_value(), asked);
+    res.status = 200;
+    res.set_content(render_probe_result(r), kMetricsContentType);
+}
+
+}  // namespace
+
+double probe_timeout_seconds(const std::string& header) {
+    constexpr double kDefault = 10;
+    double asked = kDefault;
+    if (!header.empty()) {
+        char* end = nullptr;
+        asked = std::strtod(header.c_str(), &end);
+        if (end == header.c_str() || *end != '\0' || !std::isfinite(asked)) asked = kDefault;
+    }
+    return std::clamp(asked - 0.5, 0.1, 60.0);
+}
+
+void add_peer_routes(ApiServer& api, PeerRoutes routes) {
+    auto st = std::make_shared<State>(std::move(routes));
+    api.add_get("/api/v1/peer/hello", [st](const Req& req, Res& res) {
+        if (!st->authorized(req)) return send_unauthorized(res);
+        if (auto s = snapshot_or_503(st->r.snapshots, res)) send_json(res, 200, hello_json(*s, st->r.data_port));
+    });
+    // The passive side of a peer's RDMA or UCX probe: endpoints opened (RDMA: at RTR) before
+    // we answer, the serve step on the session host's thread. Our own [probes.*] budget caps
+    // it. {"end_session": id} from a peer whose side failed ends it.
+    for (const auto& k : st->r.session_kinds)
+        api.add_post(k.path, [st, k](const Req& req, Res& res) { session(*st, k.what, k.accept, req, res); });
+    api.add_get("/api/v1/probes", [st](const Req&, Res& res) {
+        if (auto s = snapshot_or_503(st->r.snapshots, res)) send_json(res, 200, probes_json(*s));
+    });
+    api.add_post("/api/v1/probes/run", [st](const Req& req, Res& res) { run_now(*st, req, res); });
+    api.add_get("/probe", [st](const Req& req, Res& res) { blackbox(*st, req, res); });
+}
+
+}  // namespace rocewatch::api

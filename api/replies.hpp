@@ -1,0 +1,35 @@
+// The JSON answers every route shares: a body with its status, 401, and 503 before the first snapshot.
+#pragma once
+
+#include <memory>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "api/json_view.hpp"
+#include "api/server.hpp"
+
+namespace rocewatch::api {
+
+inline void send_json(httplib::Response& res, int status, const nlohmann::json& j) {
+    res.status = status;
+    res.set_content(dump_json(j), "application/json");
+}
+
+inline void send_unauthorized(httplib::Response& res) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_json(res, 401, error_json(401, "missing or wrong bearer token"));
+}
+
+// The latest snapshot, or nullptr after answering 503 with Retry-After: clients (and peers
+// asking for our hello) come back once the first collection has finished.
+inline std::shared_ptr<const Snapshot> snapshot_or_503(const SnapshotSource& src, httplib::Response& res) {
+    auto s = src.latest();
+    if (!s) {
+        res.set_header("Retry-After", "1");
+        send_json(res, 503, error_json(503, "no snapshot yet: the first collection has not finished"));
+    }
+    return s;
+}
+
+}  // namespace rocewatch::api

@@ -1,0 +1,203 @@
+// Which function runs each probe kind as this daemon runs it: the one kind -> runner table.
+#include "peering/probers.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <iterator>
+#include <stdexcept>
+
+#include "api/peer_client.hpp"
+#include "config/config_loader.hpp"
+#include "peering/rdma_runner.hpp"
+#include "peering/token.hpp"
+#include "rules/rail_resolve.hpp"
+#include "peering/ucx_session.hpp"
+#include "probes/errors.hpp"
+#include "probes/result.hpp"
+#include "probes/tcp.hpp"
+
+#ifdef ROCEWATCH_HAVE_UCX
+#include <ucp/api/ucp.h>
+#endif
+
+namespace rocewatch {
+namespace {
+
+ProbeResult failed(const ProbeJob& job, const std::string& reason, const std::string& detail) {
+    ProbeResult r = failed_result(job.kind, reason, detail);
+    r.peer = job.peer.name;
+    r.rail = job.rail ? job.rail->name : "";
+    return r;
+}
+
+using Prober = ProbeResult (*)(const ProberContext&, const std::string& token_hex, const ProbeJob&, const PeerHello&,
+                               Deadline);
+
+// TCP goes to the peer's data port: over the rail's addresses, or to the control host of
+// a peer without rails, its name resolved within the probe's own deadline.
+ProbeResult tcp_prober(const ProberContext& ctx, const std::string&, const ProbeJob& job, const PeerHello& hello,
+                       Deadline d) {
+    const auto cfg = ctx.config();
+    TcpProbeTarget t;
+    t.peer = job.peer.name;
+    t.rail = job.rail ? job.rail->name : "";
+    if (job.rail) {
+        t.address = job.rail->remote_address;
+        // The source address pins the rail; SO_BINDTODEVICE would need CAP_NET_RAW, which
+        // the unit does not grant.
+        t.bind_address = job.rail->local_address;
+    } else {
+        auto where = parse_listen_address(job.peer.address);
+        std::string why = "the peer's address " + job.peer.address + " is not host:port";
+        auto numeric = where ? api::resolve_host(where->host, d.at, why) : std::nullopt;
+        if (!numeric)
+            return failed(job, d.expired() ? reason::timeout : reason::peer_unreachable, why);
+        t.address = *numeric;
+    }
+    t.port = hello.data_port;
+    t.token = ctx.token;
+    if (job.kind == ProbeKind::tcp_bw) {
+        TcpBwSettings bs;
+        bs.streams = cfg->probes.tcp_bw.streams;
+        bs.duration_seconds = std::chrono::duration<double>(cfg->probes.tcp_bw.duration).count();
+        return tcp_bandwidth(t, bs, d);
+    }
+    TcpLatSettings ls;
+    ls.message_size = cfg->probes.tcp_lat.size;
+    ls.iterations = cfg->probes.tcp_lat.count;
+    ls.max_duration_seconds = std::max(0.1, d.remaining_seconds() - 0.5);
+    return tcp_latency(t, ls, d);
+}
+
+SessionExchange exchange_with(const ProbeJob& job, const std::string& token_hex, const char* path) {
+    return [peer = job.peer, token_hex, path](const nlohmann::json& request, Deadline d) {
+        return api::post_session(peer, token_hex, path, request, d);
+    };
+}
+
+ProbeResult rdma_prober(const ProberContext& ctx, const std::string& token_hex, const ProbeJob& job,
+                        const PeerHello&, Deadline d) {
+    auto s = ctx.snapshot();
+    return run_rdma_job(*ctx.config(), s.get(), job, exchange_with(job, token_hex, "/api/v1/peer/rdma"), d);
+}
+
+[[maybe_unused]] ProbeResult ucx_prober(const ProberContext& ctx, const std::string& token_hex, const ProbeJob& job,
+                                        const PeerHello&, Deadline d) {
+    const auto cfg = ctx.config();
+    auto s = ctx.snapshot();
+    return run_ucx_job(*cfg, job, ctx.self_exe, exchange_with(job, token_hex, "/api/v1/peer/ucx"), d,
+                       s ? rail_tx_counters(*cfg, *s, job.peer) : std::vector<std::pair<std::string, RdmaTxCounter>>{});
+}
+
+struct Entry {
+    ProbeKind kind;
+    Prober run;
+};
+
+// Like blackbox_exporter's Probers map: adding a kind is one line here.
+constexpr Entry kProbers[] = {
+    {ProbeKind::tcp_lat, tcp_prober},
+    {ProbeKind::tcp_bw, tcp_prober},
+    {ProbeKind::rdma_write_lat, rdma_prober},
+    {ProbeKind::rdma_write_bw, rdma_prober},
+    {ProbeKind::rdma_multirail_bw, rdma_prober},
+#ifdef ROCEWATCH_HAVE_UCX
+    {ProbeKind::ucx_put_lat, ucx_prober},
+    {ProbeKind::ucx_put_bw, ucx_prober},
+#endif
+};
+
+const Entry* find_prober(ProbeKind k) {
+    auto it = std::ranges::find(kProbers, k, &Entry::kind);
+    return it == std::end(kProbers) ? nullptr : &*it;
+}
+
+}  // namespace
+
+namespace {
+
+std::string bind_host(const std::string& listen_host) {
+    if (listen_host.empty() || listen_host == "0.0.0.0" || listen_host == "::") return "";
+    std::string why;
+    auto numeric = api::resolve_host(listen_host, std::chrono::steady_clock::now() + std::chrono::seconds(5), why);
+    if (!numeric) throw std::runtime_error("listen host " + listen_host + ": " + why);
+    return *numeric;
+}
+
+}  // namespace
+
+std::string linked_ucx_version() {
+#ifdef ROCEWATCH_HAVE_UCX
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+#else
+    return "";
+#endif
+}
+
+Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log) {
+    const char* creds = std::getenv("CREDENTIALS_DIRECTORY");
+    TokenLookup found = find_probe_token(cfg.probes.token_file, creds ? creds : "");
+    Probing p{found.token, found.why, nullptr};
+    if (p.token) {
+        TcpServerLimits limits;
+        limits.max_session_seconds = std::chrono::duration<double>(cfg.probes.tcp_bw.duration).count();
+        limits.max_sessions = std::max<uint32_t>(limits.max_sessions, cfg.probes.tcp_bw.streams);
+        limits.max_message_size = std::max<uint32_t>(cfg.probes.tcp_lat.size, 64);
+        try {
+            p.data_port = TcpProbeServer::create(bind_host(listen_host), cfg.probes.data_port, *p.token, limits, log);
+            log->info("peer probing on: token from {}", found.source);
+        } catch (const std::exception& e) {
+            p.why_off = std::string("probe data port: ") + e.what();
+            p.token.reset();
+        }
+    }
+    if (!p.token) log->warn("peer probing is off: {}", p.why_off);
+    return p;
+}
+
+Probers::Probers(ProberContext ctx) : ctx_(std::move(ctx)), token_hex_(token_to_hex(ctx_.token)) {}
+
+bool Probers::available(ProbeKind k) const { return find_prober(k) != nullptr; }
+
+ProbeResult Probers::run(const ProbeJob& job, const PeerHello& hello, Deadline deadline) const {
+    const Entry* e = find_prober(job.kind);
+    if (!e) return failed(job, reason::protocol_error, std::string("no runner for ") + to_string(job.kind));
+    try {
+        return e->run(ctx_, token_hex_, job, hello, deadline);
+    } catch (const std::exception& ex) {
+        return failed(job, reason::protocol_error, ex.what());
+    }
+}
+
+ProbeSchedulerDeps Probers::scheduler_deps() const {
+    return ProbeSchedulerDeps{
+        .run = [this](const ProbeJob& job, const PeerHello& hello, Deadline d) { return run(job, hello, d); },
+        .hello = [this](const PeerConfig& peer, ProbeClock::time_point d) { return api::fetch_hello(peer, token_hex_, d); },
+        .rail_utilisation = [this](const ProbeJob& job) {
+            auto s = ctx_.snapshot();
+            return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;
+        },
+        .available = [this](ProbeKind k) { return available(k); },
+    };
+}
+
+std::vector<SessionKind> Probers::session_kinds() const {
+    std::vector<SessionKind> kinds{{"/api/v1/peer/rdma", "RDMA",
+                                    [](const Config& c, const Snapshot& s, const nlohmann::json& r, const std::atomic<bool>* x) {
+                                        auto a = accept_rdma_session(c, s, r, x);
+                                        return std::make_pair(std::move(a.reply), std::move(a.serve));
+                                    }}};
+    if (available(ProbeKind::ucx_put_lat))
+        kinds.push_back({"/api/v1/peer/ucx", "UCX",
+                         [exe = ctx_.self_exe](const Config& c, const Snapshot&, const nlohmann::json& r,
+                                               const std::atomic<bool>* x) {
+                             auto a = accept_ucx_session(c, r, exe, x);
+                             return std::make_pair(std::move(a.reply), std::move(a.serve));
+                         }});
+    return kinds;
+}
+
+}  // namespace rocewatch

@@ -1,0 +1,85 @@
+// Which function runs each probe kind as this daemon runs it: the one kind -> runner table.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/probe_scheduler.hpp"
+#include "model/config.hpp"
+#include "model/snapshot.hpp"
+#include "probes/tcp.hpp"
+#include "probes/tcp_wire.hpp"
+
+namespace rocewatch {
+
+// What every runner needs besides the job: the config and snapshot of the moment, and our
+// token (the data port's, and as hex the bearer of our control requests to peers).
+struct ProberContext {
+    std::function<std::shared_ptr<const Config>()> config;
+    std::function<std::shared_ptr<const Snapshot>()> snapshot;
+    ProbeToken token{};
+    std::string self_exe;  // UCX session children are this binary again
+};
+
+// The version of the UCX this build links ("1.16.0"), "" without UCX.
+std::string linked_ucx_version();
+
+// Peer probing as configured: on only with a readable token and a data port bound.
+struct Probing {
+    std::optional<ProbeToken> token;
+    std::string why_off;  // when there is no token, in words an operator can act on
+    std::unique_ptr<TcpProbeServer> data_port;
+};
+
+// Finds the token ([probes] token_file, else systemd's credential) and binds the data port
+// where the HTTP server listens (every address, both families, for "", 0.0.0.0 or ::; a
+// name is resolved first) with our own config's budget
+// as its limits, whatever a peer asks for. Logs whether probing is on; never throws.
+Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log);
+
+// The passive side of one session kind: the reply to the peer, and the serve step for the
+// session host's thread (empty when refused: the reply then says why).
+using SessionAccept = std::function<std::pair<nlohmann::json, std::function<ProbeResult()>>(
+    const Config&, const Snapshot&, const nlohmann::json& request, const std::atomic<bool>* cancel)>;
+struct SessionKind {
+    std::string path;  // the POST route peers call: "/api/v1/peer/rdma"
+    std::string what;  // for logs: "RDMA"
+    SessionAccept accept;
+};
+
+class Probers {
+public:
+    explicit Probers(ProberContext ctx);
+
+    // Kinds this build has a runner for (RDMA needs libibverbs, UCX libucp).
+    [[nodiscard]] bool available(ProbeKind k) const;
+
+    // Runs one job with its peer's hello in hand, within `deadline`. Never throws: a kind
+    // without a runner, or a runner that threw, is a failed result.
+    [[nodiscard]] ProbeResult run(const ProbeJob& job, const PeerHello& hello, Deadline deadline) const;
+
+    // What the scheduler needs from the outside world: these runners, the peer's hello over
+    // HTTP, and the busy-skip's rail utilisation from the latest snapshot.
+    [[nodiscard]] ProbeSchedulerDeps scheduler_deps() const;
+
+    // The session kinds a peer may ask this build for (UCX only with UCX).
+    [[nodiscard]] std::vector<SessionKind> session_kinds() const;
+
+    // Our token as the bearer of control requests to peers.
+    [[nodiscard]] const std::string& token_hex() const { return token_hex_; }
+
+private:
+    ProberContext ctx_;
+    std::string token_hex_;
+};
+
+}  // namespace rocewatch

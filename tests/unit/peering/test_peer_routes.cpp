@@ -1,0 +1,131 @@
+// The peer and probe routes over a real HTTP server on loopback: shapes of bad requests,
+// hostile headers, the 503 before the first snapshot, and what reaches the log.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <mutex>
+#include <sstream>
+
+#include "api/log_safe.hpp"
+#include "api/peer_routes.hpp"
+
+using namespace rocewatch;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kToken = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+class Source final : public api::SnapshotSource {
+public:
+    std::shared_ptr<const Snapshot> latest() const override {
+        std::lock_guard lk(mu_);
+        return snap_;
+    }
+    void set(std::shared_ptr<const Snapshot> s) {
+        std::lock_guard lk(mu_);
+        snap_ = std::move(s);
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::shared_ptr<const Snapshot> snap_;
+};
+
+struct PeerRoutesTest : ::testing::Test {
+    std::ostringstream logged;
+    std::shared_ptr<spdlog::logger> log =
+        std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::ostream_sink_mt>(logged));
+    std::shared_ptr<Config> cfg = std::make_shared<Config>();
+    Source source;
+    ProbeStore probe_store;
+    ProbeScheduler scheduler{cfg,
+                             ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, Deadline) { return ProbeResult{}; },
+                                                .hello = [](const PeerConfig&, ProbeClock::time_point) { return PeerState{}; }},
+                             probe_store, log};
+    SessionHost sessions;
+    std::unique_ptr<api::ApiServer> server;
+    std::unique_ptr<httplib::Client> cli;
+    httplib::Headers auth{{"Authorization", std::string("Bearer ") + kToken}};
+
+    void SetUp() override {
+        cfg->peers = {PeerConfig{.name = "b", .address = "127.0.0.1:1"}};
+        server = api::ApiServer::create({.host = "127.0.0.1", .port = 0}, source, nullptr, log);
+        // A session kind that refuses every request, naming the session id it was sent.
+        SessionAccept refuse = [](const Config&, const Snapshot&, const json& r, const std::atomic<bool>*) {
+            return std::make_pair(json{{"reason", "protocol_error"}, {"detail", r.value("id", "")}},
+                                  std::function<ProbeResult()>{});
+        };
+        api::add_peer_routes(*server, {.snapshots = source, .config = cfg, .token_hex = kToken, .no_probing = "",
+                                       .data_port = 9880, .scheduler = scheduler, .sessions = sessions,
+                                       .session_kinds = {{"/api/v1/peer/rdma", "RDMA", refuse}}, .log = log});
+        server->start();
+        cli = std::make_unique<httplib::Client>("127.0.0.1", server->port());
+    }
+    void TearDown() override { server->stop(); }
+};
+
+// Valid JSON that is not an object answered 500 once (json::value on a non-object throws).
+TEST_F(PeerRoutesTest, ProbeRunRefusesJsonThatIsNotAnObjectWith400) {
+    source.set(std::make_shared<const Snapshot>());
+    for (const char* body : {"[1,2,3]", "\"x\"", "null", "5", "{\"peer\":5}", "{\"kind\":[]}", "not json"}) {
+        auto res = cli->Post("/api/v1/probes/run", auth, body, "application/json");
+        ASSERT_TRUE(res) << body;
+        EXPECT_EQ(res->status, 400) << body << ": " << res->body;
+        EXPECT_NE(res->body.find("JSON object"), std::string::npos) << res->body;
+    }
+    auto res = cli->Post("/api/v1/probes/run", auth, R"({"peer": "nobody"})", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 404) << "a well-formed request still reaches the lookup";
+}
+
+// A NaN reached a double -> integer cast (undefined); infinities and negatives must not
+// give an unbounded or negative wait either.
+TEST(ProbeTimeout, ScrapeTimeoutHeaderIsFiniteAndClamped) {
+    EXPECT_DOUBLE_EQ(api::probe_timeout_seconds(""), 9.5);
+    EXPECT_DOUBLE_EQ(api::probe_timeout_seconds("5"), 4.5);
+    EXPECT_DOUBLE_EQ(api::probe_timeout_seconds("-1"), 0.1);
+    EXPECT_DOUBLE_EQ(api::probe_timeout_seconds("3600"), 60.0);
+    for (const char* junk : {"nan", "NaN", "inf", "-inf", "1e400", "5s", "abc"})
+        EXPECT_DOUBLE_EQ(api::probe_timeout_seconds(junk), 9.5) << junk;
+}
+
+TEST_F(PeerRoutesTest, NoSnapshotYetIs503WithRetryAfter) {
+    std::vector<httplib::Result> answers;
+    answers.push_back(cli->Get("/api/v1/peer/hello", auth));
+    answers.push_back(cli->Get("/api/v1/probes"));
+    answers.push_back(cli->Post("/api/v1/peer/rdma", auth, "{}", "application/json"));
+    for (const auto& res : answers) {
+        ASSERT_TRUE(res);
+        EXPECT_EQ(res->status, 503);
+        EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+    }
+}
+
+// Session ids come from peers: logged bounded, one line, printable.
+TEST_F(PeerRoutesTest, PeerSuppliedSessionIdsAreLoggedEscapedAndBounded) {
+    source.set(std::make_shared<const Snapshot>());
+    const std::string id = "evil\r\nFAKE LOG LINE\x01" + std::string(60000, 'A');
+    auto res = cli->Post("/api/v1/peer/rdma", auth, json{{"end_session", id}}.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    log->flush();
+    const std::string text = logged.str();
+    EXPECT_EQ(text.find("\r"), std::string::npos);
+    EXPECT_EQ(text.find("\nFAKE"), std::string::npos) << "no forged line";
+    EXPECT_NE(text.find("evil\\x0d\\x0aFAKE LOG LINE\\x01"), std::string::npos) << text.substr(0, 300);
+    EXPECT_LT(text.size(), 1000u) << "a 60 KB id is cut";
+}
+
+TEST(LogSafe, EscapesAndBounds) {
+    EXPECT_EQ(api::log_safe("plain id-42"), "plain id-42");
+    EXPECT_EQ(api::log_safe(std::string("a\0b", 3)), "a\\x00b");
+    EXPECT_EQ(api::log_safe("back\\slash"), "back\\\\slash");
+    EXPECT_EQ(api::log_safe("\xff\xfe"), "\\xff\\xfe");
+    EXPECT_EQ(api::log_safe(std::string(10, 'x'), 4), "xxxx...(10 bytes)");
+}
+
+}  // namespace
