@@ -1,7 +1,7 @@
 // RDMA verbs probes: ib_write_bw / ib_write_lat style probes over RC endpoints
 // (rdma_endpoint.hpp), one endpoint per QP per rail.
 //
-// Line rate on real hardware (2 x 100G, ~186 Gbps of raw verbs in the field notes) comes
+// Line rate on real hardware (2 x 100G, ~186 Gbps of raw verbs measured between two DGX Spark nodes) comes
 // from doing what perftest does and not more: 64 KiB RDMA writes (one WR moves 16 packets
 // of 4096 B MTU, so per-WR CPU cost is amortised), a deep send queue (128 outstanding WRs
 // per QP) with selective signalling (one CQE per 100 WRs), inline off (the NIC DMAs the

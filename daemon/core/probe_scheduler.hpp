@@ -38,7 +38,7 @@ struct ProbeJob {
 };
 
 // What the scheduler needs from the outside world, injected so tests drive it without
-// sockets or clocks (STYLE rule 6).
+// sockets or clocks.
 struct ProbeSchedulerDeps {
     // Runs one probe with the peer's hello in hand; must return by `deadline` (pulled in
     // when the scheduler stops), never throw.

@@ -66,7 +66,7 @@ def main():
             t.check(status["health"] == "warning", f"health is warning (peermem missing): {status['health']}")
             dev = d.json("/api/v1/devices/rocep1s0f0")
             port = dev["ports"][0]
-            t.check(port["roce_v2_gid"] == {"index": 3, "address": "192.168.100.11"}, "rail 0 uses RoCE v2 GID index 3, as the field notes found")
+            t.check(port["roce_v2_gid"] == {"index": 3, "address": "192.168.100.11"}, "rail 0 uses RoCE v2 GID index 3, as on a DGX Spark node")
             t.check(port["netdev"] == "enp1s0f0np0", "rail 0 maps to enp1s0f0np0")
             ifs = {i["name"]: i for i in d.json("/api/v1/interfaces")["interfaces"]}
             t.check(ifs["enp1s0f0np0"]["mtu"] == 9000, "interface MTU seen over netlink")

@@ -71,7 +71,7 @@ TEST_F(EngineTest, OneCycleJoinsSysfsAndNetlink) {
 }
 
 TEST_F(EngineTest, MisconfiguredNodeRaisesAlertsThatClearAndPersist) {
-    links[0].mtu = 1500;  // the field notes' first mistake
+    links[0].mtu = 1500;  // the first mistake on a fresh DGX Spark
     auto engine = make();
     auto s = engine->collect_once();
     auto has = [](const Snapshot& snap, const std::string& rule, const std::string& obj) {

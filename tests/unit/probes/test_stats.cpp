@@ -122,7 +122,7 @@ TEST(HalfRoundTrip, Halves) {
 
 TEST(Bandwidth, BitsPerSecond) {
     EXPECT_DOUBLE_EQ(bandwidth_bps(1'250'000'000, 1.0), 10e9);  // 1.25 GB/s = 10 Gbit/s
-    // perftest's ib_write_bw figure from DOMAIN.md: 11,679 MB/s = 93.4 Gbit/s
+    // perftest's ib_write_bw figure between two DGX Spark nodes: 11,679 MB/s = 93.4 Gbit/s
     EXPECT_NEAR(bandwidth_bps(11'679'000'000ull, 1.0) / 1e9, 93.432, 1e-9);
     // 64 KiB x 5000 iterations in 0.25 s
     EXPECT_DOUBLE_EQ(bandwidth_bps(65536ull * 5000, 0.25), 65536.0 * 5000 * 8 / 0.25);

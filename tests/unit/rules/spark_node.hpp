@@ -1,4 +1,4 @@
-// Test snapshots: a healthy two-rail DGX Spark node as in the field notes, to break at will.
+// Test snapshots: a healthy two-rail DGX Spark node, to break at will.
 #pragma once
 
 #include <sys/socket.h>
@@ -56,8 +56,8 @@ inline Address v4(const std::string& a, int prefixlen, const std::string& scope 
     return {.family = AF_INET, .address = a, .prefixlen = prefixlen, .scope = scope};
 }
 
-// spark-02 after the notes' fixes: MTU 9000, one subnet per rail, no bond, peermem loaded.
-// roceP2p1s0f0 / enP2p1s0f0np0 is the P2P interface the notes tell you to keep out of it.
+// spark-02 once fixed: MTU 9000, one subnet per rail, no bond, peermem loaded.
+// roceP2p1s0f0 / enP2p1s0f0np0 is the P2P interface that must stay out of the rails.
 inline Snapshot healthy_spark() {
     Snapshot s;
     s.host = {.hostname = "spark-02", .nvidia_gpu_present = true, .nvidia_peermem_loaded = true};

@@ -31,7 +31,7 @@ TEST(Ipv4, OverlapUnderTheShorterPrefix) {
     const auto a = *ipv4::parse("192.168.100.11");
     const auto b = *ipv4::parse("192.168.100.15");
     const auto c = *ipv4::parse("192.168.200.11");
-    EXPECT_TRUE(ipv4::overlap(a, 24, b, 24));   // the field notes' conflict
+    EXPECT_TRUE(ipv4::overlap(a, 24, b, 24));   // a second interface in a rail's subnet
     EXPECT_FALSE(ipv4::overlap(a, 24, c, 24));  // one subnet per rail
     EXPECT_TRUE(ipv4::overlap(a, 24, b, 32));   // a host route inside the subnet
     EXPECT_TRUE(ipv4::overlap(a, 16, c, 24));   // a /16 holding the other /24

@@ -72,7 +72,7 @@ TEST_F(ProbeRules, BandwidthLowAgainstTheLocalLinkRate) {
 }
 
 TEST_F(ProbeRules, BandwidthLowOverAllRailsIsAgainstTheirSum) {
-    // The field notes' NIXL run: 105 of 200 Gbps over two 100G rails.
+    // A NIXL run between two DGX Spark nodes: 105 of 200 Gbps over two 100G rails.
     c.peers[0].rails.push_back({"rail1", "", "10.2.0.1", "10.2.0.2", "", ""});  // found by its address
     RdmaPort port{.port = 1, .rate_gbps = 100.0, .netdev = "enp1s0f1np1"};
     port.gids.push_back({.index = 3, .gid = "::ffff:10.2.0.1", .type = "RoCE v2", .netdev = "enp1s0f1np1", .ipv4 = "10.2.0.1"});
@@ -85,7 +85,7 @@ TEST_F(ProbeRules, BandwidthLowOverAllRailsIsAgainstTheirSum) {
         ASSERT_EQ(f.size(), 1u) << to_string(kind);
         EXPECT_EQ(f[0].object, std::string("spark-b:") + to_string(kind));
         EXPECT_NE(f[0].summary.find("below 90% of the 200 Gbps link"), std::string::npos) << f[0].summary;
-        r.bandwidth_bits_per_second = 186e9;  // raw verbs on both links in the field notes
+        r.bandwidth_bits_per_second = 186e9;  // raw verbs on both links between two DGX Spark nodes
         book.add(r);
         EXPECT_TRUE(judge("probe_bandwidth_low").empty()) << to_string(kind);
     }

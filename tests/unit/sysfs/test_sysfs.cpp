@@ -193,7 +193,7 @@ TEST(SysfsRead, DgxSparkGidTable) {
     EXPECT_EQ(p.gids[3].ipv4, "192.168.100.11");
     for (const auto& g : p.gids) EXPECT_EQ(g.netdev, "enp1s0f0np0");
 
-    // Index 3, as in the field notes (`ib_write_bw -x 3`), on both rails.
+    // Index 3, as on a DGX Spark node (`ib_write_bw -x 3`), on both rails.
     EXPECT_EQ(p.roce_v2_ipv4_gid_index, 3);
     EXPECT_EQ(p.roce_v2_ipv4_address, "192.168.100.11");
     const auto& p2 = device(r, "rocep1s0f1").ports.at(0);
@@ -206,7 +206,7 @@ TEST(SysfsRead, DgxSparkGidTable) {
 TEST(SysfsRead, DgxSparkCounters) {
     const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"));
     const auto& p = device(r, "rocep1s0f0").ports.at(0);
-    // 1,193 GB sent in the field notes: 298,250,000,000 words of 4 bytes.
+    // 1,193 GB sent by a long dual-rail run: 298,250,000,000 words of 4 bytes.
     EXPECT_EQ(p.counters.at("port_xmit_data"), 298250000000u);
     EXPECT_EQ(p.xmit_bytes, 1193000000000u);
     EXPECT_EQ(p.counters.at("port_rcv_data"), 287750000000u);
@@ -580,7 +580,7 @@ TEST(SysfsHost, DgxSpark) {
     const auto h = read_host_info(sysfs_fixture("dgx-spark"), std::filesystem::path(fixtures_dir()) / "procfs" / "dgx-spark");
     EXPECT_EQ(h.hostname, "spark-02");
     EXPECT_TRUE(h.nvidia_gpu_present) << "GB10 at 000f:01:00.0, class 0x030200";
-    EXPECT_FALSE(h.nvidia_peermem_loaded) << "the field notes: GPUDirect RDMA unavailable";
+    EXPECT_FALSE(h.nvidia_peermem_loaded) << "GPUDirect RDMA unavailable on this tree";
     EXPECT_EQ(h.ucx_version, "");
 }
 

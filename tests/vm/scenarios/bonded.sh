@@ -1,7 +1,7 @@
 #!/bin/bash
 # Bonded rails: both rails enslaved to a balance-xor bond (layer3+4), the documented
 # choice for direct-connected nodes. The kernel moves the GID entries of the slaves' rxe
-# devices to bond0 (RDMA on those devices then breaks: the field notes' failure mode);
+# devices to bond0 (RDMA on those devices then breaks: a bond over the RoCE netdevs);
 # one slave loses its link (QMP, both cable ends) and comes back. The daemon must report
 # the bond as /proc/net/bonding and sysfs do, raise gid_on_bond on both slaves' rxe ports
 # with the GID indices the kernel moved, raise bond_slave_down/bond_degraded while a

@@ -181,7 +181,7 @@ if ((NODE == 2)); then
     done
     # The daemon reads every rail's counter around a UCX bandwidth run. UCX puts its data
     # lane on one rail here (rc_verbs on rxe0; tcp on railB only for the wire-up), as NIXL did
-    # in the field notes: the rail imbalance must show, and be called out.
+    # on the DGX Spark pair: the rail imbalance must show, and be called out.
     ra=$(jf '.bytes_per_rail.railA // 0')
     rb=$(jf '.bytes_per_rail.railB // 0')
     record "ucx_put_bw bytes per rail: railA $ra, railB $rb"
