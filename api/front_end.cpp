@@ -21,13 +21,14 @@
 #include <vector>
 
 #include "api/http_wire.hpp"
+#include "api/log_safe.hpp"
 #include "api/request_gate.hpp"
+#include "util/clock.hpp"
 
 namespace rocewatch::api {
 
 namespace {
 
-using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr uint64_t kListenTag = 0;
@@ -60,8 +61,8 @@ struct Conn {
     size_t out_off = 0;
     bool close_after = false;
     unsigned served = 0;      // answers written on this connection
-    Steady::time_point waiting_since;  // start of the current wait for a request (eviction order)
-    Steady::time_point deadline = Steady::time_point::max();
+    SteadyClock::time_point waiting_since;  // start of the current wait for a request (eviction order)
+    SteadyClock::time_point deadline = SteadyClock::time_point::max();
     uint32_t interest = 0;
     size_t drained = 0;
 };
@@ -95,29 +96,29 @@ struct FrontEnd::Impl {
     std::unordered_map<uint64_t, Conn> conns;
     std::unordered_map<std::string, size_t> per_source;
     uint64_t next_id = 2;
-    Steady::time_point next_deadline = Steady::time_point::max();
-    Steady::time_point accept_paused_until = Steady::time_point::min();
+    SteadyClock::time_point next_deadline = SteadyClock::time_point::max();
+    SteadyClock::time_point accept_paused_until = SteadyClock::time_point::min();
     bool accept_armed = true;
 
     void run();
     void wake();
     void on_wake();
-    void accept_ready(Steady::time_point now);
-    void admit(int fd, const sockaddr_storage& ss, Steady::time_point now);
-    bool make_room(Steady::time_point now);
+    void accept_ready(SteadyClock::time_point now);
+    void admit(int fd, const sockaddr_storage& ss, SteadyClock::time_point now);
+    bool make_room(SteadyClock::time_point now);
     void refuse_at_once(int fd, const std::string& why);
-    void on_event(Conn& c, uint32_t events, Steady::time_point now);
-    void read_ready(Conn& c, Steady::time_point now);
-    void advance(Conn& c, Steady::time_point now);
-    void hand_over(Conn& c, size_t need, Steady::time_point now);
-    void reject(Conn& c, const HeadCheck& why, Steady::time_point now);
-    void begin_write(Conn& c, std::string bytes, bool close, Steady::time_point now);
-    void write_ready(Conn& c, Steady::time_point now);
-    void after_write(Conn& c, Steady::time_point now);
+    void on_event(Conn& c, uint32_t events, SteadyClock::time_point now);
+    void read_ready(Conn& c, SteadyClock::time_point now);
+    void advance(Conn& c, SteadyClock::time_point now);
+    void hand_over(Conn& c, size_t need, SteadyClock::time_point now);
+    void reject(Conn& c, const HeadCheck& why, SteadyClock::time_point now);
+    void begin_write(Conn& c, std::string bytes, bool close, SteadyClock::time_point now);
+    void write_ready(Conn& c, SteadyClock::time_point now);
+    void after_write(Conn& c, SteadyClock::time_point now);
     void drain(Conn& c);
-    void sweep(Steady::time_point now);
-    void expire(Conn& c, Steady::time_point now);
-    void set_deadline(Conn& c, Steady::time_point d);
+    void sweep(SteadyClock::time_point now);
+    void expire(Conn& c, SteadyClock::time_point now);
+    void set_deadline(Conn& c, SteadyClock::time_point d);
     void set_interest(Conn& c, uint32_t ev);
     void close_conn(uint64_t id);
     void close_all();
@@ -182,9 +183,9 @@ void FrontEnd::Impl::wake() {
 void FrontEnd::Impl::run() {
     std::vector<epoll_event> events(256);
     while (!stopping) {
-        auto now = Steady::now();
+        auto now = SteadyClock::now();
         int timeout_ms = 1000;
-        if (next_deadline != Steady::time_point::max())
+        if (next_deadline != SteadyClock::time_point::max())
             timeout_ms = static_cast<int>(std::clamp<long long>(
                 std::chrono::ceil<std::chrono::milliseconds>(next_deadline - now).count(), 0, 1000));
         if (!accept_armed) timeout_ms = std::min(timeout_ms, 100);
@@ -193,7 +194,7 @@ void FrontEnd::Impl::run() {
             log->error("api: epoll_wait failed: {}", std::strerror(errno));
             std::this_thread::sleep_for(10ms);
         }
-        now = Steady::now();
+        now = SteadyClock::now();
         for (int i = 0; i < n; ++i) {
             const uint64_t tag = events[static_cast<size_t>(i)].data.u64;
             if (tag == kListenTag) {
@@ -217,7 +218,7 @@ void FrontEnd::Impl::on_wake() {
         std::lock_guard lk(done_mu);
         batch.swap(done);
     }
-    const auto now = Steady::now();
+    const auto now = SteadyClock::now();
     for (auto& d : batch) {
         auto it = conns.find(d.ticket);
         // Gone meanwhile (the client hung up, or it was evicted): nothing to write to.
@@ -228,7 +229,7 @@ void FrontEnd::Impl::on_wake() {
 
 // ---------------------------------------------------------------- accepting
 
-void FrontEnd::Impl::accept_ready(Steady::time_point now) {
+void FrontEnd::Impl::accept_ready(SteadyClock::time_point now) {
     for (int i = 0; i < 64; ++i) {  // bounded, so one busy listener cannot starve the rest
         sockaddr_storage ss{};
         socklen_t len = sizeof ss;
@@ -259,7 +260,7 @@ void FrontEnd::Impl::refuse_at_once(int fd, const std::string& why) {
     ::close(fd);
 }
 
-void FrontEnd::Impl::admit(int fd, const sockaddr_storage& ss, Steady::time_point now) {
+void FrontEnd::Impl::admit(int fd, const sockaddr_storage& ss, SteadyClock::time_point now) {
     int port = -1;
     std::string source = address_of(ss, port);
     if (auto it = per_source.find(source); it != per_source.end() && it->second >= opts.max_connections_per_source) {
@@ -295,7 +296,7 @@ void FrontEnd::Impl::admit(int fd, const sockaddr_storage& ss, Steady::time_poin
 
 // At the total cap, the connection that has waited longest for a request makes room: an
 // attacker's idle connections age out first, and a scraper always gets in.
-bool FrontEnd::Impl::make_room(Steady::time_point) {
+bool FrontEnd::Impl::make_room(SteadyClock::time_point) {
     Conn* oldest = nullptr;
     for (auto& [id, c] : conns)
         if ((c.state == State::head || c.state == State::body) && (!oldest || c.waiting_since < oldest->waiting_since))
@@ -312,7 +313,7 @@ bool FrontEnd::Impl::make_room(Steady::time_point) {
 
 // ---------------------------------------------------------------- reading and gating
 
-void FrontEnd::Impl::on_event(Conn& c, uint32_t events, Steady::time_point now) {
+void FrontEnd::Impl::on_event(Conn& c, uint32_t events, SteadyClock::time_point now) {
     if (c.state == State::busy) {
         // Only errors and hang-ups arrive here (no interest while a worker has it).
         if (events & (EPOLLERR | EPOLLHUP)) close_conn(c.id);
@@ -326,7 +327,7 @@ void FrontEnd::Impl::on_event(Conn& c, uint32_t events, Steady::time_point now) 
     read_ready(c, now);
 }
 
-void FrontEnd::Impl::read_ready(Conn& c, Steady::time_point now) {
+void FrontEnd::Impl::read_ready(Conn& c, SteadyClock::time_point now) {
     char buf[8192];
     // Never hold more than one byte over the head limit (that byte is enough to say 431),
     // and in a body never read past its end: the next pipelined request stays in the kernel.
@@ -348,7 +349,7 @@ void FrontEnd::Impl::read_ready(Conn& c, Steady::time_point now) {
 }
 
 // Judges what is buffered: rejects, keeps reading, or hands a complete request over.
-void FrontEnd::Impl::advance(Conn& c, Steady::time_point now) {
+void FrontEnd::Impl::advance(Conn& c, SteadyClock::time_point now) {
     if (c.state == State::head) {
         if (!c.recheck) return;
         c.recheck = false;
@@ -362,7 +363,7 @@ void FrontEnd::Impl::advance(Conn& c, Steady::time_point now) {
     if (c.state == State::body && c.in.size() >= need) hand_over(c, need, now);
 }
 
-void FrontEnd::Impl::hand_over(Conn& c, size_t need, Steady::time_point now) {
+void FrontEnd::Impl::hand_over(Conn& c, size_t need, SteadyClock::time_point now) {
     GatedRequest r;
     r.ticket = c.id;
     r.bytes = c.in.substr(0, need);
@@ -375,24 +376,24 @@ void FrontEnd::Impl::hand_over(Conn& c, size_t need, Steady::time_point now) {
     r.local_port = c.local_port;
     c.state = State::busy;
     set_interest(c, 0);
-    set_deadline(c, Steady::time_point::max());
+    set_deadline(c, SteadyClock::time_point::max());
     if (!dispatch(std::move(r))) {
         stats.count_rejected(RejectReason::overload);
         begin_write(c, raw_error_response(503, "server busy, retry"), true, now);
     }
 }
 
-void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, Steady::time_point now) {
+void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, SteadyClock::time_point now) {
     stats.count_rejected(why.reason);
     log->debug("api: rejected a request from {}: {} {} ({})", c.source, why.status, to_string(why.reason),
-               escape_for_log(why.message));
+               log_safe(why.message));
     c.in.clear();
     begin_write(c, raw_error_response(why.status, why.message), true, now);
 }
 
 // ---------------------------------------------------------------- writing and closing
 
-void FrontEnd::Impl::begin_write(Conn& c, std::string bytes, bool close, Steady::time_point now) {
+void FrontEnd::Impl::begin_write(Conn& c, std::string bytes, bool close, SteadyClock::time_point now) {
     c.state = State::writing;
     c.out = std::move(bytes);
     c.out_off = 0;
@@ -401,7 +402,7 @@ void FrontEnd::Impl::begin_write(Conn& c, std::string bytes, bool close, Steady:
     write_ready(c, now);
 }
 
-void FrontEnd::Impl::write_ready(Conn& c, Steady::time_point now) {
+void FrontEnd::Impl::write_ready(Conn& c, SteadyClock::time_point now) {
     while (c.out_off < c.out.size()) {
         const ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
@@ -415,7 +416,7 @@ void FrontEnd::Impl::write_ready(Conn& c, Steady::time_point now) {
     after_write(c, now);
 }
 
-void FrontEnd::Impl::after_write(Conn& c, Steady::time_point now) {
+void FrontEnd::Impl::after_write(Conn& c, SteadyClock::time_point now) {
     ++c.served;
     std::string().swap(c.out);
     if (c.close_after) {
@@ -450,7 +451,7 @@ void FrontEnd::Impl::drain(Conn& c) {
     }
 }
 
-void FrontEnd::Impl::sweep(Steady::time_point now) {
+void FrontEnd::Impl::sweep(SteadyClock::time_point now) {
     if (!accept_armed && now >= accept_paused_until) {
         epoll_event ev{};
         ev.events = EPOLLIN;
@@ -459,7 +460,7 @@ void FrontEnd::Impl::sweep(Steady::time_point now) {
         accept_armed = true;
     }
     std::vector<uint64_t> expired;
-    next_deadline = Steady::time_point::max();
+    next_deadline = SteadyClock::time_point::max();
     for (auto& [id, c] : conns) {
         if (c.deadline <= now)
             expired.push_back(id);
@@ -470,7 +471,7 @@ void FrontEnd::Impl::sweep(Steady::time_point now) {
         if (auto it = conns.find(id); it != conns.end()) expire(it->second, now);
 }
 
-void FrontEnd::Impl::expire(Conn& c, Steady::time_point now) {
+void FrontEnd::Impl::expire(Conn& c, SteadyClock::time_point now) {
     const bool mid_request = c.state == State::body || (c.state == State::head && (!c.in.empty() || c.served == 0));
     if (!mid_request) return close_conn(c.id);  // idle keep-alive over, stuck writer, or linger over
     HeadCheck why;
@@ -482,7 +483,7 @@ void FrontEnd::Impl::expire(Conn& c, Steady::time_point now) {
     reject(c, why, now);
 }
 
-void FrontEnd::Impl::set_deadline(Conn& c, Steady::time_point d) {
+void FrontEnd::Impl::set_deadline(Conn& c, SteadyClock::time_point d) {
     c.deadline = d;
     next_deadline = std::min(next_deadline, d);
 }

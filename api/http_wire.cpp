@@ -38,24 +38,6 @@ std::string address_of(const sockaddr_storage& ss, int& port) {
     return {};
 }
 
-std::string escape_for_log(std::string_view s, size_t max) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(std::min(s.size(), max) + 8);
-    for (size_t i = 0; i < s.size() && i < max; ++i) {
-        const auto u = static_cast<unsigned char>(s[i]);
-        if (u < 0x20 || u >= 0x7f || u == '\\') {
-            out += "\\x";
-            out += kHex[u >> 4];
-            out += kHex[u & 0xf];
-        } else {
-            out += static_cast<char>(u);
-        }
-    }
-    if (s.size() > max) out += "...";
-    return out;
-}
-
 bool is_priority_request(std::string_view head) {
     const size_t sp = head.find(' ');
     if (sp == std::string_view::npos) return false;

@@ -2,6 +2,7 @@
 #include "api/json_view.hpp"
 
 #include "model/probe.hpp"
+#include "util/clock.hpp"
 
 #include <sys/socket.h>
 
@@ -24,10 +25,6 @@ json opt(const std::optional<T>& v) {
 json time_or_null(TimePoint t) {
     auto s = format_rfc3339(t);
     return s.empty() ? json(nullptr) : json(std::move(s));
-}
-
-double seconds_between(TimePoint from, TimePoint to) {
-    return std::chrono::duration<double>(to - from).count();
 }
 
 const char* family_name(int family) {

@@ -6,21 +6,14 @@
 #include <stdexcept>
 
 #include "api/http_wire.hpp"
+#include "api/log_safe.hpp"
+#include "api/replies.hpp"
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"
 #include "api/request_gate.hpp"
 #include "api/server_impl.hpp"
 
 namespace rocewatch::api {
-
-namespace {
-
-void send_json(httplib::Response& res, int status, const nlohmann::json& j) {
-    res.status = status;
-    res.set_content(dump_json(j), "application/json");
-}
-
-}  // namespace
 
 void ApiServer::Impl::add_route(std::string pattern, std::string label, std::string method, std::string description,
                                 httplib::Server::Handler h) {
@@ -31,15 +24,6 @@ void ApiServer::Impl::add_route(std::string pattern, std::string label, std::str
         server.Post(pattern, std::move(h));
     else
         server.Get(pattern, std::move(h));
-}
-
-std::shared_ptr<const Snapshot> ApiServer::Impl::snapshot_or_503(httplib::Response& res) const {
-    auto s = src.latest();
-    if (!s) {
-        res.set_header("Retry-After", "1");
-        send_json(res, 503, error_json(503, "no snapshot yet: the first collection has not finished"));
-    }
-    return s;
 }
 
 void ApiServer::Impl::register_builtin_routes() {
@@ -75,15 +59,15 @@ void ApiServer::Impl::register_builtin_routes() {
 void ApiServer::Impl::register_rest_routes() {
     add_route("/api/v1/status", "/api/v1/status", "GET", "overall health, counts, collection and daemon status",
               [this](const httplib::Request&, httplib::Response& res) {
-                  if (auto s = snapshot_or_503(res)) send_json(res, 200, status_json(*s, Clock::now()));
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, status_json(*s, Clock::now()));
               });
     add_route("/api/v1/devices", "/api/v1/devices", "GET", "RDMA devices with ports, GIDs and counters",
               [this](const httplib::Request&, httplib::Response& res) {
-                  if (auto s = snapshot_or_503(res)) send_json(res, 200, devices_json(*s));
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, devices_json(*s));
               });
     add_route(R"(/api/v1/devices/([^/]+))", "/api/v1/devices/{name}", "GET", "one RDMA device",
               [this](const httplib::Request& req, httplib::Response& res) {
-                  auto s = snapshot_or_503(res);
+                  auto s = snapshot_or_503(src, res);
                   if (!s) return;
                   const std::string name = req.matches[1];
                   if (auto j = device_json(*s, name))
@@ -93,15 +77,15 @@ void ApiServer::Impl::register_rest_routes() {
               });
     add_route("/api/v1/interfaces", "/api/v1/interfaces", "GET", "network interfaces, addresses and their RDMA ports",
               [this](const httplib::Request&, httplib::Response& res) {
-                  if (auto s = snapshot_or_503(res)) send_json(res, 200, interfaces_json(*s));
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, interfaces_json(*s));
               });
     add_route("/api/v1/bonds", "/api/v1/bonds", "GET", "bonds and their slaves",
               [this](const httplib::Request&, httplib::Response& res) {
-                  if (auto s = snapshot_or_503(res)) send_json(res, 200, bonds_json(*s));
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, bonds_json(*s));
               });
     add_route("/api/v1/alerts", "/api/v1/alerts", "GET", "active (pending and firing) alerts",
               [this](const httplib::Request&, httplib::Response& res) {
-                  if (auto s = snapshot_or_503(res)) send_json(res, 200, alerts_json(*s));
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, alerts_json(*s));
               });
     add_route("/api/v1/alerts/history", "/api/v1/alerts/history", "GET", "alert transitions, oldest first; ?limit=N",
               [this](const httplib::Request& req, httplib::Response& res) {
@@ -114,7 +98,7 @@ void ApiServer::Impl::register_rest_routes() {
                       }
                       limit = std::stoul(v);
                   }
-                  if (auto s = snapshot_or_503(res)) send_json(res, 200, history_json(*s, limit));
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, history_json(*s, limit));
               });
     add_route("/api/v1/config", "/api/v1/config", "GET", "effective configuration",
               [this](const httplib::Request&, httplib::Response& res) {
@@ -178,7 +162,7 @@ void ApiServer::Impl::install_handlers() {
             what = e.what();
         } catch (...) {
         }
-        log->error("api: {} {} failed: {}", req.method, escape_for_log(req.path), what);
+        log->error("api: {} {} failed: {}", req.method, log_safe(req.path, 200), what);
         send_json(res, 500, error_json(500, "internal error; the daemon log has the details"));
     });
     // httplib calls this once the whole answer is in the worker's memory, before the front
@@ -186,7 +170,7 @@ void ApiServer::Impl::install_handlers() {
     s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
         stats->count_request(stat_index_for(req), res.status);
         // The path is URL-decoded by httplib: %0d%0a would forge log lines.
-        log->debug("api: {} {} {}", req.method, escape_for_log(req.path), res.status);
+        log->debug("api: {} {} {}", req.method, log_safe(req.path, 200), res.status);
     });
     s.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
     // Only for the Keep-Alive header httplib writes; the front end enforces both.
@@ -203,7 +187,7 @@ void ApiServer::Impl::install_handlers() {
 
 
 void ApiServer::Impl::serve_metrics(const httplib::Request& req, httplib::Response& res) {
-    auto s = snapshot_or_503(res);
+    auto s = snapshot_or_503(src, res);
     if (!s) return;
     const bool gzip = accepts_gzip(req.get_header_value("Accept-Encoding"));
     auto body = std::make_shared<const std::string>(metrics.body(s, render_http_metrics(*stats), gzip));

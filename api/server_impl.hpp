@@ -68,7 +68,6 @@ struct ApiServer::Impl {
     void install_handlers();
     size_t stat_index_for(const httplib::Request& req) const;
     std::vector<std::string> methods_for(const std::string& path) const;
-    std::shared_ptr<const Snapshot> snapshot_or_503(httplib::Response& res) const;
     void serve_metrics(const httplib::Request& req, httplib::Response& res);
 
     // server.cpp

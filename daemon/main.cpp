@@ -50,7 +50,7 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
     auto snap = engine.collect_once();
     auto out = api::status_json(*snap, Clock::now());
     out["alerts"] = api::alerts_json(*snap)["alerts"];
-    std::cout << out.dump(2) << std::endl;
+    std::cout << api::dump_json(out) << std::endl;
     switch (overall_health(*snap)) {
         case Health::healthy: return 0;
         case Health::warning: return 1;

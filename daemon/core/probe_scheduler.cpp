@@ -112,21 +112,21 @@ std::optional<std::shared_future<ProbeResult>> ProbeScheduler::submit(ProbeJob j
     return f;
 }
 
-ProbeClock::duration ProbeScheduler::jitter(ProbeKind k) {
+SteadyClock::duration ProbeScheduler::jitter(ProbeKind k) {
     auto j = probe_timing(cur_->probes, k).jitter;
-    if (j.count() <= 0) return ProbeClock::duration::zero();
+    if (j.count() <= 0) return SteadyClock::duration::zero();
     std::uniform_int_distribution<int64_t> d(0, j.count());
     return std::chrono::milliseconds(d(rng_));
 }
 
-ProbeClock::duration ProbeScheduler::next_after(const ProbeJob& job, const ProbeResult& r) {
-    const auto interval = ProbeClock::duration(probe_timing(cur_->probes, job.kind).interval);
+SteadyClock::duration ProbeScheduler::next_after(const ProbeJob& job, const ProbeResult& r) {
+    const auto interval = SteadyClock::duration(probe_timing(cur_->probes, job.kind).interval);
     if (r.reason != kReasonPeerBusy || interval <= kBusyRetry) return interval + jitter(job.kind);
     std::uniform_int_distribution<int64_t> d(0, std::chrono::milliseconds(kBusyRetry).count());
-    return std::min<ProbeClock::duration>(interval, kBusyRetry + std::chrono::milliseconds(d(rng_)));
+    return std::min<SteadyClock::duration>(interval, kBusyRetry + std::chrono::milliseconds(d(rng_)));
 }
 
-void ProbeScheduler::plan(ProbeClock::time_point now) {
+void ProbeScheduler::plan(SteadyClock::time_point now) {
     entries_.clear();
     std::vector<ProbeKind> kinds;
     for (const auto& name : cur_->probes.enabled) {
@@ -161,12 +161,12 @@ void ProbeScheduler::plan(ProbeClock::time_point now) {
     });
 }
 
-const PeerHello* ProbeScheduler::fresh_hello(const ProbeJob& job, ProbeClock::time_point now, ProbeResult& failed) {
+const PeerHello* ProbeScheduler::fresh_hello(const ProbeJob& job, SteadyClock::time_point now, ProbeResult& failed) {
     auto it = hellos_.find(job.peer.name);
     if (it != hellos_.end() && it->second.first.hello_ok && now - it->second.second < kHelloMaxAge)
         return &*it->second.first.hello;
     auto deadline =
-        now + std::min<ProbeClock::duration>(std::chrono::seconds(2), probe_timing(cur_->probes, job.kind).budget);
+        now + std::min<SteadyClock::duration>(std::chrono::seconds(2), probe_timing(cur_->probes, job.kind).budget);
     // An on-demand caller (GET /probe) gives up at its own deadline: so does the hello.
     if (job.deadline) deadline = std::min(deadline, *job.deadline);
     PeerState st;
@@ -220,7 +220,7 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     const PeerHello* hello = fresh_hello(job, t0, r);
     if (!hello) return finish(std::move(r));
     try {
-        auto deadline = t0 + ProbeClock::duration(timing.budget);
+        auto deadline = t0 + SteadyClock::duration(timing.budget);
         if (job.deadline) deadline = std::min(deadline, *job.deadline);
         ProbeResult res = deps_.run(job, *hello, Deadline{deadline, &cancel_});
         if (!res.success && cancel_) {
@@ -239,7 +239,7 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     }
 }
 
-ProbeClock::time_point ProbeScheduler::run_due(ProbeClock::time_point now) {
+SteadyClock::time_point ProbeScheduler::run_due(SteadyClock::time_point now) {
     {
         std::lock_guard lock(mu_);
         if (replan_) {

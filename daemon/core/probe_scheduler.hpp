@@ -25,7 +25,6 @@
 
 namespace rocewatch {
 
-using ProbeClock = std::chrono::steady_clock;
 
 // One probe to run: towards which peer, over which rail ("" = the peer's control host).
 struct ProbeJob {
@@ -44,14 +43,14 @@ struct ProbeSchedulerDeps {
     // when the scheduler stops), never throw.
     std::function<ProbeResult(const ProbeJob&, const PeerHello&, Deadline deadline)> run;
     // GET /api/v1/peer/hello of the peer; on failure a PeerState with hello_error set.
-    std::function<PeerState(const PeerConfig&, ProbeClock::time_point deadline)> hello;
+    std::function<PeerState(const PeerConfig&, SteadyClock::time_point deadline)> hello;
     // Fraction (0..1) of the rail's link rate real traffic uses now; nullopt when unknown.
     std::function<std::optional<double>(const ProbeJob&)> rail_utilisation = [](const ProbeJob&) {
         return std::optional<double>{};
     };
     // Kinds this build has a runner for (RDMA needs libibverbs, UCX libucp).
     std::function<bool(ProbeKind)> available = [](ProbeKind k) { return is_tcp_kind(k); };
-    std::function<ProbeClock::time_point()> now = [] { return ProbeClock::now(); };
+    std::function<SteadyClock::time_point()> now = [] { return SteadyClock::now(); };
     std::function<TimePoint()> wall_now = [] { return Clock::now(); };
 };
 
@@ -76,7 +75,7 @@ public:
     // Runs every scheduled probe due at `now` on the calling thread, then the on-demand
     // queue; returns when the next scheduled probe is due. The worker loops over this;
     // tests call it directly with their own clock.
-    ProbeClock::time_point run_due(ProbeClock::time_point now);
+    SteadyClock::time_point run_due(SteadyClock::time_point now);
 
     // Queues an on-demand probe for the worker; the future is ready when it has run.
     // nullopt when the queue is full (one waiting on-demand probe per kind of caller is
@@ -94,13 +93,13 @@ public:
 private:
     struct Entry {
         ProbeJob job;
-        ProbeClock::time_point due;
+        SteadyClock::time_point due;
     };
     ProbeResult execute(const ProbeJob& job, bool scheduled);
-    void plan(ProbeClock::time_point now);
-    ProbeClock::duration jitter(ProbeKind k);
-    ProbeClock::duration next_after(const ProbeJob& job, const ProbeResult& r);
-    const PeerHello* fresh_hello(const ProbeJob& job, ProbeClock::time_point now, ProbeResult& failed);
+    void plan(SteadyClock::time_point now);
+    SteadyClock::duration jitter(ProbeKind k);
+    SteadyClock::duration next_after(const ProbeJob& job, const ProbeResult& r);
+    const PeerHello* fresh_hello(const ProbeJob& job, SteadyClock::time_point now, ProbeResult& failed);
 
     ProbeSchedulerDeps deps_;
     ProbeStore& store_;
@@ -122,7 +121,7 @@ private:
     // Worker-thread state; cur_ is the config the worker runs with (config_ under mu_).
     std::shared_ptr<const Config> cur_;
     std::vector<Entry> entries_;
-    std::map<std::string, std::pair<PeerState, ProbeClock::time_point>> hellos_;
+    std::map<std::string, std::pair<PeerState, SteadyClock::time_point>> hellos_;
     std::thread thread_;
 };
 

@@ -1,5 +1,6 @@
 // Pure rtnetlink message parsing and link-view assembly (see parse.hpp for the contract).
 #include "netlink/parse.hpp"
+#include "util/hex.hpp"
 
 #include <arpa/inet.h>
 #include <linux/if.h>
@@ -52,14 +53,13 @@ std::string format_hwaddr(const nlattr* a) {
     if (a == nullptr) return {};
     const int len = nla_len(a);
     if (len <= 0 || len > kMaxHwAddrLen) return {};
-    static constexpr char kHex[] = "0123456789abcdef";
     const auto* b = static_cast<const unsigned char*>(nla_data(a));
     std::string out;
     out.reserve(static_cast<size_t>(len) * 3);
     for (int i = 0; i < len; ++i) {
         if (i) out += ':';
-        out += kHex[b[i] >> 4];
-        out += kHex[b[i] & 0xf];
+        out += kHexDigits[b[i] >> 4];
+        out += kHexDigits[b[i] & 0xf];
     }
     return out;
 }

@@ -175,7 +175,7 @@ ProbeResult Probers::run(const ProbeJob& job, const PeerHello& hello, Deadline d
 ProbeSchedulerDeps Probers::scheduler_deps() const {
     return ProbeSchedulerDeps{
         .run = [this](const ProbeJob& job, const PeerHello& hello, Deadline d) { return run(job, hello, d); },
-        .hello = [this](const PeerConfig& peer, ProbeClock::time_point d) { return api::fetch_hello(peer, token_hex_, d); },
+        .hello = [this](const PeerConfig& peer, SteadyClock::time_point d) { return api::fetch_hello(peer, token_hex_, d); },
         .rail_utilisation = [this](const ProbeJob& job) {
             auto s = ctx_.snapshot();
             return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;

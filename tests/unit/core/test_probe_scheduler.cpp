@@ -15,13 +15,13 @@ using namespace std::chrono_literals;
 namespace {
 
 struct SchedulerTest : ::testing::Test {
-    ProbeClock::time_point now = ProbeClock::time_point{} + 1000h;
+    SteadyClock::time_point now = SteadyClock::time_point{} + 1000h;
     ProbeStore store;
-    std::vector<std::pair<ProbeKind, ProbeClock::time_point>> runs;
+    std::vector<std::pair<ProbeKind, SteadyClock::time_point>> runs;
     std::optional<double> utilisation;
     int hellos = 0;
     std::vector<ProbeJob> jobs;
-    std::vector<ProbeClock::time_point> hello_deadlines;
+    std::vector<SteadyClock::time_point> hello_deadlines;
     std::function<bool(ProbeKind)> available = [](ProbeKind k) { return is_tcp_kind(k); };
     std::string hello_error;  // "" = hello succeeds
     std::string run_reason;   // "" = the run succeeds
@@ -53,7 +53,7 @@ struct SchedulerTest : ::testing::Test {
                 r.duration_seconds = 0.01;
                 return r;
             },
-            .hello = [this](const PeerConfig& p, ProbeClock::time_point deadline) {
+            .hello = [this](const PeerConfig& p, SteadyClock::time_point deadline) {
                 ++hellos;
                 hello_deadlines.push_back(deadline);
                 PeerState st;
@@ -122,7 +122,7 @@ TEST_F(SchedulerTest, APeerBusyProbeIsRetriedSoonNotAnIntervalLater) {
     c->probes.tcp_lat.interval = 1h;  // keep the latency probe out of the way
     auto s = make(c);
     run_reason = kReasonPeerBusy;
-    std::vector<ProbeClock::time_point> bw_runs;
+    std::vector<SteadyClock::time_point> bw_runs;
     for (int i = 0; i < 60; ++i) {  // one minute in one-second steps
         const size_t before = count(ProbeKind::tcp_bw);
         s->run_due(now);
@@ -190,7 +190,7 @@ TEST_F(SchedulerTest, WorkerThreadStopsPromptly) {
     auto s = std::make_unique<ProbeScheduler>(
         c,
         ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, Deadline) { return ProbeResult{}; },
-                           .hello = [](const PeerConfig&, ProbeClock::time_point) { return PeerState{}; }},
+                           .hello = [](const PeerConfig&, SteadyClock::time_point) { return PeerState{}; }},
         store, log, 1);
     s->start();
     auto t0 = std::chrono::steady_clock::now();
@@ -218,7 +218,7 @@ TEST_F(SchedulerTest, StopPullsInTheRunningProbesDeadline) {
                                    return r;
                                },
                            .hello =
-                               [](const PeerConfig& p, ProbeClock::time_point) {
+                               [](const PeerConfig& p, SteadyClock::time_point) {
                                    PeerState st;
                                    st.name = p.name;
                                    st.hello_ok = true;

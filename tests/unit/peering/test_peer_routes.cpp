@@ -44,7 +44,7 @@ struct PeerRoutesTest : ::testing::Test {
     ProbeStore probe_store;
     ProbeScheduler scheduler{cfg,
                              ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, Deadline) { return ProbeResult{}; },
-                                                .hello = [](const PeerConfig&, ProbeClock::time_point) { return PeerState{}; }},
+                                                .hello = [](const PeerConfig&, SteadyClock::time_point) { return PeerState{}; }},
                              probe_store, log};
     SessionHost sessions;
     std::unique_ptr<api::ApiServer> server;
