@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=("$@")
 ((${#stages[@]})) || stages=(asan tsan)
-common=(-Dtests=enabled -Dbuildtype=debugoptimized -Db_lundef=false)
+# -O0 -g: the sanitizers see the same bugs, and the tree compiles in about half the time of
+# -O2 on the 2-core CI box; b_lundef=false because the sanitizer runtimes resolve at load time.
+common=(-Dtests=enabled -Dbuildtype=debug -Db_lundef=false)
 [[ "${CI:-}" == true || "${CI:-}" == 1 ]] && common+=(-Dwerror=true)
 
 # UCX's memory hooks (libucm: malloc hooks, mmap hooks patched into the code, "bistro")
@@ -31,7 +33,8 @@ for stage in "${stages[@]}"; do
   start=$SECONDS
   case $stage in
     asan)
-      setup build-asan -Db_sanitize=address,undefined
+      # gcc leaves float-cast-overflow out of "undefined"; peers' JSON numbers need it.
+      setup build-asan -Db_sanitize=address,undefined -Dcpp_args=-fsanitize=float-cast-overflow
       ninja -C build-asan -j"${JOBS:-2}"
       echo "asan build: $((SECONDS - start)) s"; start=$SECONDS
       CI=${CI:-true} meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 \
