@@ -268,7 +268,7 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
         if (r->started != TimePoint{}) gauge(last, l, unix_seconds(r->started));
         if (!r->success) {
             Labels fl = l;
-            fl.emplace_back("reason", r->reason.empty() ? "unknown" : r->reason);
+            fl.push_back({"reason", r->reason.empty() ? "unknown" : r->reason});  // clang 14 (fuzz build): no paren-aggregate init
             gauge(failure, fl, 1);
             continue;
         }

@@ -13,6 +13,7 @@ test_pkgs=(
   libgtest-dev libgmock-dev
   prometheus prometheus-node-exporter python3 kmod cpio procps
   clang-format  # scripts/check-format.sh
+  clang libclang-rt-14-dev llvm  # scripts/fuzz.sh: clang++, libFuzzer and ASan runtimes, llvm-symbolizer
   # the QEMU test bed: Debian's own kernel has rdma_rxe and bonding; this host's may not
   qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils perftest iperf3 ucx-utils
 )

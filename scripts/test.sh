@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test suite (unit, netns, e2e, vm).
+# Installs what is missing, builds, and runs every test suite (unit, netns, e2e, vm), then
+# (full runs) the unit, netns and e2e suites under ASan+UBSan, the threaded parts under TSan
+# and every fuzzer for a bounded time: scripts/sanitize.sh, scripts/fuzz.sh.
 # Tests that need root or the VM fail in CI (CI=true) when they cannot run; outside CI they skip
 # and say why.
 set -euo pipefail
@@ -13,13 +15,27 @@ else meson setup build "${opts[@]}"; fi
 ninja -C build
 rc=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || rc=$?
-# One closing line any CI reader understands, from meson's own log.
-python3 - build/meson-logs/testlog.json <<'PY' || rc=1
+logs=(build/meson-logs/testlog.json)
+# A full run (no arguments) also runs the suites under sanitizers and the fuzzers, each in
+# its own build dir (ROCEWATCH_QUICK=1 leaves them out). Their meson logs count below; an
+# old log is removed first, so a stage that never got to its tests counts as failed.
+if (($# == 0)) && [[ "${ROCEWATCH_QUICK:-}" != 1 ]]; then
+  for d in build-asan build-tsan build-fuzz; do rm -f "$d/meson-logs/testlog.json"; logs+=("$d/meson-logs/testlog.json"); done
+  scripts/sanitize.sh || rc=1
+  scripts/fuzz.sh || rc=1
+fi
+# One closing line any CI reader understands, from meson's own logs.
+python3 - "${logs[@]}" <<'PY' || rc=1
 import json, os, sys
 counts = {}
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    counts[r["result"]] = counts.get(r["result"], 0) + 1
+for log in sys.argv[1:]:
+    if not os.path.exists(log):
+        print(f"{log}: no test results (its stage failed before running tests)", file=sys.stderr)
+        counts["ERROR"] = counts.get("ERROR", 0) + 1
+        continue
+    for line in open(log):
+        r = json.loads(line)
+        counts[r["result"]] = counts.get(r["result"], 0) + 1
 ok = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
 skipped = counts.get("SKIP", 0)
 failed = sum(v for k, v in counts.items() if k not in ("OK", "EXPECTEDFAIL", "SKIP"))
