@@ -2,6 +2,7 @@
 #include "api/probe_view.hpp"
 
 #include <set>
+#include <stdexcept>
 #include <type_traits>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 
 #include "api/json_view.hpp"
 #include "util/ct_compare.hpp"
+#include "util/json_uint.hpp"
 
 namespace rocewatch::api {
 
@@ -215,12 +217,15 @@ nlohmann::json hello_json(const Snapshot& s, uint16_t data_port) {
 PeerHello hello_from_json(const nlohmann::json& j) {
     PeerHello h;
     h.version = j.at("version").get<std::string>();
-    h.protocol_version = j.at("protocol_version").get<uint32_t>();
-    h.data_port = j.at("data_port").get<uint16_t>();
+    const auto protocol = json_uint<uint32_t>(j.at("protocol_version"));
+    const auto port = json_uint<uint16_t>(j.at("data_port"));
+    if (!protocol || !port) throw std::invalid_argument("hello: protocol_version and data_port must be integers in range");
+    h.protocol_version = *protocol;
+    h.data_port = *port;
     h.ucx_version = j.value("ucx_version", "");
     for (const auto& [name, i] : j.at("interfaces").items()) {
         PeerInterfaceInfo info;
-        if (i.contains("mtu") && i["mtu"].is_number()) info.mtu = i["mtu"].get<uint32_t>();
+        if (i.contains("mtu")) info.mtu = json_uint<uint32_t>(i["mtu"]);
         if (i.contains("gid_types")) info.gid_types = i["gid_types"].get<std::vector<std::string>>();
         if (i.contains("addresses"))
             for (const auto& a : i["addresses"]) h.address_interface[a.get<std::string>()] = name;

@@ -28,7 +28,8 @@ nlohmann::json probes_json(const Snapshot& s);
 
 // GET /api/v1/peer/hello: what a peer needs to probe us and compare its settings with ours.
 nlohmann::json hello_json(const Snapshot& s, uint16_t data_port);
-// The other side of hello_json; throws nlohmann::json::exception on a malformed document.
+// The other side of hello_json; throws nlohmann::json::exception on a malformed document, and
+// std::invalid_argument when a number is not a whole number in its range.
 PeerHello hello_from_json(const nlohmann::json& j);
 
 // "Authorization: Bearer <token>" against the expected token, in constant time.

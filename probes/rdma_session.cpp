@@ -8,6 +8,7 @@
 
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
+#include "util/json_uint.hpp"
 
 namespace rocewatch {
 namespace {
@@ -255,8 +256,12 @@ RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& li
         if (!kind)
             return refuse(reason::bad_target, "kind must be rdma_write_bw, rdma_write_lat or rdma_multirail_bw");
         const bool lat = *kind == ProbeKind::rdma_write_lat;
-        const auto size = req.value("message_size", uint32_t{0});
-        const auto iterations = req.value("iterations", uint64_t{0});
+        const auto size_j = json_uint_or<uint32_t>(req, "message_size", 0);
+        const auto iterations_j = json_uint_or<uint64_t>(req, "iterations", 0);
+        if (!size_j || !iterations_j)
+            return refuse(reason::protocol_error, "message_size and iterations must be non-negative integers in range");
+        const uint32_t size = *size_j;
+        const uint64_t iterations = *iterations_j;
         const auto seconds = req.value("seconds", 0.0);
         const auto timeout = req.value("timeout", 0.0);
         const SessionBudget budget{limits.max_message_size, limits.max_lat_iterations, limits.max_bw_seconds,

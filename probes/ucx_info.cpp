@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/hex.hpp"
+#include "util/json_uint.hpp"
 
 namespace rocewatch {
 
@@ -30,10 +31,9 @@ const nlohmann::json& field(const nlohmann::json& j, const char* key) {
 uint64_t uint_field(const nlohmann::json& j, const char* key, uint64_t hi) {
     const auto& v = field(j, key);
     if (!v.is_number_integer()) throw std::invalid_argument(std::string(key) + ": not an integer");
-    if (!v.is_number_unsigned() && v.get<int64_t>() < 0) throw std::invalid_argument(std::string(key) + ": out of range");
-    const auto u = v.get<uint64_t>();
-    if (u > hi) throw std::invalid_argument(std::string(key) + ": out of range");
-    return u;
+    const auto u = json_uint<uint64_t>(v);
+    if (!u || *u > hi) throw std::invalid_argument(std::string(key) + ": out of range");
+    return *u;
 }
 
 std::string string_field(const nlohmann::json& j, const char* key, size_t max_len) {

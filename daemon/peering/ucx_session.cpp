@@ -19,6 +19,7 @@
 #include "api/probe_view.hpp"
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
+#include "util/json_uint.hpp"
 
 extern char** environ;
 
@@ -247,8 +248,12 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
         const bool lat = *kind == ProbeKind::ucx_put_lat;
         const SessionBudget b = lat ? SessionBudget{cfg.probes.ucx_lat.size, cfg.probes.ucx_lat.count, 0, 0}
                                     : SessionBudget{cfg.probes.ucx_bw.message_size, 0, seconds(cfg.probes.ucx_bw.duration), 0};
-        const auto size = req.value("message_size", uint32_t{0});
-        const auto iterations = req.value("iterations", uint64_t{0});
+        const auto size_j = json_uint_or<uint32_t>(req, "message_size", 0);
+        const auto iterations_j = json_uint_or<uint64_t>(req, "iterations", 0);
+        if (!size_j || !iterations_j)
+            return refuse(reason::protocol_error, "message_size and iterations must be non-negative integers in range");
+        const uint32_t size = *size_j;
+        const uint64_t iterations = *iterations_j;
         const auto secs = req.value("seconds", 0.0);
         const auto timeout = req.value("timeout", 0.0);
         if (auto why = session_over_budget(lat, size, iterations, secs, b); !why.empty())

@@ -1,6 +1,7 @@
 // Fuzzes the peer hello (GET /api/v1/peer/hello answer) as this daemon reads a peer's.
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         (void)rocewatch::api::hello_from_json(j);
     } catch (const nlohmann::json::exception&) {
-        // The documented way a malformed hello is refused; anything else escapes and crashes.
+        // The documented ways a malformed hello is refused; anything else escapes and crashes.
+    } catch (const std::invalid_argument&) {
     }
     return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "fuzz_check.hpp"
 #include "probes/ucx_info.hpp"
+#include "util/hex.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -20,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (auto bytes = rocewatch::bytes_from_hex(text)) {
         FUZZ_CHECK(bytes->size() * 2 == text.size());
-        FUZZ_CHECK(rocewatch::bytes_from_hex(rocewatch::bytes_to_hex(*bytes)) == bytes);
+        FUZZ_CHECK(rocewatch::bytes_from_hex(rocewatch::to_hex(*bytes)) == bytes);
     }
     return 0;
 }

@@ -383,6 +383,20 @@ TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
     EXPECT_EQ(h.interfaces.at("enp1s0f0np0").gid_types, std::vector<std::string>{"RoCE v2"});
     EXPECT_EQ(h.address_interface.at("10.1.0.2"), "enp1s0f0np0");
 
+    // A hello's numbers are whole and in range, or the hello is refused (never a wrapped port).
+    auto j = api::hello_json(s, 9880);
+    for (const char* key : {"data_port", "protocol_version"})
+        for (const nlohmann::json& bad : {nlohmann::json(70000), nlohmann::json(1e10), nlohmann::json(-1),
+                                          nlohmann::json(1.5)}) {
+            auto k = j;
+            if (std::string(key) == "protocol_version" && bad == nlohmann::json(70000)) continue;  // fits in 32 bits
+            k[key] = bad;
+            EXPECT_THROW(api::hello_from_json(k), std::exception) << key << " " << bad.dump();
+        }
+    auto odd_mtu = j;
+    odd_mtu["interfaces"]["enp1s0f0np0"]["mtu"] = 1.5e62;
+    EXPECT_FALSE(api::hello_from_json(odd_mtu).interfaces.at("enp1s0f0np0").mtu.has_value());
+
     EXPECT_TRUE(api::bearer_matches("Bearer abc", "abc"));
     EXPECT_FALSE(api::bearer_matches("Bearer abd", "abc"));
     EXPECT_FALSE(api::bearer_matches("Bearer abcd", "abc"));

@@ -198,6 +198,17 @@ TEST(RdmaSession, MalformedRequestsAndMissingDevicesAreNamed) {
     };
     EXPECT_EQ(refused(json::array()), "protocol_error: the request is not a JSON object");
     EXPECT_EQ(refused(json{{"kind", "rdma_write_lat"}, {"message_size", "two"}}).substr(0, 15), "protocol_error:");
+    // Numbers a peer sends are whole and in range, or refused: a float or a wrapped integer
+    // must never reach a cast (undefined behaviour) or a smaller budget check.
+    for (const json& bad : {json(1e20), json(-1), json(2.5), json(uint64_t{1} << 40)}) {
+        auto req = request("rdma_write_lat", 2, 10, 0);
+        req["message_size"] = bad;
+        EXPECT_EQ(refused(req), "protocol_error: message_size and iterations must be non-negative integers in range")
+            << bad.dump();
+    }
+    auto float_iterations = request("rdma_write_lat", 2, 10, 0);
+    float_iterations["iterations"] = 1e30;
+    EXPECT_EQ(refused(float_iterations).substr(0, 15), "protocol_error:");
     auto no_rails = request("rdma_write_lat", 2, 10, 0);
     no_rails.erase("rails");
     EXPECT_EQ(refused(no_rails), "protocol_error: rails missing");
