@@ -69,21 +69,26 @@ std::shared_ptr<const Config> Engine::config() const {
 
 void Engine::load_state() {
     std::string err;
-    auto j = state_->load(&err);
-    if (!j) {
-        if (!err.empty()) log_->warn("alert state not restored: {}", err);
+    std::optional<AlertTracker> restored;
+    state_->load(&err, [&](const nlohmann::json& j) {
+        restored.emplace(AlertTracker::from_json(j, config_->daemon.history_limit));
+    });
+    // A bad file was set aside (or could not be): say so once in the log and keep it visible
+    // as the "state" collector's error in /api/v1/status and rocewatch_collector_success.
+    if (!err.empty()) {
+        log_->error("alert state not restored: {}", err);
+        state_status_.last_error = err;
+        state_status_.read_errors = 1;
         return;
     }
-    try {
-        *alerts_ = AlertTracker::from_json(*j, config_->daemon.history_limit);
-        auto h = alerts_->history();
-        saved_history_size_ = h->size();
-        if (!h->empty()) saved_last_transition_ = h->back().at;
-        log_->info("restored {} active alerts and {} history entries from {}",
-                   alerts_->active().size(), h->size(), config_->daemon.state_dir);
-    } catch (const std::exception& e) {
-        log_->warn("alert state in {} ignored: {}", config_->daemon.state_dir, e.what());
-    }
+    state_status_.success = true;
+    if (!restored) return;
+    *alerts_ = std::move(*restored);
+    auto h = alerts_->history();
+    saved_history_size_ = h->size();
+    if (!h->empty()) saved_last_transition_ = h->back().at;
+    log_->info("restored {} active alerts and {} history entries from {}", alerts_->active().size(), h->size(),
+               config_->daemon.state_dir);
 }
 
 void Engine::save_state_if_changed() {
@@ -92,11 +97,16 @@ void Engine::save_state_if_changed() {
     TimePoint last = h->empty() ? TimePoint{} : h->back().at;
     if (h->size() == saved_history_size_ && last == saved_last_transition_) return;
     std::string err;
-    if (state_->save(alerts_->to_json(), &err)) {
+    const bool was_ok = state_status_.success;
+    state_status_.success = state_->save(alerts_->to_json(), &err);
+    if (state_status_.success) {
         saved_history_size_ = h->size();
         saved_last_transition_ = last;
+        if (!was_ok) log_->info("alert state saved again to {}", state_->file().string());
     } else {
-        log_->warn("alert state not saved: {}", err);
+        state_status_.last_error = err;
+        // Retried every cycle: log the first failure of a run of them, not each one.
+        if (was_ok) log_->warn("alert state not saved: {}", err);
     }
 }
 
@@ -188,6 +198,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->alerts = alerts_->active();
     snap->history = alerts_->history();
     save_state_if_changed();
+    if (state_) snap->collectors.push_back(state_status_);
 
     {
         std::lock_guard lock(mu_);

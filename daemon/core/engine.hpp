@@ -74,6 +74,9 @@ private:
     std::unique_ptr<TrendTracker> trends_;
     std::unique_ptr<AlertTracker> alerts_;
     std::unique_ptr<StateStore> state_;
+    // Load and save health, published as the "state" collector; last_error stays after a
+    // later success so a set-aside file is not forgotten.
+    CollectorStatus state_status_{.name = "state"};
     size_t saved_history_size_ = 0;
     TimePoint saved_last_transition_{};
     uint64_t generation_ = 0;
