@@ -98,7 +98,9 @@ void Engine::save_state_if_changed() {
     if (h->size() == saved_history_size_ && last == saved_last_transition_) return;
     std::string err;
     const bool was_ok = state_status_.success;
+    const auto t0 = std::chrono::steady_clock::now();
     state_status_.success = state_->save(alerts_->to_json(), &err);
+    state_status_.duration_seconds = seconds_since(t0);
     if (state_status_.success) {
         saved_history_size_ = h->size();
         saved_last_transition_ = last;

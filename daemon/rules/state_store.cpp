@@ -139,26 +139,24 @@ std::optional<nlohmann::json> StateStore::load(std::string* error, const Accept&
         if (ec) set_error(error, "cannot stat " + file_.string() + ": " + ec.message());
         return std::nullopt;
     }
+    // A file we cannot read is set aside too: saving over it would lose what it holds.
+    std::string why;
+    nlohmann::json j;
     std::ifstream in(file_, std::ios::binary);
     if (!in) {
-        set_error(error, errno_text("cannot open", file_, errno));
-        return std::nullopt;
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) {
-        set_error(error, "cannot read " + file_.string());
-        return std::nullopt;
-    }
-    std::string why;
-    auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-        why = text.str().empty() ? "is empty" : "is not valid JSON (truncated or garbage)";
-    } else if (accept) {
-        try {
-            accept(j);
-        } catch (const std::exception& e) {
-            why = std::string("is not a usable state: ") + e.what();
+        why = std::string("cannot be read: ") + std::strerror(errno);
+    } else {
+        std::ostringstream text;
+        text << in.rdbuf();
+        j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded()) {
+            why = text.str().empty() ? "is empty" : "is not valid JSON (truncated or garbage)";
+        } else if (accept) {
+            try {
+                accept(j);
+            } catch (const std::exception& e) {
+                why = std::string("is not a usable state: ") + e.what();
+            }
         }
     }
     if (why.empty()) return j;

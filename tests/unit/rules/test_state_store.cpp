@@ -1,11 +1,13 @@
 // Alert state on disk: atomic save, round trip, a bad file set aside under a dated name.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <vector>
 
 #include "rules/alerts.hpp"
@@ -135,32 +137,58 @@ TEST(StateStore, EachBadFileKeepsItsOwnName) {
     EXPECT_EQ(set_aside_files(d.path()).size(), 3u) << "a second corrupt file must not overwrite the first";
 }
 
-// Root ignores directory permissions, so the steps run in a child that gave up root.
+namespace {
+
+// Runs steps in a child that gave up root (root ignores permissions) in a directory it owns;
+// returns the child's exit status, 0 when every step held.
+int as_nobody(const fs::path& dir, const std::function<int()>& steps) {
+    const uid_t nobody = 65534;
+    if (::chown(dir.c_str(), nobody, nobody) != 0) return 100;
+    const pid_t pid = ::fork();
+    if (pid < 0) return 101;
+    if (pid == 0) {
+        if (::geteuid() == 0 && (::setgid(nobody) != 0 || ::setuid(nobody) != 0)) ::_exit(102);
+        ::_exit(steps());
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 103;
+    return WEXITSTATUS(status);
+}
+
+}  // namespace
+
 TEST(StateStore, ABadFileThatCannotBeSetAsideIsNeverOverwritten) {
     TempDir d;
     std::ofstream(d.path() / "alerts.json") << "{\"alerts\": [";
-    const uid_t nobody = 65534;
-    ASSERT_EQ(::chown(d.path().c_str(), nobody, nobody), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        if (::geteuid() == 0 && (::setgid(nobody) != 0 || ::setuid(nobody) != 0)) ::_exit(10);
+    const int rc = as_nobody(d.path(), [&] {
         fs::permissions(d.path(), fs::perms::owner_read | fs::perms::owner_exec);
         StateStore store(d.path());
         std::string err;
-        if (store.load(&err) || err.find("cannot set") == std::string::npos) ::_exit(11);
-        if (store.save({{"v", 1}}, &err)) ::_exit(12);  // would replace the evidence
+        if (store.load(&err) || err.find("cannot set") == std::string::npos) return 11;
+        if (store.save({{"v", 1}}, &err)) return 12;  // would replace the evidence
         fs::permissions(d.path(), fs::perms::owner_all);
-        if (!store.save({{"v", 1}}, &err)) ::_exit(13);  // once writable: set aside, then saved
-        ::_exit(0);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "10 setuid, 11 load, 12 save overwrote, 13 save after fix";
+        if (!store.save({{"v", 1}}, &err)) return 13;  // once writable: set aside, then saved
+        return 0;
+    });
+    EXPECT_EQ(rc, 0) << "11 load, 12 save overwrote, 13 save after fix, 100+ setup";
     ASSERT_EQ(set_aside_files(d.path()).size(), 1u);
     EXPECT_EQ(read(set_aside_files(d.path())[0]), "{\"alerts\": [");
     EXPECT_EQ(read(d.path() / "alerts.json"), "{\n \"v\": 1\n}\n");
+}
+
+TEST(StateStore, AnUnreadableFileIsSetAsideNotOverwritten) {
+    TempDir d;
+    std::ofstream(d.path() / "alerts.json") << "{\"version\": 1}";
+    ASSERT_EQ(::chmod((d.path() / "alerts.json").c_str(), 0), 0);
+    const int rc = as_nobody(d.path(), [&] {
+        StateStore store(d.path());
+        std::string err;
+        if (store.load(&err) || err.find("cannot be read: Permission denied") == std::string::npos) return 11;
+        return store.save({{"v", 1}}, &err) ? 0 : 12;
+    });
+    EXPECT_EQ(rc, 0) << "11 load, 12 save, 100+ setup";
+    ASSERT_EQ(set_aside_files(d.path()).size(), 1u);
+    EXPECT_EQ(read(set_aside_files(d.path())[0]), "{\"version\": 1}");
 }
 
 TEST(StateStore, UnwritableDirectoryIsAnError) {
