@@ -556,16 +556,24 @@ def history_criteria(soak, a):
             ("no tmp or stray files in the state dir", not left, str(left))]
 
 
-def fault_criteria(faults):
+# The rules the faults are meant to trip; an alert from any other rule is unexplained.
+EXPECTED_RULES = {"netdev_down", "link_flapping", "error_counters", "peer_unreachable"}
+
+
+def fault_criteria(faults, history):
     out = []
     by_kind = collections.defaultdict(list)
     for f in faults:
         by_kind[f["kind"]].append(f)
     for kind, fs in by_kind.items():
-        seen = sum(1 for f in fs if f["seen_s"] is not None and f["seen_s"] is not False)
+        seen = [f["seen_s"] for f in fs if isinstance(f["seen_s"], float)]
         back = sum(1 for f in fs if f["recovered_s"] is True or isinstance(f["recovered_s"], float))
-        out.append((f"{kind}: every fault seen and recovered from", seen == back == len(fs),
-                    f"{len(fs)} injected, {seen} seen, {back} recovered"))
+        slowest = f", slowest seen in {max(seen):.1f} s" if seen else ""
+        out.append((f"{kind}: every fault seen and recovered from", len(seen) == back == len(fs),
+                    f"{len(fs)} injected, {len(seen)} seen, {back} recovered{slowest}"))
+    raised = collections.Counter(h[1] for h in history if h[3] == "inactive" and h[4] in ("pending", "firing"))
+    out.append(("alerts raised only by rules the faults trip", set(raised) <= EXPECTED_RULES,
+                f"{len(faults)} faults injected, alerts raised: {dict(sorted(raised.items()))}"))
     return out
 
 
@@ -647,7 +655,10 @@ def run_and_judge(args, a, b, sysfs, tmpfs):
     sampler.join()
     w.join()
     crit = [("A never died", a.alive(), f"pid {a.proc.pid}")]
-    crit += fault_criteria(s.faults) + history_criteria(s, a)
+    with w.lock:
+        crit += fault_criteria(s.faults, set(w.history))
+    crit += history_criteria(s, a)
+    shutil.copy(os.path.join(a.state_dir, "alerts.json"), args.out)
     crit.append(("config kept: the last good reload is in force", s.config_marker() == s.good_marker,
                  f"mtu_low.clear_after {s.config_marker()}s"))
     crit += growth_criteria(sampler.rows) + scrape_criteria(w) + promtool_criterion(a)
