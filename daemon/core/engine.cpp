@@ -12,6 +12,7 @@
 #include "rules/rules.hpp"
 #include "sysfs/rdma_sysfs.hpp"
 #include "sysfs/verbs.hpp"
+#include "util/clock.hpp"
 
 namespace rocewatch {
 namespace {
@@ -39,10 +40,6 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
                 }
     }
     return true;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Counters of devices carried over from an older read are not this cycle's values: left out,
@@ -101,21 +98,26 @@ std::shared_ptr<const Config> Engine::config() const {
 
 void Engine::load_state() {
     std::string err;
-    auto j = state_->load(&err);
-    if (!j) {
-        if (!err.empty()) log_->warn("alert state not restored: {}", err);
+    std::optional<AlertTracker> restored;
+    state_->load(&err, [&](const nlohmann::json& j) {
+        restored.emplace(AlertTracker::from_json(j, config_->daemon.history_limit));
+    });
+    // A bad file was set aside (or could not be): say so once in the log and keep it visible
+    // as the "state" collector's error in /api/v1/status and rocewatch_collector_success.
+    if (!err.empty()) {
+        log_->error("alert state not restored: {}", err);
+        state_status_.last_error = err;
+        state_status_.read_errors = 1;
         return;
     }
-    try {
-        *alerts_ = AlertTracker::from_json(*j, config_->daemon.history_limit);
-        auto h = alerts_->history();
-        saved_history_size_ = h->size();
-        if (!h->empty()) saved_last_transition_ = h->back().at;
-        log_->info("restored {} active alerts and {} history entries from {}",
-                   alerts_->active().size(), h->size(), config_->daemon.state_dir);
-    } catch (const std::exception& e) {
-        log_->warn("alert state in {} ignored: {}", config_->daemon.state_dir, e.what());
-    }
+    state_status_.success = true;
+    if (!restored) return;
+    *alerts_ = std::move(*restored);
+    auto h = alerts_->history();
+    saved_history_size_ = h->size();
+    if (!h->empty()) saved_last_transition_ = h->back().at;
+    log_->info("restored {} active alerts and {} history entries from {}", alerts_->active().size(), h->size(),
+               config_->daemon.state_dir);
 }
 
 void Engine::save_state_if_changed() {
@@ -124,17 +126,24 @@ void Engine::save_state_if_changed() {
     TimePoint last = h->empty() ? TimePoint{} : h->back().at;
     if (h->size() == saved_history_size_ && last == saved_last_transition_) return;
     std::string err;
+    const bool was_ok = state_status_.success;
+    const auto t0 = SteadyClock::now();
     bool saved = false;
     try {  // a state file that cannot be written costs the history on disk, never the cycle
         saved = state_->save(alerts_->to_json(), &err);
     } catch (const std::exception& e) {
         err = e.what();
     }
+    state_status_.success = saved;
+    state_status_.duration_seconds = seconds_between(t0, SteadyClock::now());
     if (saved) {
         saved_history_size_ = h->size();
         saved_last_transition_ = last;
+        if (!was_ok) log_->info("alert state saved again to {}", state_->file().string());
     } else {
-        log_->warn("alert state not saved: {}", err);
+        state_status_.last_error = err;
+        // Retried every cycle: log the first failure of a run of them, not each one.
+        if (was_ok) log_->warn("alert state not saved: {}", err);
     }
 }
 
@@ -159,7 +168,7 @@ struct Engine::Reading {
     bool done = false;
     FileRead result;
     std::shared_ptr<ReadProgress> progress = std::make_shared<ReadProgress>();
-    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    SteadyClock::time_point started = SteadyClock::now();
     std::string blocked_on;  // the file it was on when the engine gave up (engine thread only)
 };
 
@@ -175,7 +184,7 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
     auto read = [&](const SysfsReadOptions& o) {
         return src.read_sysfs ? src.read_sysfs(cfg.daemon.sysfs_root, o) : read_rdma_devices(cfg.daemon.sysfs_root, o);
     };
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = SteadyClock::now();
     try {
         SysfsReadResult rdma = read(opts);
         r.gids_read = opts.gids;
@@ -196,10 +205,10 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
     } catch (const std::exception& e) {
         r.sysfs.last_error = e.what();
     }
-    r.sysfs.duration_seconds = seconds_since(t0);
+    r.sysfs.duration_seconds = seconds_between(t0, SteadyClock::now());
 
     // libibverbs: what sysfs does not say (active/max MTU, speed, width).
-    t0 = std::chrono::steady_clock::now();
+    t0 = SteadyClock::now();
     if (opts.skip && opts.skip->contains(kVerbsStage)) {
         r.verbs.last_error = std::string("skipped: an earlier call blocked in ") + kVerbsStage;
     } else {
@@ -209,16 +218,16 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
         r.verbs.read_errors = verbs.errors;
         r.verbs.last_error = verbs.last_error;
     }
-    r.verbs.duration_seconds = seconds_since(t0);
+    r.verbs.duration_seconds = seconds_between(t0, SteadyClock::now());
 
-    t0 = std::chrono::steady_clock::now();
+    t0 = SteadyClock::now();
     try {
         r.host = read_host_info(cfg.daemon.sysfs_root, cfg.daemon.procfs_root, opts);
         r.host_status.success = true;
     } catch (const std::exception& e) {
         r.host_status.last_error = e.what();
     }
-    r.host_status.duration_seconds = seconds_since(t0);
+    r.host_status.duration_seconds = seconds_between(t0, SteadyClock::now());
     return r;
 }
 
@@ -247,8 +256,8 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids) {
     // Short slices, so that stop() is never kept waiting for a read.
     const auto until = reading->started + deadline;
     std::unique_lock lock(reading->mu);
-    while (!reading->done && !stop_requested_ && std::chrono::steady_clock::now() < until)
-        reading->cv.wait_until(lock, std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    while (!reading->done && !stop_requested_ && SteadyClock::now() < until)
+        reading->cv.wait_until(lock, std::min(until, SteadyClock::now() + std::chrono::milliseconds(50)));
     if (reading->done) {
         FileRead r = std::move(reading->result);
         if (r.gids_read) gids_read_at_ = reading->started;
@@ -299,7 +308,7 @@ void Engine::reap_blocked_reads() {
             skip->erase(r->blocked_on);
             skip_ = std::move(skip);
             log_->warn("sysfs: the read of {} returned after {:.1f} s; it is read again", r->blocked_on,
-                       seconds_since(r->started));
+                       seconds_between(r->started, SteadyClock::now()));
         }
         return true;
     });
@@ -331,7 +340,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->config = cfg;
 
     // sysfs, verbs and host facts: every read that a wedged driver can block.
-    bool read_gids = !last_ || std::chrono::steady_clock::now() - gids_read_at_ >= kGidRefresh;
+    bool read_gids = !last_ || SteadyClock::now() - gids_read_at_ >= kGidRefresh;
     {
         std::lock_guard lock(mu_);
         if (gid_reads_due_ > 0) {
@@ -345,7 +354,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     log_read_errors(files.sysfs_errors);
 
     // netlink: links, addresses, bonds (the watcher keeps them current between cycles).
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = SteadyClock::now();
     CollectorStatus nl_status{.name = "netlink"};
     try {
         snap->links = src_.links();
@@ -354,7 +363,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         nl_status.last_error = e.what();
         log_->error("netlink collection failed: {}", e.what());
     }
-    nl_status.duration_seconds = seconds_since(t0);
+    nl_status.duration_seconds = seconds_between(t0, SteadyClock::now());
     snap->netlink_events = src_.netlink_events();
     snap->netlink_resyncs = src_.netlink_resyncs();
 
@@ -379,6 +388,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->alerts = alerts_->active();
     snap->history = alerts_->history();
     save_state_if_changed();
+    if (state_) snap->collectors.push_back(state_status_);
 
     {
         std::lock_guard lock(mu_);
@@ -394,7 +404,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
 void Engine::run() {
     // A burst of netlink events (a bond losing both slaves) should give one cycle, not ten.
     constexpr auto kDebounce = std::chrono::milliseconds(20);
-    auto next = std::chrono::steady_clock::now();
+    auto next = SteadyClock::now();
     for (;;) {
         {
             std::unique_lock lock(mu_);
@@ -417,7 +427,7 @@ void Engine::run() {
         } catch (const std::exception& e) {
             log_->error("collection cycle failed: {}", e.what());
         }
-        auto now = std::chrono::steady_clock::now();
+        auto now = SteadyClock::now();
         if (now >= next) next = now + config()->daemon.interval;
         if (settling) next = std::min(next, now + std::chrono::seconds(1));
     }

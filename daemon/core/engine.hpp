@@ -18,6 +18,7 @@
 
 #include "core/snapshot_store.hpp"
 #include "core/wake_signal.hpp"
+#include "util/clock.hpp"
 #include "model/config.hpp"
 #include "model/probe.hpp"
 #include "model/snapshot.hpp"
@@ -101,10 +102,13 @@ private:
     std::unique_ptr<TrendTracker> trends_;
     std::unique_ptr<AlertTracker> alerts_;
     std::unique_ptr<StateStore> state_;
+    // Load and save health, published as the "state" collector; last_error stays after a
+    // later success so a set-aside file is not forgotten.
+    CollectorStatus state_status_{.name = "state"};
     size_t saved_history_size_ = 0;
     TimePoint saved_last_transition_{};
     uint64_t generation_ = 0;
-    std::chrono::steady_clock::time_point gids_read_at_{};
+    SteadyClock::time_point gids_read_at_{};
     std::shared_ptr<const Snapshot> last_;  // the previous snapshot, for carrying GIDs over
     // Reads that blocked past their deadline, abandoned to their threads; the files they
     // are on are skipped until they return.

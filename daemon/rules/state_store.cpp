@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -24,11 +26,22 @@ std::string errno_text(const std::string& what, const std::filesystem::path& p, 
     return what + " " + p.string() + ": " + std::strerror(err);
 }
 
+// 20261123T174500Z: sorts by time, no characters a shell or a URL would trip on.
+std::string utc_stamp() {
+    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+    return buf;
+}
+
 }  // namespace
 
 StateStore::StateStore(std::filesystem::path dir) : dir_(std::move(dir)), file_(dir_ / "alerts.json") {}
 
-bool StateStore::save(const nlohmann::json& state, std::string* error) const {
+bool StateStore::save(const nlohmann::json& state, std::string* error) {
+    if (aside_pending_ && !set_aside(error)) return false;
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) {
@@ -44,6 +57,15 @@ bool StateStore::save(const nlohmann::json& state, std::string* error) const {
         set_error(error, errno_text("cannot open", tmp, errno));
         return false;
     }
+    // Past this point a failure leaves a partial tmp file: on a full disk it holds the space
+    // the next attempt needs.
+    struct RemoveTmp {
+        const std::filesystem::path& p;
+        bool armed = true;
+        ~RemoveTmp() {
+            if (armed) ::unlink(p.c_str());
+        }
+    } remove_tmp{tmp};
     for (size_t done = 0; done < text.size();) {
         const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
         if (n < 0) {
@@ -65,6 +87,7 @@ bool StateStore::save(const nlohmann::json& state, std::string* error) const {
         set_error(error, errno_text("cannot rename over", file_, errno));
         return false;
     }
+    remove_tmp.armed = false;
     // The rename is durable only once the directory entry is.
     Fd dirfd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dirfd.get() < 0 || ::fsync(dirfd.get()) != 0) {
@@ -74,31 +97,59 @@ bool StateStore::save(const nlohmann::json& state, std::string* error) const {
     return true;
 }
 
-std::optional<nlohmann::json> StateStore::load(std::string* error) const {
+bool StateStore::set_aside(std::string* error) {
+    const std::string base = file_.string() + ".corrupt-" + utc_stamp();
+    std::filesystem::path aside = base;
+    std::error_code ec;
+    for (int n = 1; std::filesystem::exists(aside, ec); ++n) aside = base + "-" + std::to_string(n);
+    std::filesystem::rename(file_, aside, ec);
+    if (ec) {
+        aside_pending_ = true;
+        set_error(error, "cannot set " + file_.string() + " aside: " + ec.message() +
+                             "; it is kept and no state is saved until it can be");
+        return false;
+    }
+    aside_pending_ = false;
+    aside_ = std::move(aside);
+    return true;
+}
+
+std::optional<nlohmann::json> StateStore::load(std::string* error, const Accept& accept) {
     if (error) error->clear();
     std::error_code ec;
     if (!std::filesystem::exists(file_, ec)) {
         if (ec) set_error(error, "cannot stat " + file_.string() + ": " + ec.message());
         return std::nullopt;
     }
+    // A file we cannot read is set aside too: saving over it would lose what it holds.
+    std::string why;
+    nlohmann::json j;
     std::ifstream in(file_, std::ios::binary);
     if (!in) {
-        set_error(error, errno_text("cannot open", file_, errno));
-        return std::nullopt;
+        why = std::string("cannot be read: ") + std::strerror(errno);
+    } else {
+        std::ostringstream text;
+        text << in.rdbuf();
+        j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded()) {
+            why = text.str().empty() ? "is empty" : "is not valid JSON (truncated or garbage)";
+        } else if (accept) {
+            try {
+                accept(j);
+            } catch (const std::exception& e) {
+                why = std::string("is not a usable state: ") + e.what();
+            }
+        }
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) {
-        set_error(error, "cannot read " + file_.string());
-        return std::nullopt;
-    }
-    auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-    if (!j.is_discarded()) return j;
+    if (why.empty()) return j;
 
-    const std::filesystem::path aside = dir_ / "alerts.json.corrupt";
-    std::filesystem::rename(file_, aside, ec);
-    set_error(error, file_.string() + " is not valid JSON; " +
-                         (ec ? "could not move it aside: " + ec.message() : "moved to " + aside.string()));
+    std::string moved;
+    if (!set_aside(&moved)) {
+        set_error(error, file_.string() + " " + why + "; " + moved);
+    } else {
+        set_error(error, file_.string() + " " + why + "; set aside as " + aside_.string() +
+                             ", starting with no alert state");
+    }
     return std::nullopt;
 }
 

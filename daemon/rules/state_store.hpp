@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,22 +14,35 @@ namespace rocewatch {
 // either the old or the new state, never half of one.
 class StateStore {
 public:
+    // Throws from accept when a document parses but is not a state the caller can use.
+    using Accept = std::function<void(const nlohmann::json&)>;
+
     explicit StateStore(std::filesystem::path dir);
 
     // Creates the directory when missing. On failure returns false and, when error is
-    // given, says what failed.
-    [[nodiscard]] bool save(const nlohmann::json& state, std::string* error) const;
+    // given, says what failed; a half-written alerts.json.tmp is removed so a full disk
+    // does not stay full because of us. Refuses while a bad file could not be set aside,
+    // so that evidence is never overwritten.
+    [[nodiscard]] bool save(const nlohmann::json& state, std::string* error);
 
     // nullopt with an empty error: no state saved yet (first start). nullopt with an
-    // error: the file could not be read, or did not parse; an unparsable file is moved
-    // aside to alerts.json.corrupt so the next save starts clean and the evidence stays.
-    std::optional<nlohmann::json> load(std::string* error) const;
+    // error: the file could not be read, or it is truncated, garbage, or rejected by
+    // accept; such a file is renamed to alerts.json.corrupt-<UTC time> (set_aside())
+    // so the next save starts clean and the evidence stays, and the error names it.
+    std::optional<nlohmann::json> load(std::string* error, const Accept& accept = {});
 
     [[nodiscard]] const std::filesystem::path& file() const { return file_; }
+    // Where the last bad file went; empty when none was set aside.
+    [[nodiscard]] const std::filesystem::path& set_aside_as() const { return aside_; }
 
 private:
+    // Renames the state file out of the way under a name no earlier one took.
+    bool set_aside(std::string* error);
+
     std::filesystem::path dir_;
     std::filesystem::path file_;
+    std::filesystem::path aside_;
+    bool aside_pending_ = false;  // a bad file is still in place: save() must not replace it
 };
 
 }  // namespace rocewatch

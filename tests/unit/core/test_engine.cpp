@@ -66,7 +66,7 @@ TEST_F(EngineTest, OneCycleJoinsSysfsAndNetlink) {
     EXPECT_EQ(rail.roce_v2_ipv4_address, "192.168.100.11");
     EXPECT_EQ(s->host.hostname, "spark-02");
     EXPECT_EQ(s->host.ucx_version, "1.13.1");
-    ASSERT_EQ(s->collectors.size(), 4u);
+    ASSERT_EQ(s->collectors.size(), 5u);  // sysfs, verbs, netlink, host, state
     for (const auto& c : s->collectors) EXPECT_TRUE(c.name == "verbs" || c.success) << c.name << ": " << c.last_error;
 }
 

@@ -1,9 +1,14 @@
-// Alert state on disk: atomic save, round trip, a corrupt file moved aside.
+// Alert state on disk: atomic save, round trip, a bad file set aside under a dated name.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <vector>
 
 #include "rules/alerts.hpp"
 #include "rules/state_store.hpp"
@@ -47,7 +52,7 @@ TEST(StateStore, NothingSavedYetIsNotAnError) {
 
 TEST(StateStore, SaveThenLoad) {
     TempDir d;
-    const StateStore store(d.path() / "sub" / "dir");  // created on save
+    StateStore store(d.path() / "sub" / "dir");  // created on save
     const nlohmann::json state = {{"version", 1}, {"alerts", {1, 2, 3}}};
     std::string err;
     ASSERT_TRUE(store.save(state, &err)) << err;
@@ -64,7 +69,7 @@ TEST(StateStore, SaveThenLoad) {
 
 TEST(StateStore, StaleTempFileFromACrashIsHarmless) {
     TempDir d;
-    const StateStore store(d.path());
+    StateStore store(d.path());
     std::string err;
     ASSERT_TRUE(store.save({{"v", 1}}, &err));
     std::ofstream(d.path() / "alerts.json.tmp") << "{\"half\": ";  // crash mid-write
@@ -73,19 +78,117 @@ TEST(StateStore, StaleTempFileFromACrashIsHarmless) {
     EXPECT_EQ(*store.load(&err), (nlohmann::json{{"v", 2}}));
 }
 
-TEST(StateStore, CorruptFileIsAnErrorAndMovedAside) {
+namespace {
+
+// The files a bad state was set aside as.
+std::vector<fs::path> set_aside_files(const fs::path& dir) {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().filename().string().starts_with("alerts.json.corrupt-")) out.push_back(e.path());
+    return out;
+}
+
+// Loads a state file holding text; expects it refused with `why`, set aside intact, and saving to work again.
+void expect_set_aside(const std::string& text, const std::string& why, const StateStore::Accept& accept = {}) {
     TempDir d;
-    std::ofstream(d.path() / "alerts.json") << "{\"alerts\": [";
-    const StateStore store(d.path());
+    std::ofstream(d.path() / "alerts.json") << text;
+    StateStore store(d.path());
     std::string err;
-    EXPECT_FALSE(store.load(&err));
-    EXPECT_NE(err.find("not valid JSON"), std::string::npos) << err;
+    EXPECT_FALSE(store.load(&err, accept));
+    EXPECT_NE(err.find(why), std::string::npos) << err;
+    EXPECT_NE(err.find("set aside as " + store.set_aside_as().string()), std::string::npos) << err;
     EXPECT_FALSE(fs::exists(d.path() / "alerts.json"));
-    EXPECT_EQ(read(d.path() / "alerts.json.corrupt"), "{\"alerts\": [");
+    const auto aside = set_aside_files(d.path());
+    ASSERT_EQ(aside.size(), 1u);
+    EXPECT_EQ(aside[0], store.set_aside_as());
+    EXPECT_EQ(read(aside[0]), text) << "the evidence is kept byte for byte";
     // The next start finds no state, and saving works again.
-    EXPECT_FALSE(store.load(&err));
+    EXPECT_FALSE(store.load(&err, accept));
     EXPECT_EQ(err, "");
     EXPECT_TRUE(store.save({{"v", 1}}, &err)) << err;
+}
+
+}  // namespace
+
+TEST(StateStore, TruncatedFileIsSetAside) { expect_set_aside("{\"alerts\": [", "not valid JSON"); }
+
+TEST(StateStore, GarbageIsSetAside) { expect_set_aside(std::string("\x7f" "ELF\0\xff\xfe junk", 12), "not valid JSON"); }
+
+TEST(StateStore, EmptyFileIsSetAside) { expect_set_aside("", "is empty"); }
+
+// Valid JSON of the wrong shape used to be ignored in place, and the next save overwrote it:
+// a silent reset of the alert history.
+TEST(StateStore, WrongTypeJsonIsSetAside) {
+    const auto accept = [](const nlohmann::json& j) { (void)AlertTracker::from_json(j, 1000); };
+    expect_set_aside("[1, 2, 3]", "not a usable state", accept);
+    expect_set_aside(R"({"version": 1, "alerts": "none", "history": []})", "must be arrays", accept);
+    expect_set_aside(R"({"version": "1", "alerts": [], "history": []})", "alert state", accept);
+    expect_set_aside(R"({"version": 1, "alerts": [], "history": [{"at_ms": "x"}]})", "alert state", accept);
+}
+
+TEST(StateStore, EachBadFileKeepsItsOwnName) {
+    TempDir d;
+    StateStore store(d.path());
+    std::string err;
+    for (const char* text : {"{", "[", "nul"}) {
+        std::ofstream(d.path() / "alerts.json") << text;
+        EXPECT_FALSE(store.load(&err));
+    }
+    EXPECT_EQ(set_aside_files(d.path()).size(), 3u) << "a second corrupt file must not overwrite the first";
+}
+
+namespace {
+
+// Runs steps in a child that gave up root (root ignores permissions) in a directory it owns;
+// returns the child's exit status, 0 when every step held.
+int as_nobody(const fs::path& dir, const std::function<int()>& steps) {
+    const uid_t nobody = 65534;
+    if (::chown(dir.c_str(), nobody, nobody) != 0) return 100;
+    const pid_t pid = ::fork();
+    if (pid < 0) return 101;
+    if (pid == 0) {
+        if (::geteuid() == 0 && (::setgid(nobody) != 0 || ::setuid(nobody) != 0)) ::_exit(102);
+        ::_exit(steps());
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 103;
+    return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+TEST(StateStore, ABadFileThatCannotBeSetAsideIsNeverOverwritten) {
+    TempDir d;
+    std::ofstream(d.path() / "alerts.json") << "{\"alerts\": [";
+    const int rc = as_nobody(d.path(), [&] {
+        fs::permissions(d.path(), fs::perms::owner_read | fs::perms::owner_exec);
+        StateStore store(d.path());
+        std::string err;
+        if (store.load(&err) || err.find("cannot set") == std::string::npos) return 11;
+        if (store.save({{"v", 1}}, &err)) return 12;  // would replace the evidence
+        fs::permissions(d.path(), fs::perms::owner_all);
+        if (!store.save({{"v", 1}}, &err)) return 13;  // once writable: set aside, then saved
+        return 0;
+    });
+    EXPECT_EQ(rc, 0) << "11 load, 12 save overwrote, 13 save after fix, 100+ setup";
+    ASSERT_EQ(set_aside_files(d.path()).size(), 1u);
+    EXPECT_EQ(read(set_aside_files(d.path())[0]), "{\"alerts\": [");
+    EXPECT_EQ(read(d.path() / "alerts.json"), "{\n \"v\": 1\n}\n");
+}
+
+TEST(StateStore, AnUnreadableFileIsSetAsideNotOverwritten) {
+    TempDir d;
+    std::ofstream(d.path() / "alerts.json") << "{\"version\": 1}";
+    ASSERT_EQ(::chmod((d.path() / "alerts.json").c_str(), 0), 0);
+    const int rc = as_nobody(d.path(), [&] {
+        StateStore store(d.path());
+        std::string err;
+        if (store.load(&err) || err.find("cannot be read: Permission denied") == std::string::npos) return 11;
+        return store.save({{"v", 1}}, &err) ? 0 : 12;
+    });
+    EXPECT_EQ(rc, 0) << "11 load, 12 save, 100+ setup";
+    ASSERT_EQ(set_aside_files(d.path()).size(), 1u);
+    EXPECT_EQ(read(set_aside_files(d.path())[0]), "{\"version\": 1}");
 }
 
 TEST(StateStore, UnwritableDirectoryIsAnError) {
