@@ -1,7 +1,7 @@
 // Builds the REST API's JSON documents from a Snapshot; no I/O, no clocks.
 #include "api/json_view.hpp"
 
-#include "model/probe.hpp"
+#include "daemon/model/probe.hpp"
 #include "util/clock.hpp"
 
 #include <sys/socket.h>

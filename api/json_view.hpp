@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/snapshot.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch::api {
 

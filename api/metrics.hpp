@@ -7,7 +7,7 @@
 #include <prometheus/metric_family.h>
 
 #include "api/http_stats.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch::api {
 

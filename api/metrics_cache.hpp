@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "api/gzip_once.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch::api {
 

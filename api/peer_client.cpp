@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "api/probe_view.hpp"
-#include "config/config_loader.hpp"
+#include "daemon/config/config_loader.hpp"
 
 namespace rocewatch::api {
 namespace {

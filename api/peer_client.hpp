@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/config.hpp"
-#include "model/probe.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/probe.hpp"
 #include "probes/session.hpp"
 
 namespace rocewatch::api {

@@ -13,9 +13,9 @@
 #include <spdlog/logger.h>
 
 #include "api/server.hpp"
-#include "core/probe_scheduler.hpp"
-#include "peering/probers.hpp"
-#include "peering/session_host.hpp"
+#include "daemon/core/probe_scheduler.hpp"
+#include "daemon/peering/probers.hpp"
+#include "daemon/peering/session_host.hpp"
 
 namespace rocewatch::api {
 

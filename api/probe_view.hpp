@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <prometheus/metric_family.h>
 
-#include "model/probe.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/probe.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch::api {
 

@@ -10,7 +10,7 @@
 #include <spdlog/logger.h>
 
 #include "api/options.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch::api {
 

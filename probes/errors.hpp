@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "model/probe.hpp"  // kReasonPeerBusy: the verdicts' own word for it
+#include "daemon/model/probe.hpp"  // kReasonPeerBusy: the verdicts' own word for it
 #include "probes/tcp_wire.hpp"
 
 namespace rocewatch::reason {

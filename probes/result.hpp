@@ -7,7 +7,7 @@
 #include <exception>
 #include <string>
 
-#include "model/probe.hpp"
+#include "daemon/model/probe.hpp"
 #include "probes/errors.hpp"
 #include "util/clock.hpp"
 

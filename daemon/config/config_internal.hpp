@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "config/config_loader.hpp"
+#include "daemon/config/config_loader.hpp"
 
 namespace rocewatch::config_detail {
 

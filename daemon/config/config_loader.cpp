@@ -16,10 +16,10 @@
 
 #include <arpa/inet.h>
 
-#include "config/config_internal.hpp"
-#include "config/config_loader.hpp"
-#include "rules/rules.hpp"
-#include "model/probe.hpp"
+#include "daemon/config/config_internal.hpp"
+#include "daemon/config/config_loader.hpp"
+#include "daemon/rules/rules.hpp"
+#include "daemon/model/probe.hpp"
 
 namespace rocewatch {
 

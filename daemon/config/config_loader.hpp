@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/config.hpp"
+#include "daemon/model/config.hpp"
 
 namespace rocewatch {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "config/config_internal.hpp"
-#include "config/config_loader.hpp"
-#include "rules/rules.hpp"
+#include "daemon/config/config_internal.hpp"
+#include "daemon/config/config_loader.hpp"
+#include "daemon/rules/rules.hpp"
 
 namespace rocewatch {
 

@@ -1,5 +1,5 @@
 // The daemon's command line: flags parsed into what to do and which config settings to override.
-#include "config/flags.hpp"
+#include "daemon/config/flags.hpp"
 
 #include <getopt.h>
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "config/config_loader.hpp"
+#include "daemon/config/config_loader.hpp"
 
 namespace rocewatch {
 

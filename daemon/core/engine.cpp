@@ -1,5 +1,5 @@
 // The collection loop: read sysfs and netlink, judge, publish one immutable snapshot.
-#include "core/engine.hpp"
+#include "daemon/core/engine.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -9,9 +9,9 @@
 #include <thread>
 #include <utility>
 
-#include "rules/rules.hpp"
-#include "sysfs/rdma_sysfs.hpp"
-#include "sysfs/verbs.hpp"
+#include "daemon/rules/rules.hpp"
+#include "daemon/sysfs/rdma_sysfs.hpp"
+#include "daemon/sysfs/verbs.hpp"
 #include "util/clock.hpp"
 
 namespace rocewatch {

@@ -16,16 +16,16 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/snapshot_store.hpp"
-#include "core/wake_signal.hpp"
+#include "daemon/core/snapshot_store.hpp"
+#include "daemon/core/wake_signal.hpp"
 #include "util/clock.hpp"
-#include "model/config.hpp"
-#include "model/probe.hpp"
-#include "model/snapshot.hpp"
-#include "rules/alerts.hpp"
-#include "rules/state_store.hpp"
-#include "rules/trends.hpp"
-#include "sysfs/rdma_sysfs.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/probe.hpp"
+#include "daemon/model/snapshot.hpp"
+#include "daemon/rules/alerts.hpp"
+#include "daemon/rules/state_store.hpp"
+#include "daemon/rules/trends.hpp"
+#include "daemon/sysfs/rdma_sysfs.hpp"
 
 namespace rocewatch {
 

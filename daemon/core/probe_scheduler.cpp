@@ -4,7 +4,7 @@
 // one probe (bandwidth or not) in flight from this node: a latency probe never measures the
 // queue a bandwidth probe built, and a node never sends two bulk transfers at once. The cost
 // is that a latency probe due during a bandwidth run starts up to its duration late.
-#include "core/probe_scheduler.hpp"
+#include "daemon/core/probe_scheduler.hpp"
 
 #include <spdlog/spdlog.h>
 

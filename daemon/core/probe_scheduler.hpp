@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/probe_store.hpp"
-#include "model/config.hpp"
-#include "model/probe.hpp"
+#include "daemon/core/probe_store.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/probe.hpp"
 #include "probes/deadline.hpp"
 
 namespace rocewatch {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <mutex>
 
-#include "model/probe.hpp"
+#include "daemon/model/probe.hpp"
 
 namespace rocewatch {
 

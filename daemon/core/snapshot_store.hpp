@@ -4,7 +4,7 @@
 #include <memory>
 #include <mutex>
 
-#include "model/snapshot.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
 

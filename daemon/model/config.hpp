@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/snapshot.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
 

@@ -1,6 +1,6 @@
 // String conversions and lookups over the model types.
-#include "model/config.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
 

@@ -1,7 +1,7 @@
 // Names of the probe kinds (the spelling used in config, metrics and the HTTP API) and the probe book.
-#include "model/probe.hpp"
+#include "daemon/model/probe.hpp"
 
-#include "model/config.hpp"
+#include "daemon/model/config.hpp"
 
 namespace rocewatch {
 

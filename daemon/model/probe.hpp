@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "model/snapshot.hpp"  // TimePoint
+#include "daemon/model/snapshot.hpp"  // TimePoint
 
 namespace rocewatch {
 

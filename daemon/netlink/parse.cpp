@@ -1,5 +1,5 @@
 // Pure rtnetlink message parsing and link-view assembly (see parse.hpp for the contract).
-#include "netlink/parse.hpp"
+#include "daemon/netlink/parse.hpp"
 #include "util/hex.hpp"
 
 #include <arpa/inet.h>

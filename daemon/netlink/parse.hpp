@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/snapshot.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
 

@@ -1,5 +1,5 @@
 // Event thread and dump logic behind NetlinkWatcher: rtnetlink events trigger a re-dump.
-#include "netlink/watcher.hpp"
+#include "daemon/netlink/watcher.hpp"
 
 #include <linux/if_link.h>
 #include <linux/netlink.h>
@@ -24,7 +24,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "netlink/parse.hpp"
+#include "daemon/netlink/parse.hpp"
 #include "util/clock.hpp"
 
 namespace rocewatch {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "model/snapshot.hpp"
+#include "daemon/model/snapshot.hpp"
 
 struct nl_sock;
 namespace spdlog {

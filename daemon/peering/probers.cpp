@@ -1,5 +1,5 @@
 // Which function runs each probe kind as this daemon runs it: the one kind -> runner table.
-#include "peering/probers.hpp"
+#include "daemon/peering/probers.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,11 +8,11 @@
 #include <stdexcept>
 
 #include "api/peer_client.hpp"
-#include "config/config_loader.hpp"
-#include "peering/rdma_runner.hpp"
-#include "peering/token.hpp"
-#include "rules/rail_resolve.hpp"
-#include "peering/ucx_session.hpp"
+#include "daemon/config/config_loader.hpp"
+#include "daemon/peering/rdma_runner.hpp"
+#include "daemon/peering/token.hpp"
+#include "daemon/rules/rail_resolve.hpp"
+#include "daemon/peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
 #include "probes/tcp.hpp"

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/probe_scheduler.hpp"
-#include "model/config.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/core/probe_scheduler.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/snapshot.hpp"
 #include "probes/tcp.hpp"
 #include "probes/tcp_wire.hpp"
 

@@ -1,10 +1,10 @@
 // RDMA probes as the daemon runs them: plans from config and snapshot, both session sides.
-#include "peering/rdma_runner.hpp"
+#include "daemon/peering/rdma_runner.hpp"
 
 #include <algorithm>
 #include <chrono>
 
-#include "rules/rail_resolve.hpp"
+#include "daemon/rules/rail_resolve.hpp"
 #include "probes/errors.hpp"
 
 namespace rocewatch {

@@ -1,4 +1,4 @@
-#include "peering/token.hpp"
+#include "daemon/peering/token.hpp"
 
 #include <algorithm>
 #include <cctype>

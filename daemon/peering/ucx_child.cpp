@@ -7,7 +7,7 @@
 #include <string>
 
 #include "api/probe_view.hpp"
-#include "peering/ucx_session.hpp"
+#include "daemon/peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/ucx.hpp"
 

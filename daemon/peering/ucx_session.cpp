@@ -1,5 +1,5 @@
 // UCX probes as the daemon runs them: every UCX endpoint lives in a child process.
-#include "peering/ucx_session.hpp"
+#include "daemon/peering/ucx_session.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

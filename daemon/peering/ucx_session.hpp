@@ -26,8 +26,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/probe_scheduler.hpp"
-#include "model/config.hpp"
+#include "daemon/core/probe_scheduler.hpp"
+#include "daemon/model/config.hpp"
 #include "probes/deadline.hpp"
 #include "probes/rdma_session.hpp"
 #include "probes/session.hpp"

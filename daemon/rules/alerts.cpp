@@ -1,5 +1,5 @@
 // The alert state machine: findings over time become pending, firing and resolved alerts.
-#include "rules/alerts.hpp"
+#include "daemon/rules/alerts.hpp"
 
 #include <algorithm>
 #include <chrono>

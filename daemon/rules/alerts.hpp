@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/config.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
 

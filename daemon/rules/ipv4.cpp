@@ -1,5 +1,5 @@
 // IPv4 prefix arithmetic for the subnet rules: parse dotted quads, compare networks.
-#include "rules/ipv4.hpp"
+#include "daemon/rules/ipv4.hpp"
 
 #include <algorithm>
 

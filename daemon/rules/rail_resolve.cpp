@@ -1,9 +1,9 @@
 // Which RDMA device, port and GID a probe rail uses, found in the node's snapshot. Pure.
-#include "rules/rail_resolve.hpp"
+#include "daemon/rules/rail_resolve.hpp"
 
 #include <algorithm>
 
-#include "rules/ipv4.hpp"
+#include "daemon/rules/ipv4.hpp"
 
 namespace rocewatch {
 namespace {

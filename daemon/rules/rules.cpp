@@ -1,5 +1,5 @@
 // The pure rules: a snapshot and a config in, plain-words findings out.
-#include "rules/rules.hpp"
+#include "daemon/rules/rules.hpp"
 
 #include <sys/socket.h>
 
@@ -10,9 +10,9 @@
 #include <set>
 #include <string_view>
 
-#include "model/probe.hpp"
-#include "rules/ipv4.hpp"
-#include "rules/rail_resolve.hpp"
+#include "daemon/model/probe.hpp"
+#include "daemon/rules/ipv4.hpp"
+#include "daemon/rules/rail_resolve.hpp"
 
 namespace rocewatch {
 namespace {

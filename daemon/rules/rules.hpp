@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "model/config.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
 

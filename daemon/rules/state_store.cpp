@@ -1,5 +1,5 @@
 // Keeps the alert state on disk across restarts, written atomically.
-#include "rules/state_store.hpp"
+#include "daemon/rules/state_store.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

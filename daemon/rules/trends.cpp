@@ -1,5 +1,5 @@
 // Turns raw counters of successive snapshots into rates and windowed increases.
-#include "rules/trends.hpp"
+#include "daemon/rules/trends.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "model/config.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
 

@@ -1,5 +1,5 @@
 // Reads RDMA devices, ports, GID tables and counters (and a few host facts) from a sysfs root.
-#include "sysfs/rdma_sysfs.hpp"
+#include "daemon/sysfs/rdma_sysfs.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // Adds what only libibverbs knows (MTU, speed, width per port) to devices read from sysfs.
-#include "sysfs/verbs.hpp"
+#include "daemon/sysfs/verbs.hpp"
 
 #include <infiniband/verbs.h>
 

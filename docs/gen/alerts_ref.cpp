@@ -2,7 +2,7 @@
 #include <iostream>
 #include <string>
 
-#include "rules/rules.hpp"
+#include "daemon/rules/rules.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "config/config_loader.hpp"
+#include "daemon/config/config_loader.hpp"
 #include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "netlink/parse.hpp"
+#include "daemon/netlink/parse.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Aligned copy: the kernel's buffers are, and the parsers cast to nlmsghdr/ifinfomsg.

@@ -5,7 +5,7 @@
 
 #include "fuzz_check.hpp"
 #include "probes/rdma_info.hpp"
-#include "sysfs/rdma_sysfs.hpp"
+#include "daemon/sysfs/rdma_sysfs.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -4,7 +4,7 @@
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"
 #include "api/probe_view.hpp"
-#include "model/probe.hpp"
+#include "daemon/model/probe.hpp"
 #include "sample_snapshot.hpp"
 
 using namespace rocewatch;

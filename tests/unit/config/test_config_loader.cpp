@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "config/config_loader.hpp"
-#include "rules/rules.hpp"
+#include "daemon/config/config_loader.hpp"
+#include "daemon/rules/rules.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;

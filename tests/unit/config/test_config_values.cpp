@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "config/config_loader.hpp"
-#include "rules/rules.hpp"
+#include "daemon/config/config_loader.hpp"
+#include "daemon/rules/rules.hpp"
 
 using namespace rocewatch;
 using namespace std::chrono_literals;

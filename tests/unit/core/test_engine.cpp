@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/engine.hpp"
+#include "daemon/core/engine.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;

@@ -7,7 +7,7 @@
 #include <functional>
 #include <set>
 
-#include "core/probe_scheduler.hpp"
+#include "daemon/core/probe_scheduler.hpp"
 
 using namespace rocewatch;
 using namespace std::chrono_literals;

@@ -1,9 +1,9 @@
 // Model helpers: health roll-up, string forms, the probe history.
 #include <gtest/gtest.h>
 
-#include "model/config.hpp"
-#include "model/probe.hpp"
-#include "model/snapshot.hpp"
+#include "daemon/model/config.hpp"
+#include "daemon/model/probe.hpp"
+#include "daemon/model/snapshot.hpp"
 
 using namespace rocewatch;
 

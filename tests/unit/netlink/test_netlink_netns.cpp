@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "netlink/watcher.hpp"
+#include "daemon/netlink/watcher.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "netlink/parse.hpp"
+#include "daemon/netlink/parse.hpp"
 
 using namespace rocewatch;
 

@@ -11,13 +11,13 @@
 #include <future>
 #include <thread>
 
-#include "rules/rail_resolve.hpp"
-#include "peering/rdma_runner.hpp"
-#include "peering/session_host.hpp"
-#include "peering/token.hpp"
-#include "peering/ucx_session.hpp"
+#include "daemon/rules/rail_resolve.hpp"
+#include "daemon/peering/rdma_runner.hpp"
+#include "daemon/peering/session_host.hpp"
+#include "daemon/peering/token.hpp"
+#include "daemon/peering/ucx_session.hpp"
 #include "probes/errors.hpp"
-#include "sysfs/rdma_sysfs.hpp"
+#include "daemon/sysfs/rdma_sysfs.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;

@@ -1,7 +1,7 @@
 // The alert state machine: for durations, self-clearing, come-backs, history bound, persistence.
 #include <gtest/gtest.h>
 
-#include "rules/alerts.hpp"
+#include "daemon/rules/alerts.hpp"
 
 using namespace rocewatch;
 using std::chrono::seconds;

@@ -1,7 +1,7 @@
 // IPv4 prefix arithmetic behind subnet_overlap.
 #include <gtest/gtest.h>
 
-#include "rules/ipv4.hpp"
+#include "daemon/rules/ipv4.hpp"
 
 using namespace rocewatch;
 

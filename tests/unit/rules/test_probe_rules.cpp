@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "model/probe.hpp"
-#include "rules/rules.hpp"
+#include "daemon/model/probe.hpp"
+#include "daemon/rules/rules.hpp"
 
 using namespace rocewatch;
 

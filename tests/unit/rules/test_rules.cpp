@@ -5,7 +5,7 @@
 #include <optional>
 #include <set>
 
-#include "rules/rules.hpp"
+#include "daemon/rules/rules.hpp"
 #include "spark_node.hpp"
 
 using namespace rocewatch;

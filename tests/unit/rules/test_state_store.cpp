@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
-#include "rules/alerts.hpp"
-#include "rules/state_store.hpp"
+#include "daemon/rules/alerts.hpp"
+#include "daemon/rules/state_store.hpp"
 
 using namespace rocewatch;
 namespace fs = std::filesystem;

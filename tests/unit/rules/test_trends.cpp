@@ -1,7 +1,7 @@
 // Trend arithmetic: rates, byte units, resets, missing counters, windows, flaps; all by hand.
 #include <gtest/gtest.h>
 
-#include "rules/trends.hpp"
+#include "daemon/rules/trends.hpp"
 #include "spark_node.hpp"
 
 using namespace rocewatch;

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sysfs/rdma_sysfs.hpp"
-#include "sysfs/verbs.hpp"
+#include "daemon/sysfs/rdma_sysfs.hpp"
+#include "daemon/sysfs/verbs.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;
