@@ -55,12 +55,12 @@ struct Conn {
     int local_port = -1;
     State state = State::head;
     std::string in;
-    HeadCheck head;           // State::body: the accepted head
-    bool recheck = true;      // State::head: new bytes may change the verdict
+    HeadCheck head;       // State::body: the accepted head
+    bool recheck = true;  // State::head: new bytes may change the verdict
     std::string out;
     size_t out_off = 0;
     bool close_after = false;
-    unsigned served = 0;      // answers written on this connection
+    unsigned served = 0;                    // answers written on this connection
     SteadyClock::time_point waiting_since;  // start of the current wait for a request (eviction order)
     SteadyClock::time_point deadline = SteadyClock::time_point::max();
     uint32_t interest = 0;
@@ -186,8 +186,9 @@ void FrontEnd::Impl::run() {
         auto now = SteadyClock::now();
         int timeout_ms = 1000;
         if (next_deadline != SteadyClock::time_point::max())
-            timeout_ms = static_cast<int>(std::clamp<long long>(
-                std::chrono::ceil<std::chrono::milliseconds>(next_deadline - now).count(), 0, 1000));
+            timeout_ms = static_cast<int>(
+                std::clamp<long long>(std::chrono::ceil<std::chrono::milliseconds>(next_deadline - now).count(), 0,
+                                      1000));
         if (!accept_armed) timeout_ms = std::min(timeout_ms, 100);
         const int n = ::epoll_wait(epfd, events.data(), static_cast<int>(events.size()), timeout_ms);
         if (n < 0 && errno != EINTR) {
@@ -331,9 +332,9 @@ void FrontEnd::Impl::read_ready(Conn& c, SteadyClock::time_point now) {
     char buf[8192];
     // Never hold more than one byte over the head limit (that byte is enough to say 431),
     // and in a body never read past its end: the next pipelined request stays in the kernel.
-    const size_t want =
-        c.state == State::body ? c.head.head_bytes + c.head.content_length - c.in.size()
-                               : opts.max_header_bytes + 1 - std::min(c.in.size(), opts.max_header_bytes);
+    const size_t want = c.state == State::body
+                            ? c.head.head_bytes + c.head.content_length - c.in.size()
+                            : opts.max_header_bytes + 1 - std::min(c.in.size(), opts.max_header_bytes);
     const ssize_t n = ::recv(c.fd, buf, std::min(sizeof buf, want), 0);
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n <= 0) return close_conn(c.id);  // closed or reset: nobody to answer

@@ -15,9 +15,9 @@ namespace rocewatch::api {
 
 // One request that passed the gate, with its whole body: what a worker serves.
 struct GatedRequest {
-    uint64_t ticket = 0;  // hand back to FrontEnd::complete
-    std::string bytes;    // the head and exactly Content-Length body bytes
-    bool last = false;    // the connection closes after this answer (keep-alive budget spent)
+    uint64_t ticket = 0;    // hand back to FrontEnd::complete
+    std::string bytes;      // the head and exactly Content-Length body bytes
+    bool last = false;      // the connection closes after this answer (keep-alive budget spent)
     bool priority = false;  // is_priority_request: the reserved worker may take it
     std::string remote_ip;
     int remote_port = -1;
@@ -32,7 +32,7 @@ struct GatedRequest {
 // its request makes room), hands complete requests to `dispatch`, and writes the answers
 // back non-blocking against a deadline. A slow or idle client costs a buffer, not a thread.
 class FrontEnd {
-   public:
+public:
     // Takes a gated request; false means refused (queue full): the front end answers 503.
     using Dispatch = std::function<bool(GatedRequest&&)>;
 
@@ -52,7 +52,7 @@ class FrontEnd {
 
     struct Impl;
 
-   private:
+private:
     std::unique_ptr<Impl> impl_;
 };
 

@@ -37,8 +37,8 @@ void put_le32(std::string& out, uint32_t v) {
 }
 
 uint32_t crc_of(std::string_view s) {
-    return static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()),
-                                       static_cast<uInt>(s.size())));
+    return static_cast<uint32_t>(
+        crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace rocewatch::api {
 // handlers are the route patterns (plus "other" for anything unrouted), never raw paths,
 // and codes are HTTP status numbers.
 class HttpStats {
-   public:
+public:
     // `handlers`: the route patterns, in the order the server matches them.
     explicit HttpStats(std::vector<std::string> handlers);
 
@@ -36,7 +36,7 @@ class HttpStats {
     // Every reason, zeros included, so rate() has a series from the first scrape.
     std::vector<std::pair<RejectReason, uint64_t>> rejected() const;
 
-   private:
+private:
     static constexpr int kMinCode = 100;
     static constexpr int kMaxCode = 599;
     static constexpr size_t kCodes = kMaxCode - kMinCode + 1;

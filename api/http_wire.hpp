@@ -16,7 +16,6 @@ std::string raw_error_response(int status, const std::string& message);
 // Numeric address of `ss` ("127.0.0.1", "::1"), "" for other families; `port` gets the port.
 std::string address_of(const sockaddr_storage& ss, int& port);
 
-
 // GET/HEAD of /metrics, /healthz or /readyz: served by the reserved worker too, so a pool
 // busy with slow handlers still answers scrapes and health checks. `head` starts with
 // the request line.

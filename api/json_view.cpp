@@ -80,16 +80,11 @@ json port_json(const RdmaPort& p) {
 json device_object(const RdmaDevice& d) {
     json ports = json::array();
     for (const auto& p : d.ports) ports.push_back(port_json(p));
-    return {{"name", d.name},
-            {"driver", d.driver},
-            {"node_guid", d.node_guid},
-            {"sys_image_guid", d.sys_image_guid},
-            {"fw_ver", d.fw_ver},
-            {"board_id", d.board_id},
-            {"hca_type", d.hca_type},
-            {"node_type", d.node_type},
-            {"netdevs", d.netdevs},
-            {"ports", std::move(ports)}};
+    return {{"name", d.name},           {"driver", d.driver},
+            {"node_guid", d.node_guid}, {"sys_image_guid", d.sys_image_guid},
+            {"fw_ver", d.fw_ver},       {"board_id", d.board_id},
+            {"hca_type", d.hca_type},   {"node_type", d.node_type},
+            {"netdevs", d.netdevs},     {"ports", std::move(ports)}};
 }
 
 // Every list document carries the generation and time it was cut from, so a client
@@ -147,16 +142,16 @@ json status_json(const Snapshot& s, TimePoint now) {
 
     json collectors = json::array();
     for (const auto& c : s.collectors)
-        collectors.push_back({{"name", c.name},
-                              {"success", c.success},
-                              {"duration_seconds", c.duration_seconds},
-                              {"read_errors", c.read_errors},
-                              {"last_error", c.last_error.empty() ? json(nullptr) : json(c.last_error)},
-                              {"errors", c.errors},
-                              {"last_success", time_or_null(c.last_success)},
-                              {"data_age_seconds", c.last_success != TimePoint{}
-                                                       ? json(seconds_between(c.last_success, now))
-                                                       : json(nullptr)}});
+        collectors.push_back(
+            {{"name", c.name},
+             {"success", c.success},
+             {"duration_seconds", c.duration_seconds},
+             {"read_errors", c.read_errors},
+             {"last_error", c.last_error.empty() ? json(nullptr) : json(c.last_error)},
+             {"errors", c.errors},
+             {"last_success", time_or_null(c.last_success)},
+             {"data_age_seconds",
+              c.last_success != TimePoint{} ? json(seconds_between(c.last_success, now)) : json(nullptr)}});
 
     const bool collected = s.collected_at != TimePoint{};
     const bool started = s.daemon.started_at != TimePoint{};
@@ -192,8 +187,8 @@ json status_json(const Snapshot& s, TimePoint now) {
         // Peer probing on or off, and why off (no token file, unreadable token, data port taken).
         {"probes",
          {{"enabled", s.probes && s.probes->enabled},
-          {"disabled_reason", s.probes && !s.probes->disabled_reason.empty() ? json(s.probes->disabled_reason)
-                                                                            : json(nullptr)}}},
+          {"disabled_reason",
+           s.probes && !s.probes->disabled_reason.empty() ? json(s.probes->disabled_reason) : json(nullptr)}}},
     };
 }
 
@@ -325,9 +320,7 @@ json history_json(const Snapshot& s, std::optional<std::size_t> limit) {
     return j;
 }
 
-json error_json(int status, const std::string& message) {
-    return {{"error", message}, {"status", status}};
-}
+json error_json(int status, const std::string& message) { return {{"error", message}, {"status", status}}; }
 
 namespace {
 

@@ -14,7 +14,7 @@ namespace rocewatch::api {
 // never block and end with the request, writes land in memory and go back to the front
 // end, which sends them non-blocking. A worker never waits on a client.
 class MemStream final : public httplib::Stream {
-   public:
+public:
     MemStream(std::string request, std::string remote_ip, int remote_port, std::string local_ip, int local_port)
         : in_(std::move(request)),
           remote_ip_(std::move(remote_ip)),
@@ -50,7 +50,7 @@ class MemStream final : public httplib::Stream {
 
     std::string take_output() { return std::move(out_); }
 
-   private:
+private:
     std::string in_;
     size_t off_ = 0;
     std::string out_;

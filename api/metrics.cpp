@@ -21,8 +21,10 @@ using Labels = std::vector<ClientMetric::Label>;
 // Families in declaration order with stable addresses, so each section can hold on to
 // the families it fills while later ones are declared.
 class Builder {
-   public:
-    MetricFamily& gauge(std::string name, std::string help) { return make(std::move(name), std::move(help), MetricType::Gauge); }
+public:
+    MetricFamily& gauge(std::string name, std::string help) {
+        return make(std::move(name), std::move(help), MetricType::Gauge);
+    }
     MetricFamily& counter(std::string name, std::string help) {
         return make(std::move(name), std::move(help), MetricType::Counter);
     }
@@ -34,7 +36,7 @@ class Builder {
         return out;
     }
 
-   private:
+private:
     MetricFamily& make(std::string name, std::string help, MetricType type) {
         auto& f = fams_.emplace_back();
         f.name = std::move(name);
@@ -67,9 +69,11 @@ void rdma_families(Builder& bld, const Snapshot& s) {
     auto& dev_info = bld.gauge("rocewatch_rdma_device_info", "RDMA device metadata; always 1.");
     auto& port_info = bld.gauge("rocewatch_rdma_port_info", "RDMA port metadata; always 1.");
     auto& state = bld.gauge("rocewatch_rdma_port_state", "RDMA port logical state as sysfs numbers it (4 = ACTIVE).");
-    auto& phys = bld.gauge("rocewatch_rdma_port_phys_state", "RDMA port physical state as sysfs numbers it (5 = LinkUp).");
+    auto& phys = bld.gauge("rocewatch_rdma_port_phys_state",
+                           "RDMA port physical state as sysfs numbers it (5 = LinkUp).");
     auto& up = bld.gauge("rocewatch_rdma_port_up", "1 when the RDMA port is ACTIVE, else 0.");
-    auto& rate = bld.gauge("rocewatch_rdma_port_rate_bytes_per_second", "Negotiated RDMA port rate in bytes per second.");
+    auto& rate = bld.gauge("rocewatch_rdma_port_rate_bytes_per_second",
+                           "Negotiated RDMA port rate in bytes per second.");
     auto& amtu = bld.gauge("rocewatch_rdma_port_active_mtu_bytes", "Active RDMA path MTU in bytes.");
     auto& mmtu = bld.gauge("rocewatch_rdma_port_max_mtu_bytes", "Largest RDMA path MTU the port supports, in bytes.");
     auto& tx = bld.counter("rocewatch_rdma_port_data_transmitted_bytes_total",
@@ -81,18 +85,26 @@ void rdma_families(Builder& bld, const Snapshot& s) {
     auto& rx_rate = bld.gauge("rocewatch_rdma_port_receive_bytes_per_second",
                               "Receive rate of the RDMA port over the last collection interval.");
     // Plural "counters": promtool's lint refuses a type name ("_counter_") inside a metric name.
-    auto& counters = bld.counter("rocewatch_rdma_port_counters_total",
-                                 "RDMA port counter from counters/, raw value as read (data counters in 4-byte words).");
-    auto& hw = bld.counter("rocewatch_rdma_port_hw_counters_total", "RDMA port driver counter from hw_counters/, raw value.");
+    auto& counters =
+        bld.counter("rocewatch_rdma_port_counters_total",
+                    "RDMA port counter from counters/, raw value as read (data counters in 4-byte words).");
+    auto& hw = bld.counter("rocewatch_rdma_port_hw_counters_total",
+                           "RDMA port driver counter from hw_counters/, raw value.");
     auto& gid = bld.gauge("rocewatch_rdma_gid_info", "Populated GID table entry; always 1.");
-    auto& dropped = bld.gauge("rocewatch_rdma_port_series_dropped",
-                              "Counters and GIDs of the port left out of this snapshot: past the per-port cap of series.");
-    auto& roce_gid = bld.gauge("rocewatch_rdma_port_roce_v2_gid_index",
-                               "GID index of the RoCE v2 entry holding the netdev's IPv4 address (what perftest -x and UCX need).");
+    auto& dropped =
+        bld.gauge("rocewatch_rdma_port_series_dropped",
+                  "Counters and GIDs of the port left out of this snapshot: past the per-port cap of series.");
+    auto& roce_gid =
+        bld.gauge("rocewatch_rdma_port_roce_v2_gid_index",
+                  "GID index of the RoCE v2 entry holding the netdev's IPv4 address (what perftest -x and UCX need).");
 
     for (const auto& d : s.devices) {
         add(dev_info,
-            {{"device", d.name}, {"driver", d.driver}, {"fw_ver", d.fw_ver}, {"node_guid", d.node_guid}, {"board_id", d.board_id}},
+            {{"device", d.name},
+             {"driver", d.driver},
+             {"fw_ver", d.fw_ver},
+             {"node_guid", d.node_guid},
+             {"board_id", d.board_id}},
             1);
         for (const auto& p : d.ports) {
             const std::string port = std::to_string(p.port);
@@ -126,7 +138,8 @@ void rdma_families(Builder& bld, const Snapshot& s) {
                     1);
             add(dropped, dp, static_cast<double>(p.counters_dropped + p.gids_dropped));
             if (p.roce_v2_ipv4_gid_index)
-                add(roce_gid, {{"device", d.name}, {"port", port}, {"netdev", p.netdev}, {"address", p.roce_v2_ipv4_address}},
+                add(roce_gid,
+                    {{"device", d.name}, {"port", port}, {"netdev", p.netdev}, {"address", p.roce_v2_ipv4_address}},
                     *p.roce_v2_ipv4_gid_index);
         }
     }
@@ -137,7 +150,8 @@ void link_families(Builder& bld, const Snapshot& s) {
     auto& up = bld.gauge("rocewatch_link_up", "1 when the interface's operstate is up, else 0.");
     auto& admin = bld.gauge("rocewatch_link_admin_up", "1 when the interface is administratively up (IFF_UP), else 0.");
     auto& carrier = bld.gauge("rocewatch_link_carrier", "1 when the interface has carrier, else 0.");
-    auto& changes = bld.counter("rocewatch_link_carrier_changes_total", "Carrier changes the kernel counted on the interface.");
+    auto& changes = bld.counter("rocewatch_link_carrier_changes_total",
+                                "Carrier changes the kernel counted on the interface.");
     auto& mtu = bld.gauge("rocewatch_link_mtu_bytes", "Interface MTU in bytes.");
     for (const auto& l : s.links) {
         const Labels i = {{"interface", l.name}};
@@ -154,10 +168,12 @@ void bond_families(Builder& bld, const Snapshot& s) {
     auto& info = bld.gauge("rocewatch_bond_info", "Bond configuration; always 1.");
     auto& slaves = bld.gauge("rocewatch_bond_slaves", "Interfaces enslaved to the bond.");
     auto& slaves_up = bld.gauge("rocewatch_bond_slaves_up", "Bond slaves whose MII status is up.");
-    auto& miimon = bld.gauge("rocewatch_bond_miimon_seconds", "Bond MII link monitoring interval in seconds (0 = off).");
+    auto& miimon = bld.gauge("rocewatch_bond_miimon_seconds",
+                             "Bond MII link monitoring interval in seconds (0 = off).");
     auto& mii_up = bld.gauge("rocewatch_bond_slave_mii_up", "1 when the bond slave's MII status is up, else 0.");
     auto& active = bld.gauge("rocewatch_bond_slave_active", "1 when the bond slave's state is active, 0 when backup.");
-    auto& failures = bld.counter("rocewatch_bond_slave_link_failures_total", "Link failures the bonding driver counted on the slave.");
+    auto& failures = bld.counter("rocewatch_bond_slave_link_failures_total",
+                                 "Link failures the bonding driver counted on the slave.");
     for (const auto& l : s.links) {
         if (!l.bond) continue;
         const auto& bond = *l.bond;
@@ -187,7 +203,10 @@ void alert_families(Builder& bld, const Snapshot& s) {
     for (const auto& a : s.alerts)
         if (a.state == AlertState::pending || a.state == AlertState::firing)
             add(active,
-                {{"rule", a.rule}, {"object", a.object}, {"severity", to_string(a.severity)}, {"state", to_string(a.state)}},
+                {{"rule", a.rule},
+                 {"object", a.object},
+                 {"severity", to_string(a.severity)},
+                 {"state", to_string(a.state)}},
                 1);
     // Every combination, zeros included: an alert query should see 0, not "no data".
     for (auto sev : {Severity::info, Severity::warning, Severity::critical})
@@ -208,7 +227,8 @@ void alert_families(Builder& bld, const Snapshot& s) {
 void host_families(Builder& bld, const Snapshot& s) {
     add(bld.gauge("rocewatch_host_nvidia_gpu_present", "1 when an NVIDIA GPU is on the PCI bus, else 0."), {},
         b(s.host.nvidia_gpu_present));
-    add(bld.gauge("rocewatch_host_nvidia_peermem_loaded", "1 when the nvidia_peermem module (GPUDirect RDMA) is loaded, else 0."),
+    add(bld.gauge("rocewatch_host_nvidia_peermem_loaded",
+                  "1 when the nvidia_peermem module (GPUDirect RDMA) is loaded, else 0."),
         {}, b(s.host.nvidia_peermem_loaded));
     auto& ucx = bld.gauge("rocewatch_ucx_info", "UCX library version the daemon was built with; always 1.");
     if (!s.host.ucx_version.empty()) add(ucx, {{"version", s.host.ucx_version}}, 1);
@@ -217,7 +237,8 @@ void host_families(Builder& bld, const Snapshot& s) {
 void self_families(Builder& bld, const Snapshot& s) {
     auto& ok = bld.gauge("rocewatch_collector_success", "1 when the collector's last round succeeded, else 0.");
     auto& dur = bld.gauge("rocewatch_collector_duration_seconds", "Duration of the collector's last round in seconds.");
-    auto& errs = bld.gauge("rocewatch_collector_read_errors", "Files the collector could not read in its last round (skipped).");
+    auto& errs = bld.gauge("rocewatch_collector_read_errors",
+                           "Files the collector could not read in its last round (skipped).");
     auto& last_ok = bld.gauge("rocewatch_collector_last_success_timestamp_seconds",
                               "Unix time of the collector's last successful round: the age of what it contributed.");
     for (const auto& c : s.collectors) {
@@ -227,16 +248,18 @@ void self_families(Builder& bld, const Snapshot& s) {
         add(errs, l, static_cast<double>(c.read_errors));
         if (c.last_success != TimePoint{}) add(last_ok, l, unix_seconds(c.last_success));
     }
-    auto& last = bld.gauge("rocewatch_last_collection_timestamp_seconds", "Unix time of the collection the snapshot holds.");
+    auto& last = bld.gauge("rocewatch_last_collection_timestamp_seconds",
+                           "Unix time of the collection the snapshot holds.");
     if (s.collected_at != TimePoint{}) add(last, {}, unix_seconds(s.collected_at));
     add(bld.gauge("rocewatch_snapshot_generation", "Sequence number of the snapshot served."), {},
         static_cast<double>(s.generation));
     add(bld.counter("rocewatch_netlink_events_total", "Netlink events received since start."), {},
         static_cast<double>(s.netlink_events));
-    add(bld.counter("rocewatch_netlink_resyncs_total", "Full netlink re-dumps after socket buffer overruns since start."), {},
-        static_cast<double>(s.netlink_resyncs));
-    add(bld.gauge("rocewatch_config_last_reload_successful", "1 when the last configuration reload succeeded, else 0."), {},
-        b(s.daemon.config_last_reload_ok));
+    add(bld.counter("rocewatch_netlink_resyncs_total",
+                    "Full netlink re-dumps after socket buffer overruns since start."),
+        {}, static_cast<double>(s.netlink_resyncs));
+    add(bld.gauge("rocewatch_config_last_reload_successful", "1 when the last configuration reload succeeded, else 0."),
+        {}, b(s.daemon.config_last_reload_ok));
     auto& reload_ts = bld.gauge("rocewatch_config_last_reload_success_timestamp_seconds",
                                 "Unix time the running configuration was loaded.");
     if (s.daemon.config_last_reload != TimePoint{}) add(reload_ts, {}, unix_seconds(s.daemon.config_last_reload));
@@ -245,8 +268,8 @@ void self_families(Builder& bld, const Snapshot& s) {
 #else
     const std::string built = "unknown";
 #endif
-    add(bld.gauge("rocewatch_build_info", "rocewatch version; always 1."), {{"version", s.version.empty() ? built : s.version}},
-        1);
+    add(bld.gauge("rocewatch_build_info", "rocewatch version; always 1."),
+        {{"version", s.version.empty() ? built : s.version}}, 1);
 }
 
 // Label values must be UTF-8, and one that is not makes Prometheus drop the whole scrape;
@@ -275,7 +298,8 @@ std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
 
 std::vector<MetricFamily> http_families(const HttpStats& stats) {
     Builder bld;
-    auto& req = bld.counter("rocewatch_http_requests_total", "HTTP requests answered, by route pattern and status code.");
+    auto& req = bld.counter("rocewatch_http_requests_total",
+                            "HTTP requests answered, by route pattern and status code.");
     for (const auto& r : stats.requests())
         add(req, {{"handler", r.handler}, {"code", std::to_string(r.code)}}, static_cast<double>(r.count));
     auto& rej = bld.counter("rocewatch_http_rejected_total",

@@ -21,7 +21,7 @@ namespace rocewatch::api {
 // each new snapshot as soon as it is published, so the scrape after a collection does not
 // pay for it; with nobody scraping, nothing is rendered at all.
 class MetricsCache {
-   public:
+public:
     using Latest = std::function<std::shared_ptr<const Snapshot>()>;
     static constexpr std::chrono::seconds kWarmFor{300};
     static constexpr std::chrono::milliseconds kPoll{50};
@@ -37,7 +37,7 @@ class MetricsCache {
     // The body for `snap` followed by `tail`: plain, or one gzip member when `gzip`.
     std::string body(const std::shared_ptr<const Snapshot>& snap, const std::string& tail, bool gzip);
 
-   private:
+private:
     struct Entry {
         std::shared_ptr<const Snapshot> snap;
         std::shared_ptr<const std::string> text;

@@ -9,8 +9,8 @@ namespace rocewatch::api {
 
 struct ApiOptions {
     std::string host = "0.0.0.0";
-    int port = 9879;                       // 0 = ephemeral (tests)
-    int threads = 4;                       // worker threads
+    int port = 9879;  // 0 = ephemeral (tests)
+    int threads = 4;  // worker threads
     // Workers only /metrics, /healthz and /readyz may use, on top of `threads`: a pool
     // busy with slow handlers (on-demand probes wait up to 30 s) still answers scrapes.
     int reserved_threads = 1;
@@ -25,9 +25,9 @@ struct ApiOptions {
     // request is closed to make room) and per source address (beyond it, 503 at once).
     size_t max_connections = 512;
     size_t max_connections_per_source = 64;
-    size_t max_header_bytes = 8192;        // request line + headers + blank line
-    size_t max_headers = 64;               // header lines
-    size_t max_body_bytes = 65536;         // Content-Length ceiling
+    size_t max_header_bytes = 8192;  // request line + headers + blank line
+    size_t max_headers = 64;         // header lines
+    size_t max_body_bytes = 65536;   // Content-Length ceiling
     // Complete requests waiting for a worker, per lane (ordinary; /metrics and health);
     // one more is answered 503, so a request flood costs bounded memory and no worker time.
     size_t max_queued_connections = 32;

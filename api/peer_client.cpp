@@ -100,7 +100,8 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
 
 std::optional<std::string> resolve_host(const std::string& host, std::chrono::steady_clock::time_point deadline,
                                         std::string& why) {
-    std::string bare = host.size() >= 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
+    std::string bare = host.size() >= 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2)
+                                                                                     : host;
     unsigned char buf[sizeof(in6_addr)];
     if (inet_pton(AF_INET, bare.c_str(), buf) == 1 || inet_pton(AF_INET6, bare.c_str(), buf) == 1) return bare;
     try {
@@ -122,7 +123,8 @@ std::optional<std::string> resolve_host(const std::string& host, std::chrono::st
     }
 }
 
-PeerState fetch_hello(const PeerConfig& peer, const std::string& token, std::chrono::steady_clock::time_point deadline) {
+PeerState fetch_hello(const PeerConfig& peer, const std::string& token,
+                      std::chrono::steady_clock::time_point deadline) {
     PeerState st;
     st.name = peer.name;
     st.address = peer.address;
@@ -165,11 +167,13 @@ SessionReply post_session(const PeerConfig& peer, const std::string& token, cons
         });
         const std::string where = "POST " + path + " to " + peer.name + " (" + peer.address + ")";
         if (!out.reason.empty())
-            return fail(out.reason, where + ": " + (out.detail.empty() ? httplib::to_string(out.res.error()) : out.detail));
+            return fail(out.reason,
+                        where + ": " + (out.detail.empty() ? httplib::to_string(out.res.error()) : out.detail));
         const auto& res = out.res;
         if (res->status == 401 || res->status == 403) return fail("auth_refused", where + ": our token was refused");
         if (res->status == 503) return fail("peer_busy", where + ": the peer runs another probe session");
-        if (res->status == 404) return fail("version_mismatch", where + ": the peer has no such endpoint (older version?)");
+        if (res->status == 404)
+            return fail("version_mismatch", where + ": the peer has no such endpoint (older version?)");
         if (res->status != 200 && res->status != 422)
             return fail("protocol_error", where + ": HTTP " + std::to_string(res->status));
         auto body = nlohmann::json::parse(res->body, nullptr, false);

@@ -56,8 +56,8 @@ void session(State& st, const std::string& what, const SessionAccept& accept, co
         return send_json(res, 422, {{"reason", reason::protocol_error}, {"detail", "the body is not JSON"}});
     if (auto id = end_session_request(request); !id.empty()) {
         const bool ended = st.r.sessions.cancel(id);
-        st.r.log->info("{} session {} {} by {}", what, log_safe(id), ended ? "ended early" : "(not running) asked to end",
-                       req.remote_addr);
+        st.r.log->info("{} session {} {} by {}", what, log_safe(id),
+                       ended ? "ended early" : "(not running) asked to end", req.remote_addr);
         return send_json(res, 200, {{"session", id}, {"ended", ended}});
     }
     if (!st.r.sessions.try_claim()) {
@@ -90,7 +90,8 @@ void run_now(State& st, const Req& req, Res& res) {
         return send_json(res, 429, error_json(429, "a probe run is already in progress"));
     }
     Release release{st.run_busy};
-    const char* kShape = "body must be a JSON object: {\"peer\": \"<name>\", \"rail\": \"<name>\", \"kind\": \"<kind>\"}";
+    const char* kShape =
+        "body must be a JSON object: {\"peer\": \"<name>\", \"rail\": \"<name>\", \"kind\": \"<kind>\"}";
     auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) return send_json(res, 400, error_json(400, kShape));
     for (const char* key : {"peer", "rail", "kind"})
@@ -130,9 +131,10 @@ void blackbox(State& st, const Req& req, Res& res) {
     if (st.probing_off(res)) return;
     auto kind = probe_kind_from_string(req.get_param_value("module"));
     if (!kind || !st.r.scheduler.runnable(*kind))
-        return send_json(res, 400, error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw, "
-                                                   "rdma_write_lat, rdma_write_bw, rdma_multirail_bw, ucx_put_lat, "
-                                                   "ucx_put_bw)"));
+        return send_json(res, 400,
+                         error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw, "
+                                         "rdma_write_lat, rdma_write_bw, rdma_multirail_bw, ucx_put_lat, "
+                                         "ucx_put_bw)"));
     auto job = st.r.scheduler.find_job(req.get_param_value("target"), req.get_param_value("rail"), *kind);
     if (!job) return send_json(res, 404, error_json(404, "target must be a configured peer"));
     bool expected = false;
@@ -146,8 +148,9 @@ void blackbox(State& st, const Req& req, Res& res) {
     const auto asked = std::chrono::steady_clock::now();
     job->deadline = asked + bound;
     auto f = st.r.scheduler.submit(*job);
-    const ProbeResult r = f && wait_for(*f, bound + std::chrono::milliseconds(200)) ? f->get()
-                                                                                     : not_run(*job, f.has_value(), asked);
+    const ProbeResult r = f && wait_for(*f, bound + std::chrono::milliseconds(200))
+                              ? f->get()
+                              : not_run(*job, f.has_value(), asked);
     res.status = 200;
     res.set_content(render_probe_result(r), kMetricsContentType);
 }

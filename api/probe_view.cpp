@@ -70,9 +70,9 @@ nlohmann::json probe_result_json(const ProbeResult& r) {
     };
     if (r.latency) {
         const auto& l = *r.latency;
-        j["latency_seconds"] = {{"samples", l.samples}, {"used", l.used}, {"min", l.min},   {"max", l.max},
-                                {"typical", l.typical}, {"mean", l.mean}, {"stddev", l.stddev},
-                                {"p99", l.p99},         {"p99_9", l.p99_9}};
+        j["latency_seconds"] = {{"samples", l.samples}, {"used", l.used},       {"min", l.min},
+                                {"max", l.max},         {"typical", l.typical}, {"mean", l.mean},
+                                {"stddev", l.stddev},   {"p99", l.p99},         {"p99_9", l.p99_9}};
     } else {
         j["latency_seconds"] = nullptr;
     }
@@ -143,7 +143,9 @@ ProbeResult probe_result_from_json(const nlohmann::json& j, ProbeKind kind_if_mi
 }
 
 nlohmann::json probes_json(const Snapshot& s) {
-    nlohmann::json j = {{"enabled", false}, {"disabled_reason", nullptr}, {"peers", nlohmann::json::array()},
+    nlohmann::json j = {{"enabled", false},
+                        {"disabled_reason", nullptr},
+                        {"peers", nlohmann::json::array()},
                         {"probes", nlohmann::json::array()}};
     if (!s.probes) return j;
     const ProbeBook& b = *s.probes;
@@ -153,9 +155,10 @@ nlohmann::json probes_json(const Snapshot& s) {
         nlohmann::json peer = {{"name", name},
                                {"address", p.address},
                                {"hello_ok", p.hello_ok},
-                               {"hello_error", p.hello_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.hello_error)},
+                               {"hello_error",
+                                p.hello_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.hello_error)},
                                {"hello_at", p.hello_at == TimePoint{} ? nlohmann::json(nullptr)
-                                                                       : nlohmann::json(format_rfc3339(p.hello_at))}};
+                                                                      : nlohmann::json(format_rfc3339(p.hello_at))}};
         if (p.hello) {
             peer["version"] = p.hello->version;
             peer["data_port"] = p.hello->data_port;
@@ -167,16 +170,15 @@ nlohmann::json probes_json(const Snapshot& s) {
         if (results.empty()) continue;
         nlohmann::json history = nlohmann::json::array();
         for (const auto& r : results)
-            history.push_back({{"started", r.started == TimePoint{} ? nlohmann::json(nullptr)
-                                                                     : nlohmann::json(format_rfc3339(r.started))},
-                               {"success", r.success},
-                               {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
-                               {"duration_seconds", r.duration_seconds},
-                               {"bandwidth_bits_per_second", r.bandwidth_bits_per_second
-                                                                 ? nlohmann::json(*r.bandwidth_bits_per_second)
-                                                                 : nlohmann::json(nullptr)},
-                               {"latency_p50_seconds",
-                                r.latency ? nlohmann::json(r.latency->typical) : nlohmann::json(nullptr)}});
+            history.push_back(
+                {{"started",
+                  r.started == TimePoint{} ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(r.started))},
+                 {"success", r.success},
+                 {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
+                 {"duration_seconds", r.duration_seconds},
+                 {"bandwidth_bits_per_second",
+                  r.bandwidth_bits_per_second ? nlohmann::json(*r.bandwidth_bits_per_second) : nlohmann::json(nullptr)},
+                 {"latency_p50_seconds", r.latency ? nlohmann::json(r.latency->typical) : nlohmann::json(nullptr)}});
         nlohmann::json entry = {{"peer", key.peer},
                                 {"rail", key.rail},
                                 {"kind", to_string(key.kind)},
@@ -219,7 +221,8 @@ PeerHello hello_from_json(const nlohmann::json& j) {
     h.version = j.at("version").get<std::string>();
     const auto protocol = json_uint<uint32_t>(j.at("protocol_version"));
     const auto port = json_uint<uint16_t>(j.at("data_port"));
-    if (!protocol || !port) throw std::invalid_argument("hello: protocol_version and data_port must be integers in range");
+    if (!protocol || !port)
+        throw std::invalid_argument("hello: protocol_version and data_port must be integers in range");
     h.protocol_version = *protocol;
     h.data_port = *port;
     h.ucx_version = j.value("ucx_version", "");
@@ -244,7 +247,8 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
     if (!s.probes) return;
     auto ok = family("rocewatch_probe_success", "1 when the latest probe to the peer over the rail succeeded, else 0.",
                      MetricType::Gauge);
-    auto dur = family("rocewatch_probe_duration_seconds", "Duration of the latest probe in seconds.", MetricType::Gauge);
+    auto dur = family("rocewatch_probe_duration_seconds", "Duration of the latest probe in seconds.",
+                      MetricType::Gauge);
     // Bytes, not bits: Prometheus' base unit (promtool's lint refuses "bits").
     auto bw = family("rocewatch_probe_bandwidth_bytes_per_second",
                      "Bandwidth the latest bandwidth probe measured (at the receiver), in bytes per second.",
@@ -273,7 +277,8 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
         if (r->started != TimePoint{}) gauge(last, l, unix_seconds(r->started));
         if (!r->success) {
             Labels fl = l;
-            fl.push_back({"reason", r->reason.empty() ? "unknown" : r->reason});  // clang 14 (fuzz build): no paren-aggregate init
+            fl.push_back({"reason", r->reason.empty() ? "unknown"
+                                                      : r->reason});  // clang 14 (fuzz build): no paren-aggregate init
             gauge(failure, fl, 1);
             continue;
         }
@@ -282,8 +287,12 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
                 auto it = r->info.find(k);
                 return it == r->info.end() ? std::string() : it->second;
             };
-            gauge(ucx, {{"peer", key.peer}, {"kind", to_string(key.kind)}, {"local_version", info("local_ucx_version")},
-                        {"remote_version", info("remote_ucx_version")}, {"lanes", info("ucx_lanes")}},
+            gauge(ucx,
+                  {{"peer", key.peer},
+                   {"kind", to_string(key.kind)},
+                   {"local_version", info("local_ucx_version")},
+                   {"remote_version", info("remote_ucx_version")},
+                   {"lanes", info("ucx_lanes")}},
                   1);
         }
         if (r->bandwidth_bits_per_second) gauge(bw, l, *r->bandwidth_bits_per_second / 8);

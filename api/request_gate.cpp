@@ -11,11 +11,22 @@ bool is_tchar(char c) {
     // RFC 9110 token characters.
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
     switch (c) {
-        case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-        case '-': case '.': case '^': case '_': case '`': case '|': case '~':
-            return true;
-        default:
-            return false;
+        case '!':
+        case '#':
+        case '$':
+        case '%':
+        case '&':
+        case '\'':
+        case '*':
+        case '+':
+        case '-':
+        case '.':
+        case '^':
+        case '_':
+        case '`':
+        case '|':
+        case '~': return true;
+        default: return false;
     }
 }
 
@@ -61,7 +72,8 @@ HeadCheck reject(int status, RejectReason reason, std::string message) {
 HeadCheck check_request_line(std::string_view line) {
     const size_t sp1 = line.find(' ');
     const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    if (sp1 == std::string_view::npos || sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
+    if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
+        line.find(' ', sp2 + 1) != std::string_view::npos)
         return reject(400, RejectReason::malformed, "malformed request line");
     const auto method = line.substr(0, sp1);
     const auto target = line.substr(sp1 + 1, sp2 - sp1 - 1);
@@ -69,7 +81,8 @@ HeadCheck check_request_line(std::string_view line) {
     if (!is_token(method) || target.empty() || version.empty())
         return reject(400, RejectReason::malformed, "malformed request line");
     if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-        if (version.substr(0, 5) == "HTTP/") return reject(505, RejectReason::version, "only HTTP/1.0 and HTTP/1.1 are served");
+        if (version.substr(0, 5) == "HTTP/")
+            return reject(505, RejectReason::version, "only HTTP/1.0 and HTTP/1.1 are served");
         return reject(400, RejectReason::malformed, "malformed request line");
     }
     if (method != "GET" && method != "HEAD" && method != "POST")
@@ -104,7 +117,8 @@ HeadCheck check_header_line(std::string_view line, SeenHeaders& seen, const ApiO
     // httplib 0.11 reads chunked bodies without payload_max_length; we have no use for them.
     if (iequals(name, "Transfer-Encoding")) {
         if (icontains(value, "chunked"))
-            return reject(411, RejectReason::transfer_encoding, "chunked request bodies are not accepted; send Content-Length");
+            return reject(411, RejectReason::transfer_encoding,
+                          "chunked request bodies are not accepted; send Content-Length");
         return reject(501, RejectReason::transfer_encoding, "transfer codings are not implemented");
     }
     // With zlib/brotli compiled in, httplib would inflate a request body without bound.
@@ -167,10 +181,20 @@ const char* to_string(RejectReason r) {
 
 const std::vector<RejectReason>& all_reject_reasons() {
     static const std::vector<RejectReason> all = {
-        RejectReason::header_too_large, RejectReason::too_many_headers, RejectReason::timeout,
-        RejectReason::transfer_encoding, RejectReason::length_required, RejectReason::content_encoding, RejectReason::body_too_large,
-        RejectReason::spoofed_header, RejectReason::range, RejectReason::method, RejectReason::version,
-        RejectReason::malformed, RejectReason::overload, RejectReason::shutting_down,
+        RejectReason::header_too_large,
+        RejectReason::too_many_headers,
+        RejectReason::timeout,
+        RejectReason::transfer_encoding,
+        RejectReason::length_required,
+        RejectReason::content_encoding,
+        RejectReason::body_too_large,
+        RejectReason::spoofed_header,
+        RejectReason::range,
+        RejectReason::method,
+        RejectReason::version,
+        RejectReason::malformed,
+        RejectReason::overload,
+        RejectReason::shutting_down,
     };
     return all;
 }
@@ -184,19 +208,23 @@ HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
         const size_t lf = head.find('\n', pos);
         if (lf == std::string_view::npos) {
             if (head.size() > o.max_header_bytes)
-                return reject(431, RejectReason::header_too_large, "request head larger than " + std::to_string(o.max_header_bytes) + " bytes");
+                return reject(431, RejectReason::header_too_large,
+                              "request head larger than " + std::to_string(o.max_header_bytes) + " bytes");
             return {};  // incomplete
         }
         const size_t line_end = lf + 1;
         if (line_end > o.max_header_bytes)
-            return reject(431, RejectReason::header_too_large, "request head larger than " + std::to_string(o.max_header_bytes) + " bytes");
+            return reject(431, RejectReason::header_too_large,
+                          "request head larger than " + std::to_string(o.max_header_bytes) + " bytes");
         // httplib skips lines ending in a bare LF; a proxy may not. Refusing them keeps
         // one reading of the head.
-        if (lf == pos || head[lf - 1] != '\r') return reject(400, RejectReason::malformed, "header lines must end in CRLF");
+        if (lf == pos || head[lf - 1] != '\r')
+            return reject(400, RejectReason::malformed, "header lines must end in CRLF");
         const std::string_view line = head.substr(pos, lf - 1 - pos);
         for (char c : line) {
             const auto u = static_cast<unsigned char>(c);
-            if ((u < 0x20 && c != '\t') || u == 0x7f) return reject(400, RejectReason::malformed, "control character in request head");
+            if ((u < 0x20 && c != '\t') || u == 0x7f)
+                return reject(400, RejectReason::malformed, "control character in request head");
         }
 
         if (pos == 0) {
@@ -214,7 +242,8 @@ HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
             return ok;
         } else {
             if (++headers > o.max_headers)
-                return reject(431, RejectReason::too_many_headers, "more than " + std::to_string(o.max_headers) + " header lines");
+                return reject(431, RejectReason::too_many_headers,
+                              "more than " + std::to_string(o.max_headers) + " header lines");
             if (auto r = check_header_line(line, seen, o); r.verdict == HeadCheck::Verdict::reject) return r;
         }
         pos = line_end;

@@ -35,11 +35,11 @@ const std::vector<RejectReason>& all_reject_reasons();
 struct HeadCheck {
     enum class Verdict { incomplete, accept, reject };
     Verdict verdict = Verdict::incomplete;
-    int status = 0;                  // reject: HTTP status to answer with
+    int status = 0;                                 // reject: HTTP status to answer with
     RejectReason reason = RejectReason::malformed;  // reject only
-    std::string message;             // reject: one line for the JSON error body
-    size_t head_bytes = 0;           // accept: bytes up to and including the blank line
-    size_t content_length = 0;       // accept: the body that follows (0 without Content-Length)
+    std::string message;                            // reject: one line for the JSON error body
+    size_t head_bytes = 0;                          // accept: bytes up to and including the blank line
+    size_t content_length = 0;                      // accept: the body that follows (0 without Content-Length)
 };
 
 // Judges the bytes received so far on a fresh connection. Lines already complete are

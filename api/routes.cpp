@@ -30,9 +30,10 @@ void ApiServer::Impl::register_builtin_routes() {
     add_route("/", "/", "GET", "this list", [this](const httplib::Request&, httplib::Response& res) {
         nlohmann::json eps = nlohmann::json::array();
         for (const auto& r : routes)
-            eps.push_back({{"path", r.label},
-                           {"methods", r.method == "GET" ? nlohmann::json{"GET", "HEAD"} : nlohmann::json{r.method}},
-                           {"description", r.description.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.description)}});
+            eps.push_back(
+                {{"path", r.label},
+                 {"methods", r.method == "GET" ? nlohmann::json{"GET", "HEAD"} : nlohmann::json{r.method}},
+                 {"description", r.description.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.description)}});
 #ifdef ROCEWATCH_VERSION
         const char* version = ROCEWATCH_VERSION;
 #else
@@ -136,24 +137,26 @@ std::vector<std::string> ApiServer::Impl::methods_for(const std::string& path) c
 
 void ApiServer::Impl::install_handlers() {
     auto& s = server;
-    s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // the handler wrote its own error
-        std::string message = status_reason(res.status);
-        if (res.status == 404) {
-            const auto allowed = methods_for(req.path);
-            if (!allowed.empty()) {
-                std::string allow;
-                for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
-                res.status = 405;
-                res.set_header("Allow", allow);
-                message = "method " + req.method + " not allowed on " + req.path + " (allowed: " + allow + ")";
-            } else {
-                message = "no such endpoint: " + req.path + " (GET / lists them)";
+    s.set_error_handler(
+        httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+            if (!res.body.empty())
+                return httplib::Server::HandlerResponse::Unhandled;  // the handler wrote its own error
+            std::string message = status_reason(res.status);
+            if (res.status == 404) {
+                const auto allowed = methods_for(req.path);
+                if (!allowed.empty()) {
+                    std::string allow;
+                    for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
+                    res.status = 405;
+                    res.set_header("Allow", allow);
+                    message = "method " + req.method + " not allowed on " + req.path + " (allowed: " + allow + ")";
+                } else {
+                    message = "no such endpoint: " + req.path + " (GET / lists them)";
+                }
             }
-        }
-        send_json(res, res.status, error_json(res.status, message));
-        return httplib::Server::HandlerResponse::Handled;
-    }));
+            send_json(res, res.status, error_json(res.status, message));
+            return httplib::Server::HandlerResponse::Handled;
+        }));
     s.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown exception";
         try {
@@ -175,7 +178,8 @@ void ApiServer::Impl::install_handlers() {
     s.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
     // Only for the Keep-Alive header httplib writes; the front end enforces both.
     s.set_keep_alive_max_count(opts.keep_alive_max_requests);
-    s.set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(opts.keep_alive_timeout).count()));
+    s.set_keep_alive_timeout(
+        std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(opts.keep_alive_timeout).count()));
     s.set_payload_max_length(opts.max_body_bytes);
     // httplib's default sets SO_REUSEPORT, which lets a second daemon bind the same port
     // and silently take half the scrapes. SO_REUSEADDR alone still allows quick restarts.
@@ -184,7 +188,6 @@ void ApiServer::Impl::install_handlers() {
         ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
 }
-
 
 void ApiServer::Impl::serve_metrics(const httplib::Request& req, httplib::Response& res) {
     auto s = snapshot_or_503(src, res);

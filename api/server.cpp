@@ -103,7 +103,8 @@ void ApiServer::start() {
     for (auto& r : im.routes) r.stat_index = im.stats->handler_index(r.label);
 
     im.pool = std::make_unique<WorkerPool>(static_cast<size_t>(im.opts.threads),
-                                           static_cast<size_t>(im.opts.reserved_threads), im.opts.max_queued_connections);
+                                           static_cast<size_t>(im.opts.reserved_threads),
+                                           im.opts.max_queued_connections);
     im.front = std::make_unique<FrontEnd>(im.opts, im.server.listen_socket(), *im.stats, im.log,
                                           [&im](GatedRequest&& r) {
                                               auto req = std::make_shared<GatedRequest>(std::move(r));

@@ -17,7 +17,7 @@ namespace rocewatch::api {
 // Where handlers get the data they serve. Implementations hand out the latest published
 // snapshot (an atomic shared_ptr load); nullptr until the first one exists.
 class SnapshotSource {
-   public:
+public:
     virtual ~SnapshotSource() = default;
     virtual std::shared_ptr<const Snapshot> latest() const = 0;
 };
@@ -26,7 +26,7 @@ class SnapshotSource {
 using ConfigView = std::function<nlohmann::json()>;
 
 class ApiServer {
-   public:
+public:
     // Binds at once, so a taken port fails here, loudly (std::runtime_error), not later
     // on the listener thread. `src` must outlive the server.
     static std::unique_ptr<ApiServer> create(ApiOptions opts, const SnapshotSource& src, ConfigView config_view,
@@ -47,7 +47,7 @@ class ApiServer {
 
     struct Impl;
 
-   private:
+private:
     explicit ApiServer(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

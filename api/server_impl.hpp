@@ -17,7 +17,7 @@ namespace rocewatch::api {
 // httplib::Server for its routing, handlers and response writing only: it binds the
 // listener (so a taken port fails in create()), but never accepts; the front end does.
 class GatedServer final : public httplib::Server {
-   public:
+public:
     socket_t listen_socket() const { return svr_sock_; }
     // httplib's destructor does not close the listener; nor does it run while serving,
     // as write_content_with_provider reads svr_sock_ == INVALID_SOCKET as "stopping".
@@ -35,16 +35,18 @@ class GatedServer final : public httplib::Server {
 };
 
 struct Route {
-    std::string label;        // handler label and what GET / lists
+    std::string label;  // handler label and what GET / lists
     std::regex re;
-    std::string method;       // "GET" (also serves HEAD) or "POST"
+    std::string method;  // "GET" (also serves HEAD) or "POST"
     std::string description;
     size_t stat_index = 0;
 };
 
 struct ApiServer::Impl {
     Impl(ApiOptions o, const SnapshotSource& s, ConfigView cv, std::shared_ptr<spdlog::logger> l)
-        : opts(std::move(o)), src(s), config_view(std::move(cv)), log(std::move(l)), metrics([this] { return src.latest(); }) {}
+        : opts(std::move(o)), src(s), config_view(std::move(cv)), log(std::move(l)), metrics([this] {
+              return src.latest();
+          }) {}
 
     ApiOptions opts;
     const SnapshotSource& src;

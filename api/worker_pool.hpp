@@ -16,7 +16,7 @@ namespace rocewatch::api {
 // in a slow handler (an on-demand probe waits up to 30 s). Each queue holds at most
 // `max_queued` waiting jobs; submit() refuses the next one, and the caller answers 503.
 class WorkerPool {
-   public:
+public:
     using Job = std::function<void()>;
     WorkerPool(size_t general, size_t reserved, size_t max_queued);
     ~WorkerPool();
@@ -28,7 +28,7 @@ class WorkerPool {
     // by the front end) and joins the workers once their current job returns.
     void stop();
 
-   private:
+private:
     void work(bool reserved);
 
     const size_t max_queued_;

@@ -46,7 +46,8 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
     cfg->daemon.state_dir.clear();
     auto watcher = NetlinkWatcher::create(log, [] {});
     SnapshotStore store;
-    Engine engine(cfg, EngineSources{.links = [&] { return watcher->dump(); }, .ucx_version = linked_ucx_version()}, store, log);
+    Engine engine(cfg, EngineSources{.links = [&] { return watcher->dump(); }, .ucx_version = linked_ucx_version()},
+                  store, log);
     auto snap = engine.collect_once();
     auto out = api::status_json(*snap, Clock::now());
     out["alerts"] = api::alerts_json(*snap)["alerts"];
@@ -106,7 +107,8 @@ void serve(const Flags& flags, const sigset_t& sigs, Running& run, const Snapsho
             sd_notify(0, "READY=1");
         }
         auto s = store.latest();
-        if (watchdog && s && Clock::now() - s->collected_at < 3 * run.config->daemon.interval + std::chrono::seconds(10))
+        if (watchdog && s &&
+            Clock::now() - s->collected_at < 3 * run.config->daemon.interval + std::chrono::seconds(10))
             sd_notify(0, "WATCHDOG=1");
     }
 }
@@ -140,21 +142,34 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         b.disabled_reason = probing.why_off;
     });
     std::shared_ptr<const Config> probe_config = cfg;
-    Probers probers({.config = [&] { return probe_config; }, .snapshot = [&] { return store.latest(); },
-                     .token = probing.token.value_or(ProbeToken{}), .self_exe = "/proc/self/exe"});
+    Probers probers({.config = [&] { return probe_config; },
+                     .snapshot = [&] { return store.latest(); },
+                     .token = probing.token.value_or(ProbeToken{}),
+                     .self_exe = "/proc/self/exe"});
     ProbeScheduler scheduler(cfg, probers.scheduler_deps(), probe_store, log);
 
     StoreSource source(store);
     auto api = api::ApiServer::create(
-        {.host = listen->host.empty() ? "0.0.0.0" : listen->host, .port = listen->port,
-         .threads = cfg->daemon.http_threads, .timeout = cfg->daemon.http_timeout},
-        source, [&] { auto s = store.latest(); return config_to_json(s && s->config ? *s->config : *cfg); }, log);
+        {.host = listen->host.empty() ? "0.0.0.0" : listen->host,
+         .port = listen->port,
+         .threads = cfg->daemon.http_threads,
+         .timeout = cfg->daemon.http_timeout},
+        source,
+        [&] {
+            auto s = store.latest();
+            return config_to_json(s && s->config ? *s->config : *cfg);
+        },
+        log);
     SessionHost sessions;
-    api::add_peer_routes(*api, {.snapshots = source, .config = cfg,
-                                .token_hex = probing.token ? probers.token_hex() : "", .no_probing = probing.why_off,
+    api::add_peer_routes(*api, {.snapshots = source,
+                                .config = cfg,
+                                .token_hex = probing.token ? probers.token_hex() : "",
+                                .no_probing = probing.why_off,
                                 .data_port = probing.data_port ? probing.data_port->port() : uint16_t{0},
-                                .scheduler = scheduler, .sessions = sessions,
-                                .session_kinds = probers.session_kinds(), .log = log});
+                                .scheduler = scheduler,
+                                .sessions = sessions,
+                                .session_kinds = probers.session_kinds(),
+                                .log = log});
 
     // Serving first: /healthz answers and /readyz says 503 while a slow first collection runs.
     api->start();

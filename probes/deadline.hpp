@@ -21,9 +21,7 @@ struct Deadline {
     static constexpr std::chrono::milliseconds kCancelSlice{100};
 
     static Deadline after(SteadyClock::duration d) { return Deadline{SteadyClock::now() + d}; }
-    static Deadline after_seconds(double s) {
-        return after(from_seconds(s));
-    }
+    static Deadline after_seconds(double s) { return after(from_seconds(s)); }
 
     [[nodiscard]] bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
     [[nodiscard]] bool expired(SteadyClock::time_point now = SteadyClock::now()) const {
@@ -38,9 +36,7 @@ struct Deadline {
         const auto left = remaining();
         return cancel ? std::min<SteadyClock::duration>(left, kCancelSlice) : left;
     }
-    [[nodiscard]] double remaining_seconds() const {
-        return std::chrono::duration<double>(remaining()).count();
-    }
+    [[nodiscard]] double remaining_seconds() const { return std::chrono::duration<double>(remaining()).count(); }
     // For ppoll(): one wait_slice(), zero once expired. A wait that times out before
     // expired() says so has only reached the end of a slice: wait again.
     [[nodiscard]] timespec remaining_timespec() const {
@@ -48,7 +44,9 @@ struct Deadline {
         return timespec{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
     }
     // The earlier of two deadlines (cancellable by either's flag; one flag kept, ours first).
-    [[nodiscard]] Deadline min(const Deadline& o) const { return Deadline{std::min(at, o.at), cancel ? cancel : o.cancel}; }
+    [[nodiscard]] Deadline min(const Deadline& o) const {
+        return Deadline{std::min(at, o.at), cancel ? cancel : o.cancel};
+    }
 };
 
 }  // namespace rocewatch

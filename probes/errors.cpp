@@ -14,35 +14,28 @@ const char* reason_from_errno(int err) {
         case ENETUNREACH:
         case EHOSTDOWN:
         case ENETDOWN:
-        case ENONET:
-            return reason::peer_unreachable;
+        case ENONET: return reason::peer_unreachable;
         case ETIMEDOUT:
         case EAGAIN:  // == EWOULDBLOCK: SO_RCVTIMEO/SO_SNDTIMEO ran out
-        case EINPROGRESS:
-            return reason::timeout;
+        case EINPROGRESS: return reason::timeout;
         case ECONNRESET:
         case ECONNABORTED:
         case EPIPE:
-        case ESHUTDOWN:
-            return reason::peer_closed;
+        case ESHUTDOWN: return reason::peer_closed;
         case EADDRNOTAVAIL:
         case EADDRINUSE:
         case ENODEV:  // SO_BINDTODEVICE to an interface that does not exist
             return reason::local_bind_failed;
         case EPERM:
-        case EACCES:
-            return reason::permission_denied;
+        case EACCES: return reason::permission_denied;
         case EMFILE:
         case ENFILE:
         case ENOBUFS:
-        case ENOMEM:
-            return reason::local_resources;
+        case ENOMEM: return reason::local_resources;
         case EAFNOSUPPORT:
         case EPROTONOSUPPORT:
-        case EDESTADDRREQ:
-            return reason::bad_target;
-        default:
-            return reason::socket_error;
+        case EDESTADDRREQ: return reason::bad_target;
+        default: return reason::socket_error;
     }
 }
 

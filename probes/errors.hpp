@@ -21,10 +21,10 @@ inline constexpr const char* version_mismatch = "version_mismatch";      // peer
 inline constexpr const char* bad_target = "bad_target";                  // unusable address/settings
 inline constexpr const char* local_bind_failed = "local_bind_failed";    // source address/interface
 inline constexpr const char* permission_denied = "permission_denied";
-inline constexpr const char* local_resources = "local_resources";        // fds, memory, buffers
-inline constexpr const char* no_data = "no_data";                        // nothing reached the peer
-inline constexpr const char* socket_error = "socket_error";              // any other errno
-inline constexpr const char* internal_error = "internal_error";          // exception caught
+inline constexpr const char* local_resources = "local_resources";  // fds, memory, buffers
+inline constexpr const char* no_data = "no_data";                  // nothing reached the peer
+inline constexpr const char* socket_error = "socket_error";        // any other errno
+inline constexpr const char* internal_error = "internal_error";    // exception caught
 // For the RDMA and UCX probes.
 inline constexpr const char* gid_mismatch = "gid_mismatch";
 inline constexpr const char* qp_transition_failed = "qp_transition_failed";

@@ -35,15 +35,14 @@ struct RdmaBwSettings {
 };
 
 struct RdmaLatSettings {
-    uint32_t message_size = 2;          // perftest ib_write_lat default
+    uint32_t message_size = 2;  // perftest ib_write_lat default
     uint64_t iterations = 1000;
 };
 
 // Active side of ib_write_bw over one connected endpoint: bytes / (last completion -
 // first post). Ends with an RDMA write with immediate (imm = WRs posted) that the
 // passive side's rdma_write_bw_serve waits for. Never throws.
-ProbeResult rdma_write_bw(RdmaEndpoint& ep, const RdmaEndpointInfo& remote, const RdmaBwSettings& s,
-                          Deadline deadline);
+ProbeResult rdma_write_bw(RdmaEndpoint& ep, const RdmaEndpointInfo& remote, const RdmaBwSettings& s, Deadline deadline);
 // Passive side: waits for the closing write with immediate; iterations = the peer's WRs.
 ProbeResult rdma_write_bw_serve(RdmaEndpoint& ep, Deadline deadline);
 

@@ -24,9 +24,9 @@ struct QpRun {
     RdmaEndpointInfo remote;
     uint64_t posted = 0;
     uint64_t completed = 0;
-    bool last_posted = false;   // no more data WRs
-    bool closing = false;       // write-with-imm posted
-    bool closed = false;        // and completed
+    bool last_posted = false;  // no more data WRs
+    bool closing = false;      // write-with-imm posted
+    bool closed = false;       // and completed
     SteadyClock::time_point first_post{};
     SteadyClock::time_point last_completion{};
 };
@@ -159,12 +159,11 @@ void sum_up(const std::vector<QpRun>& qps, uint32_t size, RailOutcome& o) {
 // Drives every QP of one rail until all posted WRs completed (perftest's run_iter_bw),
 // then closes each with a write with immediate. Stops early on `stop` (another rail
 // failed) or at the deadline.
-RailOutcome run_bw_rail(std::vector<QpRun>& qps, const RdmaBwSettings& s, Deadline deadline,
-                        std::atomic<bool>& stop) {
+RailOutcome run_bw_rail(std::vector<QpRun>& qps, const RdmaBwSettings& s, Deadline deadline, std::atomic<bool>& stop) {
     RailOutcome o;
     const uint32_t depth = std::max<uint32_t>(1, s.tx_depth);
-    BwPlan p{s.message_size, depth, std::clamp<uint32_t>(s.cq_mod, 1, depth), s.iterations == 0, s.iterations,
-             SteadyClock::now() + from_seconds(s.seconds)};
+    BwPlan p{s.message_size,    depth,        std::clamp<uint32_t>(s.cq_mod, 1, depth),
+             s.iterations == 0, s.iterations, SteadyClock::now() + from_seconds(s.seconds)};
     size_t done = 0;
     while (done < qps.size()) {
         if (SteadyClock::now() >= deadline.at) {
@@ -310,7 +309,8 @@ RdmaStatus wait_close(RdmaEndpoint& ep, Deadline deadline, uint64_t& wrs) {
     for (;;) {
         ibv_wc wc{};
         const int n = ep.wait_cq(deadline, &wc);
-        if (n < 0) return RdmaStatus{reason::internal_error, errno_detail(ep.info().device + ": waiting on the CQ", -n)};
+        if (n < 0)
+            return RdmaStatus{reason::internal_error, errno_detail(ep.info().device + ": waiting on the CQ", -n)};
         if (n == 0) return RdmaStatus{reason::timeout, ep.info().device + ": the peer's closing write did not arrive"};
         if (wc.status != IBV_WC_SUCCESS)
             return RdmaStatus{reason_from_wc_status(wc.status), wc_detail(ep.info().device, wc, "receive")};

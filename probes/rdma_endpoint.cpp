@@ -134,7 +134,8 @@ RdmaStatus RdmaEndpoint::read_port_and_gid() {
     if (info.gid_index < 0) return fail(reason::gid_mismatch, opt.device + ": no RoCE v2 GID in the table");
     ibv_gid_entry ge{};
     if (int err = ibv_query_gid_ex(ctx_, opt.port, static_cast<uint32_t>(info.gid_index), &ge, 0))
-        return fail(reason::gid_mismatch, errno_detail(opt.device + " GID index " + std::to_string(info.gid_index), err));
+        return fail(reason::gid_mismatch,
+                    errno_detail(opt.device + " GID index " + std::to_string(info.gid_index), err));
     std::memcpy(info.gid.data(), ge.gid.raw, 16);
     info.gid_type = gid_type_name(ge.gid_type);
     return {};

@@ -14,14 +14,14 @@
 namespace rocewatch {
 
 struct RdmaEndpointOptions {
-    std::string device;           // verbs device name
+    std::string device;  // verbs device name
     uint8_t port = 1;
-    int gid_index = -1;           // -1: the first RoCE v2 GID holding an IPv4 address
+    int gid_index = -1;               // -1: the first RoCE v2 GID holding an IPv4 address
     uint32_t buffer_size = 1u << 20;  // registered bytes (at least the message size)
-    uint32_t max_send_wr = 256;   // >= tx depth
+    uint32_t max_send_wr = 256;       // >= tx depth
     uint32_t max_recv_wr = 16;
-    int retry_cnt = 7;            // 0..7; use 6 on Soft-RoCE, which retries forever at 7
-    int timeout = 14;             // local ACK timeout: 4.096 us * 2^14 = 67 ms
+    int retry_cnt = 7;  // 0..7; use 6 on Soft-RoCE, which retries forever at 7
+    int timeout = 14;   // local ACK timeout: 4.096 us * 2^14 = 67 ms
     int rnr_retry = 7;
 };
 
@@ -41,7 +41,7 @@ struct RdmaOpen {
 // Device context, PD, CQ, one RC QP and a registered buffer; all released in reverse
 // order by the destructor. Not thread-safe: one thread drives an endpoint at a time.
 class RdmaEndpoint {
- public:
+public:
     // Never throws: a missing device is {nullptr, "device_not_found"}, any other failed
     // verbs call its mapped reason with the call named in the detail.
     [[nodiscard]] static RdmaOpen open(const RdmaEndpointOptions& opt);
@@ -72,7 +72,7 @@ class RdmaEndpoint {
     // deadline, -errno on failure. For passive sides, which must not steal the CPU.
     [[nodiscard]] int wait_cq(Deadline deadline, ibv_wc* wc);
 
- private:
+private:
     RdmaEndpoint() = default;
     // The steps of open(), in order; each says why it failed.
     RdmaStatus open_device();

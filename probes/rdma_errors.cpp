@@ -24,8 +24,7 @@ const char* reason_from_wc_status(ibv_wc_status status) {
         case IBV_WC_REM_ABORT_ERR:
         case IBV_WC_INV_EECN_ERR:
         case IBV_WC_INV_EEC_STATE_ERR:
-        case IBV_WC_BAD_RESP_ERR:
-            return reason::protocol_error;
+        case IBV_WC_BAD_RESP_ERR: return reason::protocol_error;
         case IBV_WC_LOC_LEN_ERR:
         case IBV_WC_LOC_QP_OP_ERR:
         case IBV_WC_LOC_EEC_OP_ERR:
@@ -37,8 +36,7 @@ const char* reason_from_wc_status(ibv_wc_status status) {
         case IBV_WC_RESP_TIMEOUT_ERR:
         case IBV_WC_GENERAL_ERR:
         case IBV_WC_TM_ERR:
-        case IBV_WC_TM_RNDV_INCOMPLETE:
-            return reason::internal_error;
+        case IBV_WC_TM_RNDV_INCOMPLETE: return reason::internal_error;
     }
     return reason::internal_error;
 }
@@ -50,12 +48,9 @@ const char* reason_from_verbs_errno(int err) {
         case ENOSYS:  // no uverbs in the kernel at all
             return reason::device_not_found;
         case ENOMEM:
-        case ENOSPC:
-            return reason::local_resources;
-        case EINVAL:
-            return reason::bad_target;
-        default:
-            return reason_from_errno(err);
+        case ENOSPC: return reason::local_resources;
+        case EINVAL: return reason::bad_target;
+        default: return reason_from_errno(err);
     }
 }
 

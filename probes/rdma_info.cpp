@@ -44,11 +44,16 @@ bool valid_rdma_mtu(int bytes) {
 }
 
 void to_json(nlohmann::json& j, const RdmaEndpointInfo& info) {
-    j = nlohmann::json{{"device", info.device},       {"port", info.port},
-                       {"gid_index", info.gid_index}, {"gid", gid_to_string(info.gid)},
-                       {"gid_type", info.gid_type},   {"qpn", info.qpn},
-                       {"psn", info.psn},             {"rkey", info.rkey},
-                       {"addr", info.addr},           {"size", info.size},
+    j = nlohmann::json{{"device", info.device},
+                       {"port", info.port},
+                       {"gid_index", info.gid_index},
+                       {"gid", gid_to_string(info.gid)},
+                       {"gid_type", info.gid_type},
+                       {"qpn", info.qpn},
+                       {"psn", info.psn},
+                       {"rkey", info.rkey},
+                       {"addr", info.addr},
+                       {"size", info.size},
                        {"active_mtu", info.active_mtu}};
 }
 
@@ -149,9 +154,9 @@ MtuAgreement agree(const RdmaEndpointInfo& local, const RdmaEndpointInfo& remote
     }
     if (local.gid_type != remote.gid_type) {
         a.reason = reason::gid_mismatch;
-        a.detail = "GID types differ: local " + local.device + " index " + std::to_string(local.gid_index) +
-                   " is " + local.gid_type + ", remote " + remote.device + " index " +
-                   std::to_string(remote.gid_index) + " is " + remote.gid_type;
+        a.detail = "GID types differ: local " + local.device + " index " + std::to_string(local.gid_index) + " is " +
+                   local.gid_type + ", remote " + remote.device + " index " + std::to_string(remote.gid_index) +
+                   " is " + remote.gid_type;
         return a;
     }
     for (const auto* e : {&local, &remote}) {

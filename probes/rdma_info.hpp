@@ -15,17 +15,17 @@ namespace rocewatch {
 // to RDMA-write into our buffer. Carried as JSON over the control path (the daemon's HTTP
 // port; rdma_probe_cli uses a plain TCP socket).
 struct RdmaEndpointInfo {
-    std::string device;            // "rocep1s0f0", "rxe0"
+    std::string device;  // "rocep1s0f0", "rxe0"
     uint8_t port = 1;
     int gid_index = -1;
     std::array<uint8_t, 16> gid{};
-    std::string gid_type;          // "RoCE v2", "IB/RoCE v1" (sysfs spelling), "IB"
-    uint32_t qpn = 0;              // 24 bits
-    uint32_t psn = 0;              // 24 bits
+    std::string gid_type;  // "RoCE v2", "IB/RoCE v1" (sysfs spelling), "IB"
+    uint32_t qpn = 0;      // 24 bits
+    uint32_t psn = 0;      // 24 bits
     uint32_t rkey = 0;
-    uint64_t addr = 0;             // of the registered buffer, in the owner's address space
-    uint32_t size = 0;             // bytes of that buffer
-    int active_mtu = 0;            // bytes: 256, 512, 1024, 2048 or 4096
+    uint64_t addr = 0;   // of the registered buffer, in the owner's address space
+    uint32_t size = 0;   // bytes of that buffer
+    int active_mtu = 0;  // bytes: 256, 512, 1024, 2048 or 4096
 
     bool operator==(const RdmaEndpointInfo&) const = default;
 };

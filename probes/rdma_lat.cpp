@@ -105,7 +105,9 @@ ProbeResult lat_core(bool active, RdmaEndpoint& ep, const RdmaEndpointInfo& remo
                 ibv_wc wc{};
                 const int n = ibv_poll_cq(ep.cq(), 1, &wc);
                 if (n > 0) {
-                    if (wc.status != IBV_WC_SUCCESS) st = RdmaStatus{reason_from_wc_status(wc.status), wc_detail(ep.info().device, wc, "RDMA write")};
+                    if (wc.status != IBV_WC_SUCCESS)
+                        st = RdmaStatus{reason_from_wc_status(wc.status),
+                                        wc_detail(ep.info().device, wc, "RDMA write")};
                     --outstanding;
                 } else if (deadline.expired()) {
                     st = RdmaStatus{reason::timeout, ep.info().device + ": last write not completed"};

@@ -46,8 +46,7 @@ RdmaSessionAccept refuse(const std::string& reason, const std::string& detail) {
 
 }  // namespace
 
-RdmaTxCounter rdma_tx_counter(const std::string& sysfs_root, const std::string& device, uint8_t port,
-                              int gid_index) {
+RdmaTxCounter rdma_tx_counter(const std::string& sysfs_root, const std::string& device, uint8_t port, int gid_index) {
     const std::string dir = sysfs_root + "/class/infiniband/" + device + "/ports/" + std::to_string(port);
     if (read_u64(dir + "/counters/port_xmit_data")) return {dir + "/counters/port_xmit_data", 4, "port_xmit_data"};
     if (gid_index >= 0) {
@@ -64,8 +63,7 @@ std::optional<uint64_t> read_tx_counter(const RdmaTxCounter& c) {
     return *v * c.scale;
 }
 
-json rdma_session_request(const RdmaClientPlan& plan, const std::vector<json>& rail_endpoints,
-                          double timeout_seconds) {
+json rdma_session_request(const RdmaClientPlan& plan, const std::vector<json>& rail_endpoints, double timeout_seconds) {
     const bool lat = plan.kind == ProbeKind::rdma_write_lat;
     json rails = json::array();
     for (size_t i = 0; i < plan.rails.size(); ++i) {
@@ -123,7 +121,8 @@ RdmaStatus connect_to_answer(const json& rep, std::vector<RdmaRail>& rails) {
         const auto& r = (*rr)[i];
         const auto eps = r.is_object() ? r.find("endpoints") : r.end();
         if (eps == r.end() || !eps->is_array() || eps->size() != rails[i].endpoints.size())
-            return {reason::protocol_error, "rail " + rails[i].name + ": the peer answered for a different number of QPs"};
+            return {reason::protocol_error,
+                    "rail " + rails[i].name + ": the peer answered for a different number of QPs"};
         for (size_t k = 0; k < eps->size(); ++k) {
             auto parsed = parse_endpoint_info((*eps)[k]);
             if (!parsed.info) return {reason::protocol_error, "rail " + rails[i].name + ": " + parsed.error};
@@ -224,8 +223,8 @@ RdmaStatus open_passive_rail(const json& rj, bool lat, uint32_t size, const Rdma
         return {reason::bad_target, "rail " + rail.name + ": " + std::to_string(eps->size()) +
                                         " QPs; this daemon grants up to " + std::to_string(max_qps)};
     std::string why;
-    auto base = resolve(rj.value("device", std::string()), rj.value("gid_index", -1), rj.value("address", std::string()),
-                        why);
+    auto base = resolve(rj.value("device", std::string()), rj.value("gid_index", -1),
+                        rj.value("address", std::string()), why);
     if (!base) return {reason::device_not_found, "rail " + rail.name + ": " + why};
     infos = json::array();
     for (const auto& ej : *eps) {
@@ -248,13 +247,12 @@ RdmaStatus open_passive_rail(const json& rj, bool lat, uint32_t size, const Rdma
 
 }  // namespace
 
-RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& limits,
-                                      const RdmaDeviceResolver& resolve, const std::atomic<bool>* cancel) {
+RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& limits, const RdmaDeviceResolver& resolve,
+                                      const std::atomic<bool>* cancel) {
     try {
         if (!req.is_object()) return refuse(reason::protocol_error, "the request is not a JSON object");
         const auto kind = session_kind(req.value("kind", std::string()));
-        if (!kind)
-            return refuse(reason::bad_target, "kind must be rdma_write_bw, rdma_write_lat or rdma_multirail_bw");
+        if (!kind) return refuse(reason::bad_target, "kind must be rdma_write_bw, rdma_write_lat or rdma_multirail_bw");
         const bool lat = *kind == ProbeKind::rdma_write_lat;
         const auto size_j = json_uint_or<uint32_t>(req, "message_size", 0);
         const auto iterations_j = json_uint_or<uint64_t>(req, "iterations", 0);
@@ -273,8 +271,8 @@ RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& li
         if (rails_j == req.end() || !rails_j->is_array() || rails_j->empty())
             return refuse(reason::protocol_error, "rails missing");
         if (rails_j->size() > limits.max_rails || (*kind != ProbeKind::rdma_multirail_bw && rails_j->size() != 1))
-            return refuse(reason::bad_target, std::to_string(rails_j->size()) + " rails asked for a " + to_string(*kind) +
-                                                  " run");
+            return refuse(reason::bad_target,
+                          std::to_string(rails_j->size()) + " rails asked for a " + to_string(*kind) + " run");
         auto deadline = Deadline::after_seconds(std::min(timeout, limits.max_session_seconds));
         deadline.cancel = cancel;
 

@@ -38,17 +38,16 @@ struct RdmaTxCounter {
     uint64_t scale = 1;
     std::string source;  // "port_xmit_data", "railA tx_bytes"
 };
-RdmaTxCounter rdma_tx_counter(const std::string& sysfs_root, const std::string& device, uint8_t port,
-                              int gid_index);
+RdmaTxCounter rdma_tx_counter(const std::string& sysfs_root, const std::string& device, uint8_t port, int gid_index);
 std::optional<uint64_t> read_tx_counter(const RdmaTxCounter& c);
 
 // One rail of the active side's plan.
 struct RdmaRailPlan {
     std::string name;
-    RdmaEndpointOptions local;     // device, port, gid_index (-1: chosen from the GID table)
-    std::string remote_device;     // the peer's device; "" lets the peer find it by address
-    int remote_gid_index = -1;     // -1: the peer chooses
-    std::string remote_address;    // the peer's address on this rail
+    RdmaEndpointOptions local;   // device, port, gid_index (-1: chosen from the GID table)
+    std::string remote_device;   // the peer's device; "" lets the peer find it by address
+    int remote_gid_index = -1;   // -1: the peer chooses
+    std::string remote_address;  // the peer's address on this rail
 };
 
 struct RdmaClientPlan {
@@ -57,7 +56,7 @@ struct RdmaClientPlan {
     uint32_t qps_per_rail = 1;                  // bandwidth kinds; latency uses one QP
     RdmaBwSettings bw;
     RdmaLatSettings lat;
-    std::string sysfs_root = "/sys";            // for the per-rail tx counters
+    std::string sysfs_root = "/sys";  // for the per-rail tx counters
 };
 
 // Runs the active side. bytes_per_rail is filled from each rail's tx counter around the
@@ -66,14 +65,14 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
 
 // What a passive side grants, whatever the request asks: its own configured budget.
 struct RdmaServeLimits {
-    double max_bw_seconds = 10;         // longest timed bandwidth run
+    double max_bw_seconds = 10;              // longest timed bandwidth run
     uint64_t max_bw_iterations = 1'000'000;  // WRs per QP of a counted run
     uint64_t max_lat_iterations = 100'000;
     uint32_t max_message_size = 1u << 20;
     uint32_t max_qps_per_rail = 8;
     size_t max_rails = 8;
-    double max_session_seconds = 60;    // the passive side gives up after this, always
-    int retry_cnt = 7;                  // 6 on Soft-RoCE (it retries forever at 7)
+    double max_session_seconds = 60;  // the passive side gives up after this, always
+    int retry_cnt = 7;                // 6 on Soft-RoCE (it retries forever at 7)
 };
 
 // Finds the local endpoint for a rail the peer asked for, by device name (may be "") and

@@ -44,8 +44,8 @@ std::string end_session_request(const nlohmann::json& request);
 struct SessionBudget {
     uint32_t max_message_size = 0;
     uint64_t max_lat_iterations = 0;
-    double max_bw_seconds = 0;        // a timed bandwidth run (iterations == 0)
-    uint64_t max_bw_iterations = 0;   // a counted one, per stream (0: timed runs only)
+    double max_bw_seconds = 0;       // a timed bandwidth run (iterations == 0)
+    uint64_t max_bw_iterations = 0;  // a counted one, per stream (0: timed runs only)
 };
 
 // Why a latency (`latency`) or bandwidth run of `size`-byte messages, `iterations` long

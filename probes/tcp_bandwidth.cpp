@@ -20,7 +20,7 @@ using namespace tcpclient;
 
 struct Stream {
     Fd fd;
-    uint64_t cap = 0;    // bytes this stream may send: the peer's grant, our share of max_bytes
+    uint64_t cap = 0;  // bytes this stream may send: the peer's grant, our share of max_bytes
     uint64_t sent = 0;
     bool sending = true;
     std::array<uint8_t, tcpwire::kReportSize> report_buf{};
@@ -150,8 +150,8 @@ bool read_report(Stream& st, size_t index, const std::string& where, size_t& pen
 }
 
 // Each stream's server session answers once it has read our FIN.
-bool collect_reports(std::vector<Stream>& streams, Deadline d, const std::string& where,
-                     const std::string& stall_note, Failure& f) {
+bool collect_reports(std::vector<Stream>& streams, Deadline d, const std::string& where, const std::string& stall_note,
+                     Failure& f) {
     size_t pending = streams.size();
     std::vector<pollfd> pfds;
     std::vector<size_t> idx;

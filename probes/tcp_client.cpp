@@ -91,8 +91,8 @@ std::optional<Fd> connect_to(const TcpProbeTarget& t, Deadline d, int sndbuf, Fa
     const std::string where = target_string(t);
     const auto ep = numeric_endpoint(t.address, t.port);
     if (!ep || t.port == 0) {
-        f = {reason::bad_target, "not a numeric IPv4/IPv6 address and port: '" + where +
-                                     "' (names are resolved before probing)"};
+        f = {reason::bad_target,
+             "not a numeric IPv4/IPv6 address and port: '" + where + "' (names are resolved before probing)"};
         return std::nullopt;
     }
     Fd fd(::socket(ep->family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -181,12 +181,11 @@ std::optional<tcpwire::Reply> handshake(int fd, const tcpwire::Request& req, Dea
         return std::nullopt;
     }
     if (reply->code != tcpwire::Code::ok) {
-        f = {reason_from_reply_code(reply->code),
-             where + " refused the probe: " + tcpwire::to_string(reply->code) +
-                 (reply->code == tcpwire::Code::unsupported_version
-                      ? " (peer speaks version " + std::to_string(reply->version) + ", we speak " +
-                            std::to_string(tcpwire::kVersion) + ")"
-                      : "")};
+        f = {reason_from_reply_code(reply->code), where + " refused the probe: " + tcpwire::to_string(reply->code) +
+                                                      (reply->code == tcpwire::Code::unsupported_version
+                                                           ? " (peer speaks version " + std::to_string(reply->version) +
+                                                                 ", we speak " + std::to_string(tcpwire::kVersion) + ")"
+                                                           : "")};
         return std::nullopt;
     }
     return reply;

@@ -18,7 +18,7 @@ namespace {
 // Moves one message in or out on a blocking socket; every call ends by the grant's end and
 // within the idle limit. `why` says what ended the session when a call fails.
 class EchoIo {
- public:
+public:
     EchoIo(int fd, SteadyClock::time_point end, SteadyClock::duration idle)
         : fd_(fd), timeout_(fd, Deadline{end}, idle), idle_(idle), last_progress_(SteadyClock::now()) {}
 
@@ -33,7 +33,7 @@ class EchoIo {
     }
     const char* why = "peer closed";
 
- private:
+private:
     ssize_t call(std::vector<uint8_t>& msg, size_t off, bool in) {
         for (;;) {
             const auto now = SteadyClock::now();
@@ -60,8 +60,7 @@ class EchoIo {
 
 }  // namespace
 
-void EchoWorkers::serve(Worker& w, const std::string& peer, const tcpwire::Reply& grant,
-                        SteadyClock::time_point end) {
+void EchoWorkers::serve(Worker& w, const std::string& peer, const tcpwire::Reply& grant, SteadyClock::time_point end) {
     std::vector<uint8_t> msg(grant.message_size);
     uint64_t echoed = 0;
     const char* why = "peer closed";

@@ -18,7 +18,7 @@
 namespace rocewatch::tcpserver {
 
 class EchoWorkers {
- public:
+public:
     EchoWorkers(Counters& counters, std::shared_ptr<spdlog::logger> log, SteadyClock::duration idle_timeout)
         : counters_(counters), log_(std::move(log)), idle_timeout_(idle_timeout) {}
     ~EchoWorkers() { stop_all(); }
@@ -35,7 +35,7 @@ class EchoWorkers {
     // Wakes every worker (a blocked recv/send returns at once) and joins it.
     void stop_all();
 
- private:
+private:
     // The worker only uses the fd; it is closed here after the join, so stop_all() can
     // shutdown() it to wake a blocked worker.
     struct Worker {

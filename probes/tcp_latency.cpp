@@ -76,8 +76,8 @@ void run_latency(const TcpProbeTarget& t, const TcpLatSettings& s, Deadline d, P
     const auto reserve = std::min<SteadyClock::duration>(d.remaining() / 20, std::chrono::milliseconds(50));
     const auto run_end = std::min({start + from_seconds(s.max_duration_seconds),
                                    start + std::chrono::milliseconds(reply->duration_ms), d.at - reserve});
-    const uint64_t max_iters =
-        std::min<uint64_t>(s.iterations, std::min(reply->max_bytes, req.max_bytes) / s.message_size);
+    const uint64_t max_iters = std::min<uint64_t>(s.iterations,
+                                                  std::min(reply->max_bytes, req.max_bytes) / s.message_size);
 
     std::vector<uint8_t> out(s.message_size, 0x5a), in(s.message_size);
     std::vector<double> rtts;

@@ -11,8 +11,8 @@
 namespace rocewatch {
 
 struct TcpProbeTarget {
-    std::string peer;            // name for the result ("spark-b"); the address if empty
-    std::string address;         // numeric IPv4/IPv6 of the peer's data port (resolve names first)
+    std::string peer;     // name for the result ("spark-b"); the address if empty
+    std::string address;  // numeric IPv4/IPv6 of the peer's data port (resolve names first)
     uint16_t port = 0;
     std::string rail;            // "" unless the probe runs over a configured rail
     std::string bind_address;    // local source address (bind()); "" lets the kernel choose
@@ -29,8 +29,8 @@ struct TcpBwSettings {
 };
 
 struct TcpLatSettings {
-    uint32_t message_size = 64;        // bytes each way per ping-pong
-    uint32_t iterations = 1000;        // ping-pongs, unless max_duration_seconds comes first
+    uint32_t message_size = 64;  // bytes each way per ping-pong
+    uint32_t iterations = 1000;  // ping-pongs, unless max_duration_seconds comes first
     double max_duration_seconds = 1.0;
 };
 

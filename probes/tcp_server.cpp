@@ -60,12 +60,18 @@ struct Session {
 
 // One run of the server thread: from start() until the stop eventfd fires.
 class DataPortLoop {
- public:
-    DataPortLoop(int listen_fd, int stop_fd, const ProbeToken& token, const TcpServerLimits& limits,
-                 Counters& counters, std::shared_ptr<spdlog::logger> log)
-        : listen_fd_(listen_fd), stop_fd_(stop_fd), token_(token), limits_(limits), counters_(counters),
-          log_(std::move(log)), handshake_timeout_(from_seconds(limits.handshake_timeout_seconds)),
-          idle_timeout_(from_seconds(limits.idle_timeout_seconds)), echo_(counters, log_, idle_timeout_) {
+public:
+    DataPortLoop(int listen_fd, int stop_fd, const ProbeToken& token, const TcpServerLimits& limits, Counters& counters,
+                 std::shared_ptr<spdlog::logger> log)
+        : listen_fd_(listen_fd),
+          stop_fd_(stop_fd),
+          token_(token),
+          limits_(limits),
+          counters_(counters),
+          log_(std::move(log)),
+          handshake_timeout_(from_seconds(limits.handshake_timeout_seconds)),
+          idle_timeout_(from_seconds(limits.idle_timeout_seconds)),
+          echo_(counters, log_, idle_timeout_) {
         limits_.max_pending = std::max<uint32_t>(limits_.max_pending, 1);
         limits_.max_pending_per_source = std::max<uint32_t>(limits_.max_pending_per_source, 1);
     }
@@ -76,7 +82,7 @@ class DataPortLoop {
 
     void run();
 
- private:
+private:
     bool register_fds();
     int wait_ms();
     bool serve_events(int n);
@@ -332,7 +338,8 @@ bool DataPortLoop::grant(Session& s, const tcpwire::Request& req) {
     s.grant.message_size = echo ? req.message_size : 0;
     leave_pending(s);
     s.data_session = true;
-    s.deadline = SteadyClock::now() + std::chrono::milliseconds(s.grant.duration_ms) + from_seconds(limits_.grace_seconds);
+    s.deadline = SteadyClock::now() + std::chrono::milliseconds(s.grant.duration_ms) +
+                 from_seconds(limits_.grace_seconds);
     if (echo) set_int_opt(s.fd.get(), IPPROTO_TCP, TCP_NODELAY, 1);
     ++counters_.sessions;
     if (log_)
@@ -384,8 +391,8 @@ uint32_t DataPortLoop::data_sessions() const {
 // Writes what is queued; false when the session is finished or broken.
 bool DataPortLoop::flush(Session& s) {
     while (s.out_off < s.out.size()) {
-        const ssize_t w =
-            ::send(s.fd.get(), s.out.data() + s.out_off, s.out.size() - s.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        const ssize_t w = ::send(s.fd.get(), s.out.data() + s.out_off, s.out.size() - s.out_off,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             s.out_off += static_cast<size_t>(w);
             s.last_progress = SteadyClock::now();

@@ -19,53 +19,52 @@ namespace rocewatch {
 // What one peer may make this daemon do on its data port. Each request is clamped to
 // these (the grant is sent back), and a peer going past its grant is disconnected.
 struct TcpServerLimits {
-    uint32_t max_sessions = 8;            // concurrent data sessions (a 4-stream probe uses 4)
+    uint32_t max_sessions = 8;  // concurrent data sessions (a 4-stream probe uses 4)
     // Connections that have not sent their request yet, in all and from one address. The
     // port accepts every connection at once and, at a cap, closes the oldest waiting one
     // (from the address holding the most), so idle connections never hold a real probe back.
     uint32_t max_pending = 64;
     uint32_t max_pending_per_source = 8;
     uint64_t max_bytes_per_session = 16ull << 30;  // payload bytes received or echoed
-    double max_session_seconds = 10;      // the longest duration granted
-    double grace_seconds = 2;             // after the granted duration, for FIN and report
-    uint32_t max_message_size = 64 * 1024;  // echo message size limit
-    double handshake_timeout_seconds = 2;   // to send the 64-byte request, counted from accept
-    double idle_timeout_seconds = 5;        // a session with no progress this long is closed
-    int socket_buffer_bytes = 0;            // SO_RCVBUF/SO_SNDBUF; 0 leaves autotuning on
+    double max_session_seconds = 10;               // the longest duration granted
+    double grace_seconds = 2;                      // after the granted duration, for FIN and report
+    uint32_t max_message_size = 64 * 1024;         // echo message size limit
+    double handshake_timeout_seconds = 2;          // to send the 64-byte request, counted from accept
+    double idle_timeout_seconds = 5;               // a session with no progress this long is closed
+    int socket_buffer_bytes = 0;                   // SO_RCVBUF/SO_SNDBUF; 0 leaves autotuning on
 };
 
 namespace tcpserver {
 // What the server's pieces count as they go; TcpProbeServer::stats() reads them.
 struct Counters {
-    std::atomic<uint64_t> connections{0}, sessions{0}, auth_refused{0}, busy{0}, bad_requests{0}, cut{0},
-        dropped{0}, bytes_received{0}, bytes_echoed{0};
+    std::atomic<uint64_t> connections{0}, sessions{0}, auth_refused{0}, busy{0}, bad_requests{0}, cut{0}, dropped{0},
+        bytes_received{0}, bytes_echoed{0};
     std::atomic<uint32_t> active{0};
 };
 }  // namespace tcpserver
 
 class TcpProbeServer {
- public:
+public:
     // Counters since create(), for metrics and tests.
     struct Stats {
-        uint64_t connections = 0;        // accepted
-        uint64_t sessions = 0;           // handshakes granted
+        uint64_t connections = 0;  // accepted
+        uint64_t sessions = 0;     // handshakes granted
         uint64_t auth_refused = 0;
-        uint64_t busy = 0;               // refused at max_sessions
-        uint64_t bad_requests = 0;       // bad magic, version, mode or size
-        uint64_t cut = 0;                // closed for exceeding a grant or timing out
-        uint64_t dropped = 0;            // closed before its request to make room (per-source or total cap)
-        uint64_t bytes_received = 0;     // sink payload
+        uint64_t busy = 0;            // refused at max_sessions
+        uint64_t bad_requests = 0;    // bad magic, version, mode or size
+        uint64_t cut = 0;             // closed for exceeding a grant or timing out
+        uint64_t dropped = 0;         // closed before its request to make room (per-source or total cap)
+        uint64_t bytes_received = 0;  // sink payload
         uint64_t bytes_echoed = 0;
-        uint32_t active = 0;             // open connections now
+        uint32_t active = 0;  // open connections now
     };
 
     // Binds and listens on exactly `bind_addr`: a numeric IPv4 or IPv6 address ("[v6]" too)
     // binds that address only; "" or "::" listens on every address, IPv4 included (IPv4 only
     // where IPv6 is off). Port 0 picks a free one. Throws std::runtime_error with the reason
     // on failure. `log` may be null.
-    static std::unique_ptr<TcpProbeServer> create(const std::string& bind_addr, uint16_t port,
-                                                  const ProbeToken& token, TcpServerLimits limits,
-                                                  std::shared_ptr<spdlog::logger> log);
+    static std::unique_ptr<TcpProbeServer> create(const std::string& bind_addr, uint16_t port, const ProbeToken& token,
+                                                  TcpServerLimits limits, std::shared_ptr<spdlog::logger> log);
     ~TcpProbeServer();  // stops the thread, closes every socket
 
     TcpProbeServer(const TcpProbeServer&) = delete;
@@ -80,7 +79,7 @@ class TcpProbeServer {
     void stop();
     Stats stats() const;
 
- private:
+private:
     TcpProbeServer(int listen_fd, int stop_fd, uint16_t port, const ProbeToken& token, TcpServerLimits limits,
                    std::shared_ptr<spdlog::logger> log);
 

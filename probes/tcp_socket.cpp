@@ -56,9 +56,7 @@ std::string local_address(int fd) {
     return endpoint_string(a);
 }
 
-void set_int_opt(int fd, int level, int name, int value) {
-    (void)::setsockopt(fd, level, name, &value, sizeof value);
-}
+void set_int_opt(int fd, int level, int name, int value) { (void)::setsockopt(fd, level, name, &value, sizeof value); }
 
 bool make_blocking(int fd) {
     const int flags = ::fcntl(fd, F_GETFL);
@@ -76,9 +74,8 @@ timespec to_timespec(SteadyClock::duration d) {
 
 uint32_t to_ms(double seconds) {
     const double ms = std::ceil(seconds * 1000.0);
-    return ms >= static_cast<double>(std::numeric_limits<uint32_t>::max())
-               ? std::numeric_limits<uint32_t>::max()
-               : static_cast<uint32_t>(std::max(ms, 0.0));
+    return ms >= static_cast<double>(std::numeric_limits<uint32_t>::max()) ? std::numeric_limits<uint32_t>::max()
+                                                                           : static_cast<uint32_t>(std::max(ms, 0.0));
 }
 
 bool CallTimeout::arm(SteadyClock::time_point now) {

@@ -41,14 +41,14 @@ uint32_t to_ms(double seconds);
 // by the deadline: one syscall per send/recv instead of poll + recv, re-armed only when
 // half of the time left has passed.
 class CallTimeout {
- public:
+public:
     // `cap` bounds each wait too (an idle limit), on top of the deadline.
     CallTimeout(int fd, Deadline d, SteadyClock::duration cap = SteadyClock::duration::max())
         : fd_(fd), d_(d), cap_(cap) {}
     // False once the deadline has passed.
     bool arm(SteadyClock::time_point now);
 
- private:
+private:
     int fd_;
     Deadline d_;
     SteadyClock::duration cap_;

@@ -38,10 +38,10 @@ enum class Mode : uint8_t {
 enum class Code : uint8_t {
     ok = 0,
     auth_refused = 1,
-    busy = 2,                 // server at its session limit
-    bad_request = 3,          // unknown mode, zero/oversized message size
+    busy = 2,         // server at its session limit
+    bad_request = 3,  // unknown mode, zero/oversized message size
     unsupported_version = 4,
-    limit_reached = 5,        // report: the session hit the server's byte or time budget
+    limit_reached = 5,  // report: the session hit the server's byte or time budget
 };
 
 const char* to_string(Mode m);
@@ -77,9 +77,9 @@ struct Reply {
 //   0 magic u32 | 4 code u8 | 5 reserved [3] | 8 bytes u64 | 16 first_ns i64 | 24 last_ns i64
 struct Report {
     Code code = Code::ok;
-    uint64_t bytes = 0;      // payload bytes received (header excluded)
-    int64_t first_ns = 0;    // when the first payload byte was read
-    int64_t last_ns = 0;     // when the last one was read
+    uint64_t bytes = 0;    // payload bytes received (header excluded)
+    int64_t first_ns = 0;  // when the first payload byte was read
+    int64_t last_ns = 0;   // when the last one was read
 };
 
 std::array<uint8_t, kRequestSize> encode(const Request& r);

@@ -30,7 +30,7 @@ struct UcxBwSettings {
 };
 
 struct UcxLatSettings {
-    uint32_t message_size = 8;          // ucx_perftest ucp_put_lat default
+    uint32_t message_size = 8;  // ucx_perftest ucp_put_lat default
     uint64_t iterations = 1000;
 };
 
@@ -46,8 +46,7 @@ ProbeResult ucx_put_bw_serve(UcxEndpoint& ep, Deadline deadline);
 // Ping-pong as ucx_perftest ucp_put_lat: puts `message_size` bytes into the peer's buffer,
 // whose last byte carries the iteration number, and spins on the last byte of its own for
 // the peer's put back. Latency = half round trip, perftest statistics (probes/stats.hpp).
-ProbeResult ucx_put_lat(UcxEndpoint& ep, const UcxEndpointInfo& remote, const UcxLatSettings& s,
-                        Deadline deadline);
+ProbeResult ucx_put_lat(UcxEndpoint& ep, const UcxEndpointInfo& remote, const UcxLatSettings& s, Deadline deadline);
 // Passive side: waits for each put, answers it.
 ProbeResult ucx_put_lat_serve(UcxEndpoint& ep, const UcxEndpointInfo& remote, const UcxLatSettings& s,
                               Deadline deadline);

@@ -58,7 +58,8 @@ UcxOpen UcxEndpoint::open(const UcxEndpointOptions& opt) {
 UcxStatus UcxEndpoint::init_context() {
     const auto& opt = opt_;
     ucp_config_t* cfg = nullptr;
-    if (ucs_status_t st = ucp_config_read(nullptr, nullptr, &cfg); st != UCS_OK) return ucx_failure("ucp_config_read", st);
+    if (ucs_status_t st = ucp_config_read(nullptr, nullptr, &cfg); st != UCS_OK)
+        return ucx_failure("ucp_config_read", st);
     struct ConfigRelease {
         ucp_config_t* c;
         ~ConfigRelease() { ucp_config_release(c); }
@@ -92,7 +93,8 @@ UcxStatus UcxEndpoint::create_worker() {
         worker_ = nullptr;
         return ucx_failure("ucp_worker_create", st);
     }
-    if (ucs_status_t st = ucp_worker_get_efd(worker_, &efd_); st != UCS_OK) return ucx_failure("ucp_worker_get_efd", st);
+    if (ucs_status_t st = ucp_worker_get_efd(worker_, &efd_); st != UCS_OK)
+        return ucx_failure("ucp_worker_get_efd", st);
     ucp_address_t* addr = nullptr;
     size_t addr_len = 0;
     if (ucs_status_t st = ucp_worker_get_address(worker_, &addr, &addr_len); st != UCS_OK)
@@ -288,9 +290,8 @@ std::string UcxEndpoint::lanes() const {
         if (colon == std::string::npos) continue;
         const size_t end = line.find(' ', colon);
         std::string res = line.substr(colon + 1, end == std::string::npos ? std::string::npos : end - colon - 1);
-        if (const size_t dot = res.rfind('.');
-            dot != std::string::npos && dot + 1 < res.size() &&
-            res.find_first_not_of("0123456789", dot + 1) == std::string::npos)
+        if (const size_t dot = res.rfind('.'); dot != std::string::npos && dot + 1 < res.size() &&
+                                               res.find_first_not_of("0123456789", dot + 1) == std::string::npos)
             res.resize(dot);
         if (!res.empty() && std::find(seen.begin(), seen.end(), res) == seen.end()) seen.push_back(res);
     }

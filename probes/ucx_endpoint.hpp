@@ -20,10 +20,10 @@
 namespace rocewatch {
 
 struct UcxEndpointOptions {
-    uint32_t buffer_size = 1u << 20;  // data bytes registered (at least the message size)
-    std::string transports;           // UCX_TLS for this context ("": the environment / UCX's choice)
-    std::string net_devices;          // UCX_NET_DEVICES ("": the environment / all)
-    bool require_same_version = false;  // connect() refuses a peer with another UCX version
+    uint32_t buffer_size = 1u << 20;     // data bytes registered (at least the message size)
+    std::string transports;              // UCX_TLS for this context ("": the environment / UCX's choice)
+    std::string net_devices;             // UCX_NET_DEVICES ("": the environment / all)
+    bool require_same_version = false;   // connect() refuses a peer with another UCX version
     double close_timeout_seconds = 1.0;  // bound on closing the endpoint in the destructor
 };
 
@@ -36,10 +36,10 @@ struct UcxOpen {
 // ucp context (RMA + WAKEUP), one worker, a registered buffer with its packed rkey, and
 // after connect() one ucp endpoint (peer error handling) with the peer's rkey unpacked;
 // all released in reverse order by the destructor, which force-closes the endpoint (the
-// probes flush their own puts) within close_timeout_seconds (a dead peer never hangs it). Not thread-safe: one thread drives
-// an endpoint at a time (it may be handed over to another thread between calls).
+// probes flush their own puts) within close_timeout_seconds (a dead peer never hangs it). Not thread-safe: one thread
+// drives an endpoint at a time (it may be handed over to another thread between calls).
 class UcxEndpoint {
- public:
+public:
     // Never throws: "device_not_found" when UCX finds no usable transport, else the
     // mapped reason with the UCX call named in the detail.
     [[nodiscard]] static UcxOpen open(const UcxEndpointOptions& opt);
@@ -73,7 +73,7 @@ class UcxEndpoint {
     std::string lanes_detail() const;
 
     // Data path helpers for the probes.
-    uint8_t* buffer() { return buf_; }                    // data area (info().size bytes)
+    uint8_t* buffer() { return buf_; }  // data area (info().size bytes)
     volatile uint64_t* control() { return reinterpret_cast<volatile uint64_t*>(buf_ + info_.size); }
     ucp_worker_h worker() { return worker_; }
     ucp_ep_h ep() { return ep_; }
@@ -98,7 +98,7 @@ class UcxEndpoint {
     // For passive sides, which must keep an emulated put moving without burning a core.
     void progress_or_wait(Deadline deadline);
 
- private:
+private:
     UcxEndpoint() = default;
     static void on_error(void* arg, ucp_ep_h ep, ucs_status_t status);
     // The steps of open(), in order; each says why it failed.

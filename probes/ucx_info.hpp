@@ -17,11 +17,11 @@ namespace rocewatch {
 // The buffer is `size` data bytes at `addr`, followed by kUcxControlBytes of control
 // words (the bandwidth probe's completion signal), all covered by `rkey`.
 struct UcxEndpointInfo {
-    std::string ucx_version;               // ucp_get_version_string(): "1.13.1"
-    std::vector<uint8_t> worker_address;   // ucp_worker_get_address(), opaque to us
-    uint64_t addr = 0;                     // of the data area, in the owner's address space
-    uint32_t size = 0;                     // data bytes at addr
-    std::vector<uint8_t> rkey;             // ucp_rkey_pack() of the whole registered buffer
+    std::string ucx_version;              // ucp_get_version_string(): "1.13.1"
+    std::vector<uint8_t> worker_address;  // ucp_worker_get_address(), opaque to us
+    uint64_t addr = 0;                    // of the data area, in the owner's address space
+    uint32_t size = 0;                    // data bytes at addr
+    std::vector<uint8_t> rkey;            // ucp_rkey_pack() of the whole registered buffer
 
     bool operator==(const UcxEndpointInfo&) const = default;
 };

@@ -45,7 +45,6 @@ UcxStatus check_usable(UcxEndpoint& ep, const UcxEndpointInfo& remote, uint32_t 
     return {};
 }
 
-
 // What the puts of a bandwidth run did.
 struct PutRun {
     uint64_t posted = 0;
@@ -80,15 +79,16 @@ UcxStatus put_all(UcxEndpoint& ep, const UcxEndpointInfo& remote, const UcxBwSet
             if (UCS_PTR_IS_ERR(req)) return request_failure(ep, "ucp_put_nbx", UCS_PTR_STATUS(req));
             if (req == nullptr) ++done.completed;  // done at once; no callback comes
             run.posted = n + 1;
-            last_posted = by_time ? ((run.posted & 0xf) == 0 && SteadyClock::now() >= end_post) : run.posted >= s.iterations;
+            last_posted = by_time ? ((run.posted & 0xf) == 0 && SteadyClock::now() >= end_post)
+                                  : run.posted >= s.iterations;
         }
         if (done.error != UCS_OK) return request_failure(ep, "put", done.error);
         if (ep.failure() != UCS_OK) return ucx_failure("UCX endpoint error during the puts", ep.failure());
         if (last_posted && done.completed == run.posted) break;
         ep.progress();
         if ((++k & 0x3f) == 0 && deadline.expired())
-            return fail(reason::timeout, "deadline passed with " + std::to_string(run.posted - done.completed) +
-                                             " puts outstanding");
+            return fail(reason::timeout,
+                        "deadline passed with " + std::to_string(run.posted - done.completed) + " puts outstanding");
     }
     ucp_request_param_t fp{};
     const ucs_status_t fs = wait_request(ep, ucp_ep_flush_nbx(ep.ep(), &fp), deadline, true);
@@ -111,7 +111,8 @@ UcxStatus signal_completion(UcxEndpoint& ep, const UcxEndpointInfo& remote, uint
     const uint64_t ctrl = remote.addr + remote.size;
     ucs_status_t cs = wait_request(ep, ucp_put_nbx(ep.ep(), out, 16, ctrl + 8, ep.remote_rkey(), &cp), deadline, true);
     if (cs == UCS_OK) cs = ucp_worker_fence(ep.worker());
-    if (cs == UCS_OK) cs = wait_request(ep, ucp_put_nbx(ep.ep(), out + 2, 8, ctrl, ep.remote_rkey(), &cp), deadline, true);
+    if (cs == UCS_OK)
+        cs = wait_request(ep, ucp_put_nbx(ep.ep(), out + 2, 8, ctrl, ep.remote_rkey(), &cp), deadline, true);
     if (cs == UCS_OK) cs = wait_request(ep, ucp_ep_flush_nbx(ep.ep(), &cp), deadline, true);
     if (cs != UCS_OK || ep.failure() != UCS_OK) return request_failure(ep, "completion signal to the peer", cs);
     return {};
@@ -219,7 +220,8 @@ ProbeResult lat_core(bool active, UcxEndpoint& ep, const UcxEndpointInfo& remote
         const uint32_t size = s.message_size;
         // Receive area: the first `size` bytes; source: the second half of our buffer.
         UcxStatus st = check_usable(ep, remote, size, size * 2, size);
-        if (st.ok() && size > ep.info().size / 2) st = fail(reason::bad_target, "message size larger than half a buffer");
+        if (st.ok() && size > ep.info().size / 2)
+            st = fail(reason::bad_target, "message size larger than half a buffer");
         if (st.ok() && active) {
             st = ep.wire_up(deadline);
             r.info["ucx_lanes"] = ep.lanes();

@@ -33,22 +33,21 @@
 #include "probes/rdma_session.hpp"
 
 using namespace rocewatch;
+using nlohmann::json;
 using rocewatch::cli::connect_tcp;
 using rocewatch::cli::print_result;
 using rocewatch::cli::recv_line;
 using rocewatch::cli::send_line;
 using rocewatch::cli::set_timeout;
-using nlohmann::json;
 
 namespace {
 
 int usage() {
-    std::fprintf(stderr,
-                 "usage: rdma_probe_cli server --port N [--listen ADDR] [--sessions N] [--retry-cnt R]\n"
-                 "       rdma_probe_cli client --server ADDR --port N --mode bw|lat|multirail\n"
-                 "              --dev DEV[:GID] [--dev DEV[:GID]...] [--remote-dev DEV[:GID]...]\n"
-                 "              [--iters N] [--seconds S] [--size B] [--qps N] [--tx-depth N] [--cq-mod N]\n"
-                 "              [--timeout S] [--retry-cnt R] [--sysfs-root DIR]\n");
+    std::fprintf(stderr, "usage: rdma_probe_cli server --port N [--listen ADDR] [--sessions N] [--retry-cnt R]\n"
+                         "       rdma_probe_cli client --server ADDR --port N --mode bw|lat|multirail\n"
+                         "              --dev DEV[:GID] [--dev DEV[:GID]...] [--remote-dev DEV[:GID]...]\n"
+                         "              [--iters N] [--seconds S] [--size B] [--qps N] [--tx-depth N] [--cq-mod N]\n"
+                         "              [--timeout S] [--retry-cnt R] [--sysfs-root DIR]\n");
     return 2;
 }
 
@@ -92,7 +91,7 @@ int serve_session(int fd, int retry_cnt) {
     if (!accepted.ok()) {
         const auto kind = probe_kind_from_string(req.is_object() ? req.value("kind", "") : "");
         return print_result(failed_result(kind.value_or(ProbeKind::rdma_write_bw), accepted.reply.value("reason", ""),
-                                   accepted.reply.value("detail", "")));
+                                          accepted.reply.value("detail", "")));
     }
     return print_result(accepted.serve());
 }
@@ -141,8 +140,9 @@ struct ClientArgs {
 
 int run_client(const ClientArgs& a) {
     RdmaClientPlan plan;
-    plan.kind = a.mode == "lat" ? ProbeKind::rdma_write_lat
-                : a.mode == "multirail" ? ProbeKind::rdma_multirail_bw : ProbeKind::rdma_write_bw;
+    plan.kind = a.mode == "lat"         ? ProbeKind::rdma_write_lat
+                : a.mode == "multirail" ? ProbeKind::rdma_multirail_bw
+                                        : ProbeKind::rdma_write_bw;
     const bool lat = plan.kind == ProbeKind::rdma_write_lat;
     plan.qps_per_rail = std::max<uint32_t>(1, a.qps);
     plan.sysfs_root = a.sysfs;
@@ -207,23 +207,40 @@ int main(int argc, char** argv) {
             const std::string k = argv[i];
             if (i + 1 >= argc) return usage();
             const std::string v = argv[++i];
-            if (k == "--server") c.server = v;
-            else if (k == "--listen") listen = v;
-            else if (k == "--port") c.port = static_cast<uint16_t>(std::stoul(v));
-            else if (k == "--sessions") sessions = std::stoi(v);
-            else if (k == "--mode") c.mode = v;
-            else if (k == "--dev") c.devs.push_back(parse_dev(v));
-            else if (k == "--remote-dev") c.remote_devs.push_back(parse_dev(v));
-            else if (k == "--iters") c.iters = std::stoull(v);
-            else if (k == "--seconds") c.seconds = std::stod(v);
-            else if (k == "--size") c.size = static_cast<uint32_t>(std::stoul(v));
-            else if (k == "--qps") c.qps = static_cast<uint32_t>(std::stoul(v));
-            else if (k == "--tx-depth") c.tx_depth = static_cast<uint32_t>(std::stoul(v));
-            else if (k == "--cq-mod") c.cq_mod = static_cast<uint32_t>(std::stoul(v));
-            else if (k == "--timeout") c.timeout = std::stod(v);
-            else if (k == "--retry-cnt") c.retry_cnt = std::stoi(v);
-            else if (k == "--sysfs-root") c.sysfs = v;
-            else return usage();
+            if (k == "--server")
+                c.server = v;
+            else if (k == "--listen")
+                listen = v;
+            else if (k == "--port")
+                c.port = static_cast<uint16_t>(std::stoul(v));
+            else if (k == "--sessions")
+                sessions = std::stoi(v);
+            else if (k == "--mode")
+                c.mode = v;
+            else if (k == "--dev")
+                c.devs.push_back(parse_dev(v));
+            else if (k == "--remote-dev")
+                c.remote_devs.push_back(parse_dev(v));
+            else if (k == "--iters")
+                c.iters = std::stoull(v);
+            else if (k == "--seconds")
+                c.seconds = std::stod(v);
+            else if (k == "--size")
+                c.size = static_cast<uint32_t>(std::stoul(v));
+            else if (k == "--qps")
+                c.qps = static_cast<uint32_t>(std::stoul(v));
+            else if (k == "--tx-depth")
+                c.tx_depth = static_cast<uint32_t>(std::stoul(v));
+            else if (k == "--cq-mod")
+                c.cq_mod = static_cast<uint32_t>(std::stoul(v));
+            else if (k == "--timeout")
+                c.timeout = std::stod(v);
+            else if (k == "--retry-cnt")
+                c.retry_cnt = std::stoi(v);
+            else if (k == "--sysfs-root")
+                c.sysfs = v;
+            else
+                return usage();
         }
         if (cmd == "server") {
             if (!c.port) return usage();

@@ -54,8 +54,8 @@ int serve(const std::map<std::string, std::string>& o, const ProbeToken& token) 
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     auto log = std::make_shared<spdlog::logger>("tcp_probe_cli", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-    auto server = TcpProbeServer::create(opt(o, "bind"), static_cast<uint16_t>(std::stoul(opt(o, "port", "0"))),
-                                         token, limits, log);
+    auto server = TcpProbeServer::create(opt(o, "bind"), static_cast<uint16_t>(std::stoul(opt(o, "port", "0"))), token,
+                                         limits, log);
     server->start();
     std::printf("listening port=%u\n", server->port());
     std::fflush(stdout);
@@ -69,7 +69,8 @@ int serve(const std::map<std::string, std::string>& o, const ProbeToken& token) 
     }
     server->stop();
     const auto s = server->stats();
-    std::fprintf(stderr, "served connections=%llu sessions=%llu auth_refused=%llu busy=%llu cut=%llu dropped=%llu bytes=%llu\n",
+    std::fprintf(stderr,
+                 "served connections=%llu sessions=%llu auth_refused=%llu busy=%llu cut=%llu dropped=%llu bytes=%llu\n",
                  static_cast<unsigned long long>(s.connections), static_cast<unsigned long long>(s.sessions),
                  static_cast<unsigned long long>(s.auth_refused), static_cast<unsigned long long>(s.busy),
                  static_cast<unsigned long long>(s.cut), static_cast<unsigned long long>(s.dropped),

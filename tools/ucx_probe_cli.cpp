@@ -26,19 +26,18 @@
 #include "probes/ucx.hpp"
 
 using namespace rocewatch;
+using nlohmann::json;
 using rocewatch::cli::print_result;
 using rocewatch::cli::recv_line;
 using rocewatch::cli::send_line;
 using rocewatch::cli::set_timeout;
-using nlohmann::json;
 
 namespace {
 
 int usage() {
-    std::fprintf(stderr,
-                 "usage: ucx_probe_cli server --port N [--listen ADDR] [--sessions N] [--tls T] [--dev D]\n"
-                 "       ucx_probe_cli client --server ADDR --port N --mode bw|lat [--iters N] [--seconds S]\n"
-                 "              [--size B] [--outstanding N] [--timeout S] [--tls T] [--dev D]\n");
+    std::fprintf(stderr, "usage: ucx_probe_cli server --port N [--listen ADDR] [--sessions N] [--tls T] [--dev D]\n"
+                         "       ucx_probe_cli client --server ADDR --port N --mode bw|lat [--iters N] [--seconds S]\n"
+                         "              [--size B] [--outstanding N] [--timeout S] [--tls T] [--dev D]\n");
     return 2;
 }
 
@@ -73,7 +72,8 @@ int serve_session(int fd, const Args& a) {
         send_line(fd, json{{"ok", false}, {"reason", reason}, {"detail", detail}}.dump());
         return print_result(failed_result(kind, reason, detail));
     };
-    if (!req.is_object() || !req.contains("info")) return refuse(reason::protocol_error, "request is not JSON with info");
+    if (!req.is_object() || !req.contains("info"))
+        return refuse(reason::protocol_error, "request is not JSON with info");
     const auto client = parse_ucx_endpoint_info(req["info"]);
     if (!client.info) return refuse(reason::protocol_error, client.error);
     const uint32_t size = req.value("size", 65536u);
@@ -119,7 +119,9 @@ int run_client(const Args& a) {
     if (!opened.endpoint) return print_result(failed_result(kind, opened.status.reason, opened.status.detail));
     auto& ep = *opened.endpoint;
     const int fd = cli::connect_tcp(a.server, static_cast<uint16_t>(a.port), std::max(1.0, a.timeout));
-    if (fd < 0) return print_result(failed_result(kind, reason_from_errno(-fd), errno_detail("control connection to " + a.server, -fd)));
+    if (fd < 0)
+        return print_result(
+            failed_result(kind, reason_from_errno(-fd), errno_detail("control connection to " + a.server, -fd)));
     json req{{"mode", a.mode}, {"size", size}, {"iters", iters}, {"timeout", a.timeout}, {"info", ep.info()}};
     if (!send_line(fd, req.dump())) return print_result(failed_result(kind, reason::peer_closed, "control send"));
     const auto line = recv_line(fd);
@@ -127,8 +129,9 @@ int run_client(const Args& a) {
     if (!line) return print_result(failed_result(kind, reason::peer_closed, "no answer on the control connection"));
     const auto rep = json::parse(*line, nullptr, false);
     if (!rep.is_object() || !rep.value("ok", false))
-        return print_result(failed_result(kind, rep.is_object() ? rep.value("reason", reason::protocol_error) : reason::protocol_error,
-                                   rep.is_object() ? rep.value("detail", "") : "answer is not JSON"));
+        return print_result(
+            failed_result(kind, rep.is_object() ? rep.value("reason", reason::protocol_error) : reason::protocol_error,
+                          rep.is_object() ? rep.value("detail", "") : "answer is not JSON"));
     const auto peer = parse_ucx_endpoint_info(rep["info"]);
     if (!peer.info) return print_result(failed_result(kind, reason::protocol_error, peer.error));
     if (auto st = ep.connect(*peer.info); !st.ok()) return print_result(failed_result(kind, st.reason, st.detail));
@@ -157,19 +160,32 @@ int main(int argc, char** argv) {
             const std::string k = argv[i];
             if (i + 1 >= argc) return usage();
             const std::string v = argv[++i];
-            if (k == "--port") a.port = std::stoi(v);
-            else if (k == "--listen") a.listen = v;
-            else if (k == "--server") a.server = v;
-            else if (k == "--sessions") a.sessions = std::stoi(v);
-            else if (k == "--mode") a.mode = v;
-            else if (k == "--iters") a.iters = std::stoull(v), a.iters_set = true;
-            else if (k == "--seconds") a.seconds = std::stod(v);
-            else if (k == "--size") a.size = static_cast<uint32_t>(std::stoul(v));
-            else if (k == "--outstanding") a.outstanding = static_cast<uint32_t>(std::stoul(v));
-            else if (k == "--timeout") a.timeout = std::stod(v);
-            else if (k == "--tls") a.tls = v;
-            else if (k == "--dev") a.dev = v;
-            else return usage();
+            if (k == "--port")
+                a.port = std::stoi(v);
+            else if (k == "--listen")
+                a.listen = v;
+            else if (k == "--server")
+                a.server = v;
+            else if (k == "--sessions")
+                a.sessions = std::stoi(v);
+            else if (k == "--mode")
+                a.mode = v;
+            else if (k == "--iters")
+                a.iters = std::stoull(v), a.iters_set = true;
+            else if (k == "--seconds")
+                a.seconds = std::stod(v);
+            else if (k == "--size")
+                a.size = static_cast<uint32_t>(std::stoul(v));
+            else if (k == "--outstanding")
+                a.outstanding = static_cast<uint32_t>(std::stoul(v));
+            else if (k == "--timeout")
+                a.timeout = std::stod(v);
+            else if (k == "--tls")
+                a.tls = v;
+            else if (k == "--dev")
+                a.dev = v;
+            else
+                return usage();
         }
     } catch (const std::exception&) {
         return usage();

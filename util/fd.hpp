@@ -8,7 +8,7 @@
 namespace rocewatch {
 
 class Fd {
- public:
+public:
     Fd() = default;
     explicit Fd(int fd) : fd_(fd) {}
     ~Fd() { reset(); }
@@ -34,7 +34,7 @@ class Fd {
     // close() reports delayed write errors (NFS); a writer that must see them closes here.
     [[nodiscard]] int close_now() { return fd_ >= 0 ? ::close(std::exchange(fd_, -1)) : 0; }
 
- private:
+private:
     int fd_ = -1;
 };
 

@@ -120,8 +120,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 // "unknown key; did you mean "listen"? Valid keys: ..." -- the suggestion only when one
 // known name is within two edits, since a typo is the usual cause.
 template <class Range>
-std::string unknown(std::string_view what, std::string_view name, const Range& known,
-                    std::string_view valid = {}) {
+std::string unknown(std::string_view what, std::string_view name, const Range& known, std::string_view valid = {}) {
     std::string_view best;
     size_t best_distance = 3;
     for (const auto& k : known) {
@@ -189,8 +188,7 @@ public:
             return std::nullopt;
         }
         if (v < lo || (lo_exclusive && v == lo)) {
-            fail(number_text(v) + " is out of range (must be " + (lo_exclusive ? "> " : ">= ") +
-                 number_text(lo) + ")");
+            fail(number_text(v) + " is out of range (must be " + (lo_exclusive ? "> " : ">= ") + number_text(lo) + ")");
             return std::nullopt;
         }
         return v;
@@ -323,7 +321,8 @@ const KeySpec<DaemonConfig> kDaemonKeys[] = {
              f.fail(in_quotes(*v) + " is not a log level (" + joined(kLogLevels) + ")");
      }},
     {"http_threads", [](const Field& f, DaemonConfig& d) { assign(d.http_threads, f.integer(1, 64)); }},
-    {"http_timeout", [](const Field& f, DaemonConfig& d) { assign(d.http_timeout, f.duration(kMinHttpTimeout, kMaxHttpTimeout)); }},
+    {"http_timeout",
+     [](const Field& f, DaemonConfig& d) { assign(d.http_timeout, f.duration(kMinHttpTimeout, kMaxHttpTimeout)); }},
     {"history_limit", [](const Field& f, DaemonConfig& d) { assign(d.history_limit, f.integer(0, kMaxHistory)); }},
 };
 
@@ -359,13 +358,15 @@ const KeySpec<Thresholds> kThresholdKeys[] = {
          assign(t.flap_transitions, f.integer(1, std::numeric_limits<uint32_t>::max()));
      }},
     {"flap_window", [](const Field& f, Thresholds& t) { assign(t.flap_window, f.duration(kMinWindow, kMaxWindow)); }},
-    {"counter_window", [](const Field& f, Thresholds& t) { assign(t.counter_window, f.duration(kMinWindow, kMaxWindow)); }},
+    {"counter_window",
+     [](const Field& f, Thresholds& t) { assign(t.counter_window, f.duration(kMinWindow, kMaxWindow)); }},
 };
 
 const KeySpec<RuleSettings> kRuleKeys[] = {
     {"enabled", [](const Field& f, RuleSettings& r) { assign(r.enabled, f.boolean()); }},
     {"for", [](const Field& f, RuleSettings& r) { assign(r.for_duration, f.duration(Duration{0}, kMaxRuleDelay)); }},
-    {"clear_after", [](const Field& f, RuleSettings& r) { assign(r.clear_after, f.duration(Duration{0}, kMaxRuleDelay)); }},
+    {"clear_after",
+     [](const Field& f, RuleSettings& r) { assign(r.clear_after, f.duration(Duration{0}, kMaxRuleDelay)); }},
     {"severity",
      [](const Field& f, RuleSettings& r) {
          auto v = f.string();
@@ -379,8 +380,8 @@ const KeySpec<RuleSettings> kRuleKeys[] = {
 
 // Applies every key of t to out; a key not in keys is an error, never silently ignored.
 template <class Section>
-void load_keys(const toml::table& t, const std::string& prefix, std::span<const KeySpec<Section>> keys,
-               Section& out, Errors& errors) {
+void load_keys(const toml::table& t, const std::string& prefix, std::span<const KeySpec<Section>> keys, Section& out,
+               Errors& errors) {
     for (auto&& [k, node] : t) {
         std::string key = prefix + "." + std::string(k.str());
         auto spec = std::ranges::find(keys, k.str(), &KeySpec<Section>::name);
@@ -429,7 +430,8 @@ constexpr Duration kMaxLatencyThreshold{std::chrono::minutes(1)};
 // Keys every probe section shares, for any section type with these members.
 template <class C>
 constexpr KeySpec<C> interval_key() {
-    return {"interval", [](const Field& f, C& c) { assign(c.interval, f.duration(kMinProbeInterval, kMaxProbeInterval)); }};
+    return {"interval",
+            [](const Field& f, C& c) { assign(c.interval, f.duration(kMinProbeInterval, kMaxProbeInterval)); }};
 }
 template <class C>
 constexpr KeySpec<C> jitter_key() {
@@ -437,9 +439,7 @@ constexpr KeySpec<C> jitter_key() {
 }
 template <class C>
 constexpr KeySpec<C> bw_duration_key() {
-    return {"duration", [](const Field& f, C& c) {
-                assign(c.duration, f.duration(Duration{100}, kMaxBwDuration));
-            }};
+    return {"duration", [](const Field& f, C& c) { assign(c.duration, f.duration(Duration{100}, kMaxBwDuration)); }};
 }
 template <class C>
 constexpr KeySpec<C> busy_fraction_key() {
@@ -458,16 +458,18 @@ constexpr KeySpec<C> timeout_key() {
 // A latency kind's own p99 limit for probe_latency_high.
 template <class C>
 constexpr KeySpec<C> latency_threshold_key() {
-    return {"latency_threshold", [](const Field& f, C& c) {
-                auto text = f.string();
-                if (!text) return;
-                auto v = parse_latency(*text);
-                if (!v || *v > LatencyLimit{std::chrono::seconds(60)})
-                    f.fail(in_quotes(*text) +
-                           R"( is not a latency threshold (whole "us", "ms" or "s" above zero, at most 60s: e.g. "20us", "2ms"))");
-                else
-                    c.latency_threshold = *v;
-            }};
+    return {
+        "latency_threshold", [](const Field& f, C& c) {
+            auto text = f.string();
+            if (!text) return;
+            auto v = parse_latency(*text);
+            if (!v || *v > LatencyLimit{std::chrono::seconds(60)})
+                f.fail(
+                    in_quotes(*text) +
+                    R"( is not a latency threshold (whole "us", "ms" or "s" above zero, at most 60s: e.g. "20us", "2ms"))");
+            else
+                c.latency_threshold = *v;
+        }};
 }
 template <class C>
 constexpr KeySpec<C> count_key() {
@@ -569,7 +571,10 @@ const KeySpec<ProbesConfig> kProbeKeys[] = {
          else
              assign(p.bw_fraction_of_link, v);
      }},
-    {"latency_threshold", [](const Field& f, ProbesConfig& p) { assign(p.latency_threshold, f.duration(Duration{1}, kMaxLatencyThreshold)); }},
+    {"latency_threshold",
+     [](const Field& f, ProbesConfig& p) {
+         assign(p.latency_threshold, f.duration(Duration{1}, kMaxLatencyThreshold));
+     }},
     {"tcp_lat",
      [](const Field& f, ProbesConfig& p) {
          if (auto* t = f.table()) load_keys<TcpLatProbeConfig>(*t, f.key(), kTcpLatKeys, p.tcp_lat, f.errors());
@@ -669,23 +674,15 @@ struct SectionSpec {
 };
 
 const SectionSpec kSections[] = {
-    {"daemon",
-     [](const toml::table& t, const std::string& p, Errors& e, Config& c) {
-         load_keys<DaemonConfig>(t, p, kDaemonKeys, c.daemon, e);
-     }},
-    {"expect",
-     [](const toml::table& t, const std::string& p, Errors& e, Config& c) {
-         load_keys<ExpectConfig>(t, p, kExpectKeys, c.expect, e);
-     }},
-    {"thresholds",
-     [](const toml::table& t, const std::string& p, Errors& e, Config& c) {
-         load_keys<Thresholds>(t, p, kThresholdKeys, c.thresholds, e);
-     }},
+    {"daemon", [](const toml::table& t, const std::string& p, Errors& e,
+                  Config& c) { load_keys<DaemonConfig>(t, p, kDaemonKeys, c.daemon, e); }},
+    {"expect", [](const toml::table& t, const std::string& p, Errors& e,
+                  Config& c) { load_keys<ExpectConfig>(t, p, kExpectKeys, c.expect, e); }},
+    {"thresholds", [](const toml::table& t, const std::string& p, Errors& e,
+                      Config& c) { load_keys<Thresholds>(t, p, kThresholdKeys, c.thresholds, e); }},
     {"rules", load_rules},
-    {"probes",
-     [](const toml::table& t, const std::string& p, Errors& e, Config& c) {
-         load_keys<ProbesConfig>(t, p, kProbeKeys, c.probes, e);
-     }},
+    {"probes", [](const toml::table& t, const std::string& p, Errors& e,
+                  Config& c) { load_keys<ProbesConfig>(t, p, kProbeKeys, c.probes, e); }},
     {"peers", nullptr},  // an array of tables: load_peers
 };
 
@@ -694,8 +691,8 @@ const SectionSpec kSections[] = {
 // toml++ 3.3 builds and frees nested tables recursively and bounds only nested values, so
 // a key or table header a few thousand parts deep overflows the stack. A rocewatch config
 // nests three levels; these bounds leave room for any hand-written file.
-constexpr int kMaxDottedParts = 64;    // dots outside strings and comments on one line
-constexpr int kMaxBracketDepth = 32;   // open [ and { outside strings, across lines
+constexpr int kMaxDottedParts = 64;   // dots outside strings and comments on one line
+constexpr int kMaxBracketDepth = 32;  // open [ and { outside strings, across lines
 
 // Where the text nests deeper than the bounds above, as (line, problem); nullopt when it
 // does not. Skips strings (all four kinds) and comments; counts every dot outside them, so
@@ -713,7 +710,8 @@ std::optional<std::pair<int, std::string>> nesting_problem(std::string_view text
         if (!open_string.empty()) {
             // An escape hides the next character (never the closing quote), a line end excepted
             // so that lines stay counted.
-            if (ch == '\\' && open_string[0] == '"' && i + 1 < text.size() && text[i + 1] != '\n') ++i;
+            if (ch == '\\' && open_string[0] == '"' && i + 1 < text.size() && text[i + 1] != '\n')
+                ++i;
             else if (text.substr(i, open_string.size()) == open_string) {
                 i += open_string.size() - 1;
                 open_string = {};

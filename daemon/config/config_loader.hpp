@@ -16,8 +16,8 @@ namespace rocewatch {
 // One thing wrong with a config file, precise enough to fix without reading the code.
 struct ConfigError {
     std::string file;
-    int line = 0;         // 1-based; 0 when the problem has no line (unreadable file)
-    std::string key;      // dotted: "expect.mtu", "rules.mtu_low.for"; "" for syntax errors
+    int line = 0;     // 1-based; 0 when the problem has no line (unreadable file)
+    std::string key;  // dotted: "expect.mtu", "rules.mtu_low.for"; "" for syntax errors
     std::string problem;
 
     // "file:line: key: problem"; the line and the key are left out where they are unknown.

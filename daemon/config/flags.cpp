@@ -22,11 +22,16 @@ const char* const kUsage = R"(usage: rocewatchd [options]
 std::optional<Flags> parse_flags(int argc, char** argv) {
     enum { kConfig = 1000, kCheck, kListen, kSysfs, kProcfs, kState, kLog, kOnce, kVersion, kHelp };
     static const option opts[] = {
-        {"config", required_argument, nullptr, kConfig},    {"check-config", no_argument, nullptr, kCheck},
-        {"listen", required_argument, nullptr, kListen},    {"sysfs-root", required_argument, nullptr, kSysfs},
-        {"procfs-root", required_argument, nullptr, kProcfs}, {"state-dir", required_argument, nullptr, kState},
-        {"log-level", required_argument, nullptr, kLog},    {"once", no_argument, nullptr, kOnce},
-        {"version", no_argument, nullptr, kVersion},        {"help", no_argument, nullptr, kHelp},
+        {"config", required_argument, nullptr, kConfig},
+        {"check-config", no_argument, nullptr, kCheck},
+        {"listen", required_argument, nullptr, kListen},
+        {"sysfs-root", required_argument, nullptr, kSysfs},
+        {"procfs-root", required_argument, nullptr, kProcfs},
+        {"state-dir", required_argument, nullptr, kState},
+        {"log-level", required_argument, nullptr, kLog},
+        {"once", no_argument, nullptr, kOnce},
+        {"version", no_argument, nullptr, kVersion},
+        {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0},
     };
     Flags f;

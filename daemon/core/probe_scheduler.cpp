@@ -28,7 +28,11 @@ bool peer_gone(const std::string& reason) {
 
 ProbeScheduler::ProbeScheduler(std::shared_ptr<const Config> config, ProbeSchedulerDeps deps, ProbeStore& store,
                                std::shared_ptr<spdlog::logger> log, uint64_t seed)
-    : deps_(std::move(deps)), store_(store), log_(std::move(log)), rng_(seed), config_(std::move(config)),
+    : deps_(std::move(deps)),
+      store_(store),
+      log_(std::move(log)),
+      rng_(seed),
+      config_(std::move(config)),
       cur_(config_) {}
 
 ProbeScheduler::~ProbeScheduler() { stop(); }
@@ -165,8 +169,8 @@ const PeerHello* ProbeScheduler::fresh_hello(const ProbeJob& job, SteadyClock::t
     auto it = hellos_.find(job.peer.name);
     if (it != hellos_.end() && it->second.first.hello_ok && now - it->second.second < kHelloMaxAge)
         return &*it->second.first.hello;
-    auto deadline =
-        now + std::min<SteadyClock::duration>(std::chrono::seconds(2), probe_timing(cur_->probes, job.kind).budget);
+    auto deadline = now + std::min<SteadyClock::duration>(std::chrono::seconds(2),
+                                                          probe_timing(cur_->probes, job.kind).budget);
     // An on-demand caller (GET /probe) gives up at its own deadline: so does the hello.
     if (job.deadline) deadline = std::min(deadline, *job.deadline);
     PeerState st;

@@ -25,7 +25,6 @@
 
 namespace rocewatch {
 
-
 // One probe to run: towards which peer, over which rail ("" = the peer's control host).
 struct ProbeJob {
     PeerConfig peer;

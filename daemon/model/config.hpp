@@ -18,50 +18,50 @@ using LatencyLimit = std::chrono::microseconds;
 
 struct DaemonConfig {
     std::string listen = "0.0.0.0:9879";
-    Duration interval{5000};          // counter/sysfs collection interval
+    Duration interval{5000};  // counter/sysfs collection interval
     std::string state_dir = "/var/lib/rocewatch";
     std::string sysfs_root = "/sys";
     std::string procfs_root = "/proc";
     std::string log_level = "info";
-    int http_threads = 4;             // bounded worker pool
-    Duration http_timeout{5000};      // read and write timeout per request
-    size_t history_limit = 1000;      // alert transitions kept (and persisted)
+    int http_threads = 4;         // bounded worker pool
+    Duration http_timeout{5000};  // read and write timeout per request
+    size_t history_limit = 1000;  // alert transitions kept (and persisted)
 };
 
 // What a healthy node looks like. Unset optionals mean "do not judge this".
 struct ExpectConfig {
-    uint32_t mtu = 9000;                        // netdev MTU of every RDMA netdev
-    std::optional<double> port_rate_gbps;       // e.g. 100 for the DGX Spark rails
-    std::optional<int> roce_active_mtu;         // RoCE path MTU; default: the port's max_mtu
-    std::vector<std::string> rails;             // RDMA device names that are rails; empty = all
-    std::vector<std::string> ignore_devices;    // RDMA devices not to judge (e.g. roceP2p1s0f0)
-    std::vector<std::string> interfaces;        // extra netdevs to hold to up/MTU rules
+    uint32_t mtu = 9000;                      // netdev MTU of every RDMA netdev
+    std::optional<double> port_rate_gbps;     // e.g. 100 for the DGX Spark rails
+    std::optional<int> roce_active_mtu;       // RoCE path MTU; default: the port's max_mtu
+    std::vector<std::string> rails;           // RDMA device names that are rails; empty = all
+    std::vector<std::string> ignore_devices;  // RDMA devices not to judge (e.g. roceP2p1s0f0)
+    std::vector<std::string> interfaces;      // extra netdevs to hold to up/MTU rules
 };
 
 struct Thresholds {
-    double symbol_error_per_hour = 120;         // NVSentinel: BER 1e-12
-    double local_ack_timeout_per_second = 1;    // NVSentinel: degraded above 1/s
-    double cnp_per_second = 1000;               // congestion notifications handled/sent
+    double symbol_error_per_hour = 120;       // NVSentinel: BER 1e-12
+    double local_ack_timeout_per_second = 1;  // NVSentinel: degraded above 1/s
+    double cnp_per_second = 1000;             // congestion notifications handled/sent
     double ecn_marked_per_second = 1000;
-    uint32_t flap_transitions = 6;              // carrier changes (3 down/up cycles)...
-    Duration flap_window{std::chrono::minutes(10)};  // ...inside this window
+    uint32_t flap_transitions = 6;                     // carrier changes (3 down/up cycles)...
+    Duration flap_window{std::chrono::minutes(10)};    // ...inside this window
     Duration counter_window{std::chrono::minutes(5)};  // window for "rising" counters
 };
 
 struct RuleSettings {
     bool enabled = true;
-    Duration for_duration{0};                   // pending this long before firing
+    Duration for_duration{0};                        // pending this long before firing
     Duration clear_after{std::chrono::seconds(30)};  // absent this long before resolving
-    std::optional<Severity> severity;           // override of the rule's own severity
+    std::optional<Severity> severity;                // override of the rule's own severity
 };
 
 // [probes.tcp_lat]: small-message ping-pong, often and light.
 struct TcpLatProbeConfig {
     Duration interval{std::chrono::seconds(30)};
-    Duration jitter{std::chrono::seconds(3)};   // each run starts up to this much later
-    uint32_t count = 100;                        // ping-pongs per run
-    uint32_t size = 64;                          // bytes each way
-    Duration timeout{std::chrono::seconds(5)};   // whole probe deadline
+    Duration jitter{std::chrono::seconds(3)};       // each run starts up to this much later
+    uint32_t count = 100;                           // ping-pongs per run
+    uint32_t size = 64;                             // bytes each way
+    Duration timeout{std::chrono::seconds(5)};      // whole probe deadline
     std::optional<LatencyLimit> latency_threshold;  // p99 limit; unset: [probes] latency_threshold
 };
 
@@ -92,8 +92,8 @@ struct RdmaBwProbeConfig {
 struct RdmaLatProbeConfig {
     Duration interval{std::chrono::seconds(60)};
     Duration jitter{std::chrono::seconds(5)};
-    uint32_t count = 1000;                       // ping-pongs (perftest -n)
-    uint32_t size = 2;                           // bytes (perftest default)
+    uint32_t count = 1000;  // ping-pongs (perftest -n)
+    uint32_t size = 2;      // bytes (perftest default)
     Duration timeout{std::chrono::seconds(5)};
     std::optional<LatencyLimit> latency_threshold;  // p99 limit; unset: [probes] latency_threshold
 };
@@ -119,11 +119,11 @@ struct UcxLatProbeConfig {
 
 // [probes]: what this daemon measures towards its peers, and what it grants them.
 struct ProbesConfig {
-    std::string token_file;                      // 64 hex digits; "" = peer probing off
-    uint16_t data_port = 9880;                   // TCP probe data port this daemon serves
+    std::string token_file;                                    // 64 hex digits; "" = peer probing off
+    uint16_t data_port = 9880;                                 // TCP probe data port this daemon serves
     std::vector<std::string> enabled = {"tcp_lat", "tcp_bw"};  // probe kinds run on schedule
-    double bw_fraction_of_link = 0.9;            // probe_bandwidth_low below this fraction
-    Duration latency_threshold{1};               // probe_latency_high above this p99 (kinds without their own)
+    double bw_fraction_of_link = 0.9;                          // probe_bandwidth_low below this fraction
+    Duration latency_threshold{1};  // probe_latency_high above this p99 (kinds without their own)
     TcpLatProbeConfig tcp_lat;
     TcpBwProbeConfig tcp_bw;
     RdmaBwProbeConfig rdma_bw;
@@ -145,22 +145,22 @@ struct ProbeTiming {
 // [[peers.rails]]: one path to a peer. remote_address is the peer's address on that rail.
 struct PeerRailConfig {
     std::string name;
-    std::string local_interface;                 // netdev to bind to ("" = any)
-    std::string local_address;                   // source address ("" = kernel's choice)
+    std::string local_interface;  // netdev to bind to ("" = any)
+    std::string local_address;    // source address ("" = kernel's choice)
     std::string remote_address;
-    std::string local_device;                    // RDMA device (for the RDMA probes)
+    std::string local_device;  // RDMA device (for the RDMA probes)
     std::string remote_device;
 };
 
 // [[peers]]: a peer daemon.
 struct PeerConfig {
     std::string name;
-    std::string address;                         // host:port of its HTTP port (control)
+    std::string address;  // host:port of its HTTP port (control)
     std::vector<PeerRailConfig> rails;
 };
 
 struct Config {
-    std::string source;                         // file it came from, "" for defaults
+    std::string source;  // file it came from, "" for defaults
     DaemonConfig daemon;
     ExpectConfig expect;
     Thresholds thresholds;

@@ -20,9 +20,8 @@ const char* to_string(ProbeKind k) {
 
 const std::vector<ProbeKind>& all_probe_kinds() {
     static const std::vector<ProbeKind> kinds = {
-        ProbeKind::rdma_write_bw, ProbeKind::rdma_write_lat, ProbeKind::rdma_multirail_bw,
-        ProbeKind::tcp_bw,        ProbeKind::tcp_lat,        ProbeKind::ucx_put_bw,
-        ProbeKind::ucx_put_lat,
+        ProbeKind::rdma_write_bw, ProbeKind::rdma_write_lat, ProbeKind::rdma_multirail_bw, ProbeKind::tcp_bw,
+        ProbeKind::tcp_lat,       ProbeKind::ucx_put_bw,     ProbeKind::ucx_put_lat,
     };
     return kinds;
 }

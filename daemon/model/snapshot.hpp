@@ -26,15 +26,15 @@ struct GidEntry {
 
 struct RdmaPort {
     uint32_t port = 1;
-    std::optional<int> state;           // 4
-    std::string state_name;             // "ACTIVE"
-    std::optional<int> phys_state;      // 5
-    std::string phys_state_name;        // "LinkUp"
-    std::optional<double> rate_gbps;    // 100
-    std::string rate_text;              // "100 Gb/sec (4X EDR)"
-    std::string link_layer;             // "Ethernet" (RoCE) or "InfiniBand"
-    std::string netdev;                 // netdev the port is bound to ("" if unknown)
-    std::vector<GidEntry> gids;         // non-empty entries only
+    std::optional<int> state;         // 4
+    std::string state_name;           // "ACTIVE"
+    std::optional<int> phys_state;    // 5
+    std::string phys_state_name;      // "LinkUp"
+    std::optional<double> rate_gbps;  // 100
+    std::string rate_text;            // "100 Gb/sec (4X EDR)"
+    std::string link_layer;           // "Ethernet" (RoCE) or "InfiniBand"
+    std::string netdev;               // netdev the port is bound to ("" if unknown)
+    std::vector<GidEntry> gids;       // non-empty entries only
     // Index of the RoCE v2 GID holding the port netdev's IPv4 address (the one perftest's
     // -x and UCX need); unset when there is none.
     std::optional<int> roce_v2_ipv4_gid_index;
@@ -51,10 +51,10 @@ struct RdmaPort {
     std::optional<uint64_t> xmit_bytes;
     std::optional<uint64_t> rcv_bytes;
     // From libibverbs where the device is visible to it (sysfs has none of these).
-    std::optional<int> active_mtu;      // bytes: 256..4096
+    std::optional<int> active_mtu;  // bytes: 256..4096
     std::optional<int> max_mtu;
-    std::optional<int> active_speed;    // ibv enum value
-    std::optional<int> active_width;    // ibv enum value
+    std::optional<int> active_speed;  // ibv enum value
+    std::optional<int> active_width;  // ibv enum value
     // Filled by the trend stage: per-second rates over the last interval, keyed by the
     // same names as counters/hw_counters ("port_xmit_data" rate is in bytes/s already).
     std::map<std::string, double> rates;
@@ -63,14 +63,14 @@ struct RdmaPort {
 };
 
 struct RdmaDevice {
-    std::string name;            // "rocep1s0f0", "rxe0"
-    std::string driver;          // "mlx5_core", "rxe", ... (best effort)
+    std::string name;    // "rocep1s0f0", "rxe0"
+    std::string driver;  // "mlx5_core", "rxe", ... (best effort)
     std::string node_guid;
     std::string sys_image_guid;
     std::string fw_ver;
     std::string board_id;
     std::string hca_type;
-    std::string node_type;       // "1: CA"
+    std::string node_type;             // "1: CA"
     std::vector<std::string> netdevs;  // device/net/* or the rxe parent
     std::vector<RdmaPort> ports;
 };
@@ -78,23 +78,23 @@ struct RdmaDevice {
 // ---------------------------------------------------------------- links (netlink)
 
 struct Address {
-    int family = 0;              // AF_INET / AF_INET6
-    std::string address;         // "192.168.100.11"
+    int family = 0;       // AF_INET / AF_INET6
+    std::string address;  // "192.168.100.11"
     int prefixlen = 0;
-    std::string scope;           // "global", "link", "host"
+    std::string scope;  // "global", "link", "host"
 };
 
 struct BondInfo {
-    std::string mode;            // "balance-rr", "active-backup", "balance-xor", "802.3ad", ...
+    std::string mode;  // "balance-rr", "active-backup", "balance-xor", "802.3ad", ...
     std::optional<uint32_t> miimon;
-    std::string xmit_hash_policy;  // "layer2", "layer3+4", ...
-    std::string active_slave;      // name, "" when none
+    std::string xmit_hash_policy;     // "layer2", "layer3+4", ...
+    std::string active_slave;         // name, "" when none
     std::vector<std::string> slaves;  // filled from the slaves' master index
 };
 
 struct BondSlaveInfo {
-    std::string state;           // "active" / "backup"
-    std::string mii_status;      // "up" / "down"
+    std::string state;       // "active" / "backup"
+    std::string mii_status;  // "up" / "down"
     std::optional<uint32_t> link_failure_count;
     std::string perm_hwaddr;
     std::optional<uint32_t> link_failure_increase;  // trend stage: over the judging window
@@ -103,18 +103,18 @@ struct BondSlaveInfo {
 struct Link {
     int ifindex = 0;
     std::string name;
-    std::string kind;            // IFLA_INFO_KIND: "bond", "veth", "macvlan", "" for physical
-    std::string operstate;       // "up", "down", "lowerlayerdown", "unknown", ...
-    bool admin_up = false;       // IFF_UP
+    std::string kind;       // IFLA_INFO_KIND: "bond", "veth", "macvlan", "" for physical
+    std::string operstate;  // "up", "down", "lowerlayerdown", "unknown", ...
+    bool admin_up = false;  // IFF_UP
     bool carrier = false;
     std::optional<uint32_t> carrier_changes;  // IFLA_CARRIER_CHANGES
     uint32_t mtu = 0;
     int master_ifindex = 0;
-    std::string master;          // name of the master, "" when none
+    std::string master;  // name of the master, "" when none
     std::string mac;
     std::vector<Address> addresses;
-    std::optional<BondInfo> bond;         // when kind == "bond"
-    std::optional<BondSlaveInfo> slave;   // when enslaved to a bond
+    std::optional<BondInfo> bond;        // when kind == "bond"
+    std::optional<BondSlaveInfo> slave;  // when enslaved to a bond
     // Trend stage: carrier transitions inside the flap window.
     uint32_t transitions_in_window = 0;
 };
@@ -123,21 +123,21 @@ struct Link {
 
 struct HostInfo {
     std::string hostname;
-    bool nvidia_gpu_present = false;      // a PCI display/3D controller with vendor 0x10de
-    bool nvidia_peermem_loaded = false;   // /sys/module/nvidia_peermem
-    std::string ucx_version;              // "" where UCX is not built in
+    bool nvidia_gpu_present = false;     // a PCI display/3D controller with vendor 0x10de
+    bool nvidia_peermem_loaded = false;  // /sys/module/nvidia_peermem
+    std::string ucx_version;             // "" where UCX is not built in
 };
 
 // ---------------------------------------------------------------- collection health
 
 struct CollectorStatus {
-    std::string name;            // "sysfs", "netlink", "verbs", "host"
+    std::string name;  // "sysfs", "netlink", "verbs", "host"
     bool success = false;
     double duration_seconds = 0;
-    uint64_t read_errors = 0;    // files skipped this round
-    std::string last_error;      // most recent error text, "" when none
+    uint64_t read_errors = 0;         // files skipped this round
+    std::string last_error;           // most recent error text, "" when none
     std::vector<std::string> errors;  // this round's errors, "path: reason", the first few dozen
-    TimePoint last_success{};    // when the data it contributed was read; older when it failed
+    TimePoint last_success{};         // when the data it contributed was read; older when it failed
 };
 
 // ---------------------------------------------------------------- verdicts
@@ -147,11 +147,11 @@ enum class AlertState { inactive, pending, firing, resolved };
 
 // One finding of one rule about one object, as the pure rule evaluation produces it.
 struct Finding {
-    std::string rule;            // "port_down"
-    std::string object;          // "rocep1s0f0/1", "enp1s0f0np0", "bond0"
+    std::string rule;    // "port_down"
+    std::string object;  // "rocep1s0f0/1", "enp1s0f0np0", "bond0"
     Severity severity = Severity::warning;
-    std::string summary;         // one line: what is wrong, where
-    std::string action;          // what to do
+    std::string summary;                         // one line: what is wrong, where
+    std::string action;                          // what to do
     std::map<std::string, std::string> details;  // figures behind the verdict
 };
 
@@ -163,9 +163,9 @@ struct Alert {
     std::string summary;
     std::string action;
     std::map<std::string, std::string> details;
-    TimePoint since{};           // entered the current state
-    TimePoint first_seen{};      // first pending
-    TimePoint last_seen{};       // the finding was last present
+    TimePoint since{};       // entered the current state
+    TimePoint first_seen{};  // first pending
+    TimePoint last_seen{};   // the finding was last present
 };
 
 struct AlertTransition {
@@ -182,11 +182,11 @@ struct AlertTransition {
 
 struct DaemonStatus {
     TimePoint started_at{};
-    std::string config_source;            // file path, "" for built-in defaults
-    bool config_last_reload_ok = true;    // false when the last SIGHUP reload was rejected
-    TimePoint config_last_reload{};       // when the running config was loaded
+    std::string config_source;                    // file path, "" for built-in defaults
+    bool config_last_reload_ok = true;            // false when the last SIGHUP reload was rejected
+    TimePoint config_last_reload{};               // when the running config was loaded
     std::vector<std::string> config_last_errors;  // why the last reload was rejected
-    bool ready = false;                   // first full collection done
+    bool ready = false;                           // first full collection done
 };
 
 struct Config;
@@ -202,15 +202,15 @@ struct Snapshot {
     std::vector<RdmaDevice> devices;
     std::vector<Link> links;
     std::vector<CollectorStatus> collectors;
-    std::vector<Alert> alerts;   // pending and firing
+    std::vector<Alert> alerts;                                    // pending and firing
     std::shared_ptr<const std::vector<AlertTransition>> history;  // oldest first
-    std::shared_ptr<const Config> config;                          // the config in force
+    std::shared_ptr<const Config> config;                         // the config in force
     // Latest probe results per (peer, rail, kind) with a short history, and peer hellos;
     // never null once the engine published (an empty book while probing is off).
     std::shared_ptr<const ProbeBook> probes;
     DaemonStatus daemon;
-    uint64_t netlink_events = 0;     // events seen since start
-    uint64_t netlink_resyncs = 0;    // re-dumps after buffer overruns
+    uint64_t netlink_events = 0;   // events seen since start
+    uint64_t netlink_resyncs = 0;  // re-dumps after buffer overruns
 };
 
 // Overall verdict: critical if any critical alert fires, warning if any alert fires.

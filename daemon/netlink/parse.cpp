@@ -73,25 +73,24 @@ std::string name_or_unknown(std::span<const char* const> names, unsigned v) {
 
 std::string operstate_name(uint8_t v) {
     // Index = IF_OPER_* (linux/if.h), spelled as iproute2 prints them, lower case.
-    static constexpr std::array<const char*, 7> kNames = {
-        "unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up"};
+    static constexpr std::array<const char*, 7> kNames = {"unknown", "notpresent", "down", "lowerlayerdown",
+                                                          "testing", "dormant",    "up"};
     static_assert(IF_OPER_UP == 6 && IF_OPER_UNKNOWN == 0);
     return name_or_unknown(kNames, v);
 }
 
 std::string bond_mode_name(uint8_t v) {
     // Index = BOND_MODE_*; names as the bonding driver's sysfs `mode` file spells them.
-    static constexpr std::array<const char*, 7> kNames = {
-        "balance-rr", "active-backup", "balance-xor", "broadcast",
-        "802.3ad",    "balance-tlb",   "balance-alb"};
+    static constexpr std::array<const char*, 7> kNames = {"balance-rr", "active-backup", "balance-xor", "broadcast",
+                                                          "802.3ad",    "balance-tlb",   "balance-alb"};
     static_assert(BOND_MODE_ROUNDROBIN == 0 && BOND_MODE_ALB == 6);
     return name_or_unknown(kNames, v);
 }
 
 std::string xmit_hash_policy_name(uint8_t v) {
     // Index = BOND_XMIT_POLICY_*.
-    static constexpr std::array<const char*, 6> kNames = {
-        "layer2", "layer3+4", "layer2+3", "encap2+3", "encap3+4", "vlan+srcmac"};
+    static constexpr std::array<const char*, 6> kNames = {"layer2",   "layer3+4", "layer2+3",
+                                                          "encap2+3", "encap3+4", "vlan+srcmac"};
     static_assert(BOND_XMIT_POLICY_LAYER2 == 0 && BOND_XMIT_POLICY_VLAN_SRCMAC == 5);
     return name_or_unknown(kNames, v);
 }
@@ -106,10 +105,8 @@ std::string mii_status_name(uint8_t v) {
     // Index = BOND_LINK_* (uapi if_bonding.h), as /proc/net/bonding words them. FAIL (1) is
     // "down, waiting out downdelay"; with downdelay 0 the kernel moves on to DOWN (2) in
     // the same miimon tick, so a dead slave normally reads "down".
-    static constexpr std::array<const char*, 4> kNames = {"up", "going down", "down",
-                                                          "going back"};
-    static_assert(BOND_LINK_UP == 0 && BOND_LINK_FAIL == 1 && BOND_LINK_DOWN == 2 &&
-                  BOND_LINK_BACK == 3);
+    static constexpr std::array<const char*, 4> kNames = {"up", "going down", "down", "going back"};
+    static_assert(BOND_LINK_UP == 0 && BOND_LINK_FAIL == 1 && BOND_LINK_DOWN == 2 && BOND_LINK_BACK == 3);
     return name_or_unknown(kNames, v);
 }
 
@@ -132,8 +129,7 @@ BondInfo parse_bond(const nlattr* data) {
     if (nla_parse_nested(tb, IFLA_BOND_MAX, mut(data), nullptr) < 0) return b;
     if (auto v = get_uint<uint8_t>(tb[IFLA_BOND_MODE])) b.mode = bond_mode_name(*v);
     b.miimon = get_uint<uint32_t>(tb[IFLA_BOND_MIIMON]);
-    if (auto v = get_uint<uint8_t>(tb[IFLA_BOND_XMIT_HASH_POLICY]))
-        b.xmit_hash_policy = xmit_hash_policy_name(*v);
+    if (auto v = get_uint<uint8_t>(tb[IFLA_BOND_XMIT_HASH_POLICY])) b.xmit_hash_policy = xmit_hash_policy_name(*v);
     if (auto v = get_uint<uint32_t>(tb[IFLA_BOND_ACTIVE_SLAVE]); v && *v != 0)
         b.active_slave = std::to_string(*v);  // resolved to a name by assemble_links()
     return b;
@@ -158,8 +154,7 @@ void parse_linkinfo(const nlattr* linkinfo, Link& l) {
     l.kind = get_string(li[IFLA_INFO_KIND]);
     if (l.kind == "bond") l.bond = parse_bond(li[IFLA_INFO_DATA]);
     // A bridge or team port carries its own slave kind; only bond ports fill `slave`.
-    if (get_string(li[IFLA_INFO_SLAVE_KIND]) == "bond")
-        l.slave = parse_bond_slave(li[IFLA_INFO_SLAVE_DATA]);
+    if (get_string(li[IFLA_INFO_SLAVE_KIND]) == "bond") l.slave = parse_bond_slave(li[IFLA_INFO_SLAVE_DATA]);
 }
 
 }  // namespace
@@ -169,8 +164,7 @@ std::optional<Link> parse_link_message(const nlmsghdr* nlh) {
     nlattr* tb[IFLA_MAX + 1] = {};
     // No policy: libnl would reject the whole message for one short attribute, and we
     // would rather skip just that attribute (get_uint checks lengths).
-    if (nlmsg_parse(const_cast<nlmsghdr*>(nlh), sizeof(ifinfomsg), tb, IFLA_MAX, nullptr) < 0)
-        return std::nullopt;
+    if (nlmsg_parse(const_cast<nlmsghdr*>(nlh), sizeof(ifinfomsg), tb, IFLA_MAX, nullptr) < 0) return std::nullopt;
     ifinfomsg ifi{};
     std::memcpy(&ifi, nlmsg_data(nlh), sizeof ifi);
 
@@ -194,8 +188,7 @@ std::optional<Link> parse_link_message(const nlmsghdr* nlh) {
 std::optional<std::pair<int, Address>> parse_addr_message(const nlmsghdr* nlh) {
     if (nlh == nullptr || nlh->nlmsg_type != RTM_NEWADDR) return std::nullopt;
     nlattr* tb[IFA_MAX + 1] = {};
-    if (nlmsg_parse(const_cast<nlmsghdr*>(nlh), sizeof(ifaddrmsg), tb, IFA_MAX, nullptr) < 0)
-        return std::nullopt;
+    if (nlmsg_parse(const_cast<nlmsghdr*>(nlh), sizeof(ifaddrmsg), tb, IFA_MAX, nullptr) < 0) return std::nullopt;
     ifaddrmsg ifa{};
     std::memcpy(&ifa, nlmsg_data(nlh), sizeof ifa);
 
@@ -234,14 +227,11 @@ std::optional<std::pair<int, Address>> parse_addr_message(const nlmsghdr* nlh) {
     return std::pair<int, Address>{static_cast<int>(ifa.ifa_index), std::move(a)};
 }
 
-std::vector<Link> assemble_links(std::vector<Link> links,
-                                 const std::vector<std::pair<int, Address>>& addrs) {
+std::vector<Link> assemble_links(std::vector<Link> links, const std::vector<std::pair<int, Address>>& addrs) {
     // Stable sort keeps dump order among duplicates, so "keep the last" means "newest".
-    std::stable_sort(links.begin(), links.end(),
-                     [](const Link& a, const Link& b) { return a.ifindex < b.ifindex; });
-    auto last_of_each = std::unique(links.rbegin(), links.rend(), [](const Link& a, const Link& b) {
-        return a.ifindex == b.ifindex;
-    });
+    std::stable_sort(links.begin(), links.end(), [](const Link& a, const Link& b) { return a.ifindex < b.ifindex; });
+    auto last_of_each = std::unique(links.rbegin(), links.rend(),
+                                    [](const Link& a, const Link& b) { return a.ifindex == b.ifindex; });
     links.erase(links.begin(), last_of_each.base());
 
     auto find = [&links](int ifindex) -> Link* {

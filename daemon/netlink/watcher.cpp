@@ -53,9 +53,7 @@ struct CbDeleter {
     void operator()(nl_cb* c) const noexcept { nl_cb_put(c); }
 };
 
-std::string nl_error(const std::string& what, int err) {
-    return "netlink: " + what + ": " + nl_geterror(err);
-}
+std::string nl_error(const std::string& what, int err) { return "netlink: " + what + ": " + nl_geterror(err); }
 
 struct DumpResult {
     std::vector<Link> links;
@@ -130,11 +128,8 @@ void NetlinkWatcher::NlSockDeleter::operator()(nl_sock* s) const noexcept { nl_s
 NetlinkWatcher::NetlinkWatcher(std::shared_ptr<spdlog::logger> log, OnChange on_change)
     : log_(std::move(log)), on_change_(std::move(on_change)) {}
 
-std::unique_ptr<NetlinkWatcher> NetlinkWatcher::create(std::shared_ptr<spdlog::logger> log,
-                                                       OnChange on_change) {
-    if (!log)
-        log = std::make_shared<spdlog::logger>("netlink",
-                                               std::make_shared<spdlog::sinks::null_sink_mt>());
+std::unique_ptr<NetlinkWatcher> NetlinkWatcher::create(std::shared_ptr<spdlog::logger> log, OnChange on_change) {
+    if (!log) log = std::make_shared<spdlog::logger>("netlink", std::make_shared<spdlog::sinks::null_sink_mt>());
     // Not make_unique: the constructor is private so create() is the only way in.
     std::unique_ptr<NetlinkWatcher> w(new NetlinkWatcher(std::move(log), std::move(on_change)));
     w->open();
@@ -165,8 +160,8 @@ void NetlinkWatcher::open() {
     // interleave with dump replies and break libnl's sequence checks.
     event_sock_ = connect("event");
     nl_socket_disable_seq_check(event_sock_.get());
-    if (int err = nl_socket_add_memberships(event_sock_.get(), RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR,
-                                            RTNLGRP_IPV6_IFADDR, 0);
+    if (int err = nl_socket_add_memberships(event_sock_.get(), RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
+                                            0);
         err < 0)
         throw std::runtime_error(nl_error("cannot subscribe to link/address events", err));
     if (int err = nl_socket_set_nonblocking(event_sock_.get()); err < 0)
@@ -178,16 +173,14 @@ void NetlinkWatcher::open() {
     // Beyond rmem_max only with CAP_NET_ADMIN; without it we keep what SO_RCVBUF gave.
     int want = kEventBufferBytes;
     if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
-        log_->debug("netlink: SO_RCVBUFFORCE refused ({}), event buffer capped by rmem_max",
-                    std::strerror(errno));
+        log_->debug("netlink: SO_RCVBUFFORCE refused ({}), event buffer capped by rmem_max", std::strerror(errno));
     int got = 0;
     socklen_t len = sizeof got;
     if (::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len) == 0)
         log_->debug("netlink: event socket receive buffer {} bytes", got);
 
     stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (stop_fd_ < 0)
-        throw std::runtime_error(std::string("netlink: eventfd failed: ") + std::strerror(errno));
+    if (stop_fd_ < 0) throw std::runtime_error(std::string("netlink: eventfd failed: ") + std::strerror(errno));
 }
 
 std::vector<Link> NetlinkWatcher::dump() {
@@ -202,8 +195,7 @@ std::vector<Link> NetlinkWatcher::dump() {
             if (attempt == kMaxDumpAttempts) {
                 // Still usable; and the change that interrupted us also sent an event, so
                 // the event thread dumps again.
-                log_->warn("netlink: dump interrupted by changes {} times in a row; using the last one",
-                           attempt);
+                log_->warn("netlink: dump interrupted by changes {} times in a row; using the last one", attempt);
                 break;
             }
         }
@@ -344,8 +336,7 @@ void NetlinkWatcher::run() {
             ok = drain_events(overrun);
             const auto deadline = SteadyClock::now() + kMaxCoalesce;
             while (ok) {
-                const auto left =
-                    std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()).count();
+                const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()).count();
                 if (left <= 0) break;
                 pollfd again[2] = {{stop_fd_, POLLIN, 0}, {efd, POLLIN, 0}};
                 const int m = ::poll(again, 2, static_cast<int>(std::min<long long>(kQuietMs, left)));

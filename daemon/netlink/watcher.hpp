@@ -19,7 +19,7 @@ class logger;
 namespace rocewatch {
 
 class NetlinkWatcher {
- public:
+public:
     using OnChange = std::function<void()>;
 
     // Opens the sockets and does a first full dump; throws std::runtime_error with a clear
@@ -27,8 +27,7 @@ class NetlinkWatcher {
     // change between create() and start() is lost: it is picked up when the thread starts.
     // `log` may be null (logs are dropped). `on_change` runs on the event thread after each
     // new view is stored; it must not call stop() or destroy the watcher.
-    static std::unique_ptr<NetlinkWatcher> create(std::shared_ptr<spdlog::logger> log,
-                                                  OnChange on_change);
+    static std::unique_ptr<NetlinkWatcher> create(std::shared_ptr<spdlog::logger> log, OnChange on_change);
     ~NetlinkWatcher();  // stops the thread
 
     NetlinkWatcher(const NetlinkWatcher&) = delete;
@@ -53,15 +52,15 @@ class NetlinkWatcher {
     // minimum of a few KiB) so tests can force an ENOBUFS overrun. Not for production use.
     void set_event_buffer_size_for_testing(int bytes);
 
- private:
+private:
     struct NlSockDeleter {
         void operator()(nl_sock* s) const noexcept;
     };
     using NlSockPtr = std::unique_ptr<nl_sock, NlSockDeleter>;
 
     NetlinkWatcher(std::shared_ptr<spdlog::logger> log, OnChange on_change);
-    void open();   // sockets, subscriptions, stop eventfd; throws
-    void run();    // the event thread
+    void open();  // sockets, subscriptions, stop eventfd; throws
+    void run();   // the event thread
     // Reads everything queued on the event socket without blocking. Returns false on a
     // socket error other than an overrun; sets `overrun` when the kernel dropped events.
     bool drain_events(bool& overrun);

@@ -51,8 +51,7 @@ ProbeResult tcp_prober(const ProberContext& ctx, const std::string&, const Probe
         auto where = parse_listen_address(job.peer.address);
         std::string why = "the peer's address " + job.peer.address + " is not host:port";
         auto numeric = where ? api::resolve_host(where->host, d.at, why) : std::nullopt;
-        if (!numeric)
-            return failed(job, d.expired() ? reason::timeout : reason::peer_unreachable, why);
+        if (!numeric) return failed(job, d.expired() ? reason::timeout : reason::peer_unreachable, why);
         t.address = *numeric;
     }
     t.port = hello.data_port;
@@ -76,8 +75,8 @@ SessionExchange exchange_with(const ProbeJob& job, const std::string& token_hex,
     };
 }
 
-ProbeResult rdma_prober(const ProberContext& ctx, const std::string& token_hex, const ProbeJob& job,
-                        const PeerHello&, Deadline d) {
+ProbeResult rdma_prober(const ProberContext& ctx, const std::string& token_hex, const ProbeJob& job, const PeerHello&,
+                        Deadline d) {
     auto s = ctx.snapshot();
     return run_rdma_job(*ctx.config(), s.get(), job, exchange_with(job, token_hex, "/api/v1/peer/rdma"), d);
 }
@@ -175,21 +174,24 @@ ProbeResult Probers::run(const ProbeJob& job, const PeerHello& hello, Deadline d
 ProbeSchedulerDeps Probers::scheduler_deps() const {
     return ProbeSchedulerDeps{
         .run = [this](const ProbeJob& job, const PeerHello& hello, Deadline d) { return run(job, hello, d); },
-        .hello = [this](const PeerConfig& peer, SteadyClock::time_point d) { return api::fetch_hello(peer, token_hex_, d); },
-        .rail_utilisation = [this](const ProbeJob& job) {
-            auto s = ctx_.snapshot();
-            return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;
-        },
+        .hello = [this](const PeerConfig& peer,
+                        SteadyClock::time_point d) { return api::fetch_hello(peer, token_hex_, d); },
+        .rail_utilisation =
+            [this](const ProbeJob& job) {
+                auto s = ctx_.snapshot();
+                return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;
+            },
         .available = [this](ProbeKind k) { return available(k); },
     };
 }
 
 std::vector<SessionKind> Probers::session_kinds() const {
-    std::vector<SessionKind> kinds{{"/api/v1/peer/rdma", "RDMA",
-                                    [](const Config& c, const Snapshot& s, const nlohmann::json& r, const std::atomic<bool>* x) {
-                                        auto a = accept_rdma_session(c, s, r, x);
-                                        return std::make_pair(std::move(a.reply), std::move(a.serve));
-                                    }}};
+    std::vector<SessionKind> kinds{
+        {"/api/v1/peer/rdma", "RDMA",
+         [](const Config& c, const Snapshot& s, const nlohmann::json& r, const std::atomic<bool>* x) {
+             auto a = accept_rdma_session(c, s, r, x);
+             return std::make_pair(std::move(a.reply), std::move(a.serve));
+         }}};
     if (available(ProbeKind::ucx_put_lat))
         kinds.push_back({"/api/v1/peer/ucx", "UCX",
                          [exe = ctx_.self_exe](const Config& c, const Snapshot&, const nlohmann::json& r,

@@ -66,8 +66,10 @@ ProbeResult run_rdma_job(const Config& cfg, const Snapshot* snap, const ProbeJob
                          Deadline deadline) {
     std::string why;
     std::optional<RdmaClientPlan> plan;
-    if (snap) plan = rdma_plan(cfg, *snap, job, why);
-    else why = "no snapshot yet";
+    if (snap)
+        plan = rdma_plan(cfg, *snap, job, why);
+    else
+        why = "no snapshot yet";
     if (!plan) {
         ProbeResult r;
         r.kind = job.kind;
@@ -104,7 +106,8 @@ RdmaServeLimits rdma_serve_limits(const Config& cfg) {
     l.max_message_size = std::max(bw.message_size, lat.size);
     l.max_qps_per_rail = bw.qps_per_rail;
     l.max_session_seconds = std::max(seconds(probe_timing(cfg.probes, ProbeKind::rdma_write_bw).budget),
-                                     seconds(lat.timeout)) + 5;
+                                     seconds(lat.timeout)) +
+                            5;
     l.retry_cnt = kRetryCount;
     return l;
 }

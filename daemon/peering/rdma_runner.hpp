@@ -18,8 +18,7 @@ namespace rocewatch {
 
 // The active side's plan for a job: per-rail kinds use the job's rail, rdma_multirail_bw
 // every rail of the peer. nullopt with `why` when a rail has no usable local RDMA port.
-std::optional<RdmaClientPlan> rdma_plan(const Config& cfg, const Snapshot& snap, const ProbeJob& job,
-                                        std::string& why);
+std::optional<RdmaClientPlan> rdma_plan(const Config& cfg, const Snapshot& snap, const ProbeJob& job, std::string& why);
 
 // Runs one RDMA job; `exchange` carries the session request to the peer. Never throws.
 ProbeResult run_rdma_job(const Config& cfg, const Snapshot* snap, const ProbeJob& job, const SessionExchange& exchange,

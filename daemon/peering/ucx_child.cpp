@@ -79,7 +79,8 @@ int run_ucx_session_child() {
                 r = ucx_put_bw(ep, remote, b, deadline);
             }
         } else {
-            r = lat ? ucx_put_lat_serve(ep, remote, UcxLatSettings{size, s.value("iterations", uint64_t{1000})}, deadline)
+            r = lat ? ucx_put_lat_serve(ep, remote, UcxLatSettings{size, s.value("iterations", uint64_t{1000})},
+                                        deadline)
                     : ucx_put_bw_serve(ep, deadline);
         }
         say(json{{"result", api::probe_result_json(r)}});

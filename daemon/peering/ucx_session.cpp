@@ -171,9 +171,8 @@ std::optional<json> UcxChild::receive(Deadline deadline, std::string& why) {
 
 // ---------------------------------------------------------------- active side
 
-ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe,
-                        const SessionExchange& exchange, Deadline deadline,
-                        const std::vector<std::pair<std::string, RdmaTxCounter>>& rails) {
+ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe, const SessionExchange& exchange,
+                        Deadline deadline, const std::vector<std::pair<std::string, RdmaTxCounter>>& rails) {
     const auto t0 = SteadyClock::now();
     const ProbeKind kind = job.kind;
     std::string granted_id;  // the peer's session, once granted: ended early if our side fails
@@ -198,10 +197,11 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
         child->send(first);
         // Opening a UCX context takes tens of milliseconds; a few seconds at most.
         auto opened = child->receive(deadline.min(Deadline::after(std::chrono::seconds(10))), why);
-        if (!opened) return done(failed_result(kind, why, "the UCX session process did not open an endpoint (" + why + ")"));
+        if (!opened)
+            return done(failed_result(kind, why, "the UCX session process did not open an endpoint (" + why + ")"));
         if (!opened->contains("endpoint"))
             return done(failed_result(kind, opened->value("reason", std::string(reason::internal_error)),
-                               "local UCX: " + opened->value("detail", std::string())));
+                                      "local UCX: " + opened->value("detail", std::string())));
         json request = session;
         request["endpoint"] = (*opened)["endpoint"];
         request["timeout"] = deadline.remaining_seconds() + 2;  // the peer waits a little longer than we do
@@ -209,7 +209,7 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
         if (!reply.body) return done(failed_result(kind, reply.reason, reply.detail));
         if (!reply.body->contains("endpoint"))
             return done(failed_result(kind, reply.body->value("reason", std::string(reason::protocol_error)),
-                               "peer: " + reply.body->value("detail", std::string("refused the UCX session"))));
+                                      "peer: " + reply.body->value("detail", std::string("refused the UCX session"))));
         granted_id = granted_session(*reply.body);
         // Which rails the run used: their counters around it (wire-up included, a few KB).
         std::vector<std::optional<uint64_t>> before;
@@ -220,13 +220,15 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
         auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1)}, why);
         if (!result || !result->contains("result"))
             return done(failed_result(kind, why.empty() ? reason::protocol_error : why,
-                               why == reason::peer_closed ? "the UCX session process died (see the daemon's log)"
-                                                          : "no result from the UCX session process (" + why + ")"));
+                                      why == reason::peer_closed
+                                          ? "the UCX session process died (see the daemon's log)"
+                                          : "no result from the UCX session process (" + why + ")"));
         auto r = api::probe_result_from_json((*result)["result"], kind);
         for (size_t i = 0; i < before.size(); ++i) {
             auto after = read_tx_counter(rails[i].second);
             if (before[i] && after && *after >= *before[i]) r.bytes_per_rail[rails[i].first] = *after - *before[i];
-            r.info["rail." + rails[i].first + ".counter"] = rails[i].second.source.empty() ? "none" : rails[i].second.source;
+            r.info["rail." + rails[i].first + ".counter"] = rails[i].second.source.empty() ? "none"
+                                                                                           : rails[i].second.source;
         }
         return done(std::move(r));
     } catch (const std::exception& e) {
@@ -247,7 +249,8 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
         if (!kind || !is_ucx_kind(*kind)) return refuse(reason::bad_target, "kind must be ucx_put_bw or ucx_put_lat");
         const bool lat = *kind == ProbeKind::ucx_put_lat;
         const SessionBudget b = lat ? SessionBudget{cfg.probes.ucx_lat.size, cfg.probes.ucx_lat.count, 0, 0}
-                                    : SessionBudget{cfg.probes.ucx_bw.message_size, 0, seconds(cfg.probes.ucx_bw.duration), 0};
+                                    : SessionBudget{cfg.probes.ucx_bw.message_size, 0,
+                                                    seconds(cfg.probes.ucx_bw.duration), 0};
         const auto size_j = json_uint_or<uint32_t>(req, "message_size", 0);
         const auto iterations_j = json_uint_or<uint64_t>(req, "iterations", 0);
         if (!size_j || !iterations_j)
@@ -258,24 +261,25 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
         const auto timeout = req.value("timeout", 0.0);
         if (auto why = session_over_budget(lat, size, iterations, secs, b); !why.empty())
             return refuse(reason::bad_target, why);
-        if (timeout <= 0 || !req.contains("endpoint")) return refuse(reason::protocol_error, "timeout or endpoint missing");
+        if (timeout <= 0 || !req.contains("endpoint"))
+            return refuse(reason::protocol_error, "timeout or endpoint missing");
         const double max_session = seconds(probe_timing(cfg.probes, *kind).budget) + 5;
         const auto deadline = Deadline::after_seconds(std::min(timeout, max_session));
 
         std::string why;
         std::shared_ptr<UcxChild> child = UcxChild::spawn(exe, why);
         if (!child) return refuse(reason::local_resources, why);
-        json first{{"role", "passive"},   {"kind", to_string(*kind)}, {"message_size", size},
-                   {"iterations", iterations}, {"seconds", secs},     {"timeout", deadline.remaining_seconds()},
+        json first{{"role", "passive"},        {"kind", to_string(*kind)}, {"message_size", size},
+                   {"iterations", iterations}, {"seconds", secs},          {"timeout", deadline.remaining_seconds()},
                    {"remote", req["endpoint"]}};
         child->send(first);
         auto opened = child->receive(deadline.min(Deadline::after(std::chrono::seconds(10))), why);
         if (!opened)
             return refuse(why == reason::peer_closed ? reason::protocol_error : why,
-                          "the UCX session process " +
-                              std::string(why == reason::peer_closed ? "died on the request (a malformed worker "
-                                                                       "address or rkey aborts UCX)"
-                                                                     : "did not open an endpoint (" + why + ")"));
+                          "the UCX session process " + std::string(why == reason::peer_closed
+                                                                       ? "died on the request (a malformed worker "
+                                                                         "address or rkey aborts UCX)"
+                                                                       : "did not open an endpoint (" + why + ")"));
         if (!opened->contains("endpoint"))
             return refuse(opened->value("reason", std::string(reason::internal_error)),
                           opened->value("detail", std::string()));
@@ -287,7 +291,8 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
             std::string why;
             auto result = child->receive(wait, why);
             if (wait.cancelled()) return failed_result(k, reason::peer_closed, "the peer ended the session");
-            if (!result || !result->contains("result")) return failed_result(k, why, "no result from the UCX session process");
+            if (!result || !result->contains("result"))
+                return failed_result(k, why, "no result from the UCX session process");
             return api::probe_result_from_json((*result)["result"], k);
         };
         return a;

@@ -63,14 +63,13 @@ private:
 // `exchange` (POST /api/v1/peer/ucx), the run. Never throws; the child never outlives it.
 // `rails` are the peer's rails with their transmit counters (rail_tx_counters): a bandwidth
 // run reads them around its run, so bytes_per_rail says which rails UCX really used.
-ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe,
-                        const SessionExchange& exchange, Deadline deadline,
-                        const std::vector<std::pair<std::string, RdmaTxCounter>>& rails = {});
+ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::string& exe, const SessionExchange& exchange,
+                        Deadline deadline, const std::vector<std::pair<std::string, RdmaTxCounter>>& rails = {});
 
 // The passive side of a peer's request, checked against our own [probes.ucx_*] budget.
 struct UcxSessionAccept {
-    nlohmann::json reply;                  // {"endpoint": info} or {"reason", "detail"}
-    std::function<ProbeResult()> serve;    // waits for the child's result; empty if refused
+    nlohmann::json reply;                // {"endpoint": info} or {"reason", "detail"}
+    std::function<ProbeResult()> serve;  // waits for the child's result; empty if refused
     [[nodiscard]] bool ok() const { return static_cast<bool>(serve); }
 };
 UcxSessionAccept accept_ucx_session(const Config& cfg, const nlohmann::json& request, const std::string& exe,

@@ -43,7 +43,12 @@ AlertTracker::AlertTracker(size_t history_limit)
 
 void AlertTracker::record(std::vector<AlertTransition>& out, const Alert& a, AlertState from, AlertState to,
                           TimePoint at) {
-    out.push_back({.at = at, .rule = a.rule, .object = a.object, .severity = a.severity, .from = from, .to = to,
+    out.push_back({.at = at,
+                   .rule = a.rule,
+                   .object = a.object,
+                   .severity = a.severity,
+                   .from = from,
+                   .to = to,
                    .summary = a.summary});
 }
 
@@ -58,9 +63,16 @@ void AlertTracker::update(const std::vector<Finding>& findings, const Config& c,
         const RuleSettings rs = rule_settings(c, f.rule);
         auto it = alerts_.find(key);
         if (it == alerts_.end()) {
-            Alert a{.rule = f.rule, .object = f.object, .severity = f.severity, .state = AlertState::pending,
-                    .summary = f.summary, .action = f.action, .details = f.details, .since = now,
-                    .first_seen = now, .last_seen = now};
+            Alert a{.rule = f.rule,
+                    .object = f.object,
+                    .severity = f.severity,
+                    .state = AlertState::pending,
+                    .summary = f.summary,
+                    .action = f.action,
+                    .details = f.details,
+                    .since = now,
+                    .first_seen = now,
+                    .last_seen = now};
             if (rs.for_duration <= Duration::zero()) a.state = AlertState::firing;
             record(fresh, a, AlertState::inactive, a.state, now);
             alerts_.emplace(std::move(key), std::move(a));
@@ -122,8 +134,7 @@ std::vector<Alert> AlertTracker::active() const {
     out.reserve(alerts_.size());
     for (const auto& [key, a] : alerts_) out.push_back(a);
     // alerts_ is ordered by (rule, object) already; a stable sort keeps that under severity.
-    std::stable_sort(out.begin(), out.end(),
-                     [](const Alert& x, const Alert& y) { return x.severity > y.severity; });
+    std::stable_sort(out.begin(), out.end(), [](const Alert& x, const Alert& y) { return x.severity > y.severity; });
     return out;
 }
 

@@ -64,7 +64,8 @@ std::optional<RdmaPortChoice> find_local_rail_port(const Snapshot& s, const Peer
         for (const auto& l : s.links)
             for (const auto& a : l.addresses) {
                 auto local = ipv4::parse(a.address);
-                if (!local || a.prefixlen <= 0 || ipv4::network(*local, a.prefixlen) != ipv4::network(*remote, a.prefixlen))
+                if (!local || a.prefixlen <= 0 ||
+                    ipv4::network(*local, a.prefixlen) != ipv4::network(*remote, a.prefixlen))
                     continue;
                 std::string ignored;
                 if (auto c = find_rdma_port_by_address(s, "", a.address, ignored)) return c;

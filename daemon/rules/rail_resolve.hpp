@@ -13,7 +13,7 @@ namespace rocewatch {
 struct RdmaPortChoice {
     std::string device;
     uint32_t port = 1;
-    int gid_index = -1;   // -1: let the verbs layer choose (first RoCE v2 IPv4 GID)
+    int gid_index = -1;  // -1: let the verbs layer choose (first RoCE v2 IPv4 GID)
     std::string netdev;
 };
 

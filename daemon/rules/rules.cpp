@@ -56,8 +56,10 @@ Context make_context(const Snapshot& s, const Config& c) {
     if (!c.expect.rails.empty()) {
         for (const auto& name : c.expect.rails) {
             if (contains(ignore, name)) continue;
-            if (const auto* d = find_device(s, name)) devices.push_back(d);
-            else ctx.missing_rails.push_back(name);
+            if (const auto* d = find_device(s, name))
+                devices.push_back(d);
+            else
+                ctx.missing_rails.push_back(name);
         }
     } else {
         for (const auto& d : s.devices)
@@ -65,8 +67,11 @@ Context make_context(const Snapshot& s, const Config& c) {
     }
     for (const auto* d : devices) {
         for (const auto& p : d->ports) {
-            JudgedPort jp{.dev = d, .port = &p, .object = d->name + "/" + std::to_string(p.port),
-                          .netdev = port_netdev(*d, p), .roce = p.link_layer != "InfiniBand"};
+            JudgedPort jp{.dev = d,
+                          .port = &p,
+                          .object = d->name + "/" + std::to_string(p.port),
+                          .netdev = port_netdev(*d, p),
+                          .roce = p.link_layer != "InfiniBand"};
             if (jp.roce && !jp.netdev.empty() && !contains(ctx.netdevs, jp.netdev)) ctx.netdevs.push_back(jp.netdev);
             ctx.ports.push_back(std::move(jp));
         }
@@ -119,8 +124,12 @@ std::string port_words(const JudgedPort& jp) {
 
 Finding make(const char* rule, Severity sev, std::string object, std::string summary, std::string action,
              std::map<std::string, std::string> details = {}) {
-    return Finding{.rule = rule, .object = std::move(object), .severity = sev, .summary = std::move(summary),
-                   .action = std::move(action), .details = std::move(details)};
+    return Finding{.rule = rule,
+                   .object = std::move(object),
+                   .severity = sev,
+                   .summary = std::move(summary),
+                   .action = std::move(action),
+                   .details = std::move(details)};
 }
 
 struct V4 {
@@ -186,13 +195,13 @@ void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
         const auto& p = *jp.port;
         // Unreadable state is not judged: an unknown is not a "down".
         const bool active = p.state ? *p.state == 4 : (p.state_name.empty() || p.state_name == "ACTIVE");
-        const bool link_up =
-            p.phys_state ? *p.phys_state == 5 : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
+        const bool link_up = p.phys_state ? *p.phys_state == 5
+                                          : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
         if (active && link_up) continue;
 
         const std::string state = p.state_name.empty() ? (p.state ? num(uint64_t(*p.state)) : "?") : p.state_name;
-        const std::string phys =
-            p.phys_state_name.empty() ? (p.phys_state ? num(uint64_t(*p.phys_state)) : "?") : p.phys_state_name;
+        const std::string phys = p.phys_state_name.empty() ? (p.phys_state ? num(uint64_t(*p.phys_state)) : "?")
+                                                           : p.phys_state_name;
         const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
         std::string action;
         if (p.phys_state == 3 || p.phys_state_name == "Disabled")
@@ -208,12 +217,10 @@ void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
             action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
                      "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
         action += " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
-        out.push_back(make("port_down", sev, jp.object,
-                           port_words(jp) + " is down: port state " + state + ", physical state " + phys, action,
-                           {{"state", state},
-                            {"phys_state", phys},
-                            {"expected", "ACTIVE / LinkUp"},
-                            {"netdev", jp.netdev}}));
+        out.push_back(
+            make("port_down", sev, jp.object,
+                 port_words(jp) + " is down: port state " + state + ", physical state " + phys, action,
+                 {{"state", state}, {"phys_state", phys}, {"expected", "ACTIVE / LinkUp"}, {"netdev", jp.netdev}}));
     }
 }
 
@@ -238,7 +245,8 @@ void rule_netdev_down(const Context& ctx, Severity sev, Findings& out) {
         std::string action;
         if (!l->admin_up) {
             why = "administratively down";
-            action = "Bring it up: `ip link set " + name + " up` (and make it persistent in netplan or "
+            action = "Bring it up: `ip link set " + name +
+                     " up` (and make it persistent in netplan or "
                      "NetworkManager).";
         } else if (!l->carrier) {
             why = "up but has no carrier (no link)";
@@ -246,10 +254,10 @@ void rule_netdev_down(const Context& ctx, Severity sev, Findings& out) {
                      "`) and that the peer's port is up.";
         } else {
             why = "operationally " + l->operstate;
-            action = is_bond(l) ? "The bond has no working slave: check its slaves (`cat /proc/net/bonding/" + name +
-                                      "`)."
-                                : "Check `ip link show " + name + "` and `dmesg | grep " + name +
-                                      "`; a lower device it depends on is down or it waits for authentication.";
+            action = is_bond(l)
+                         ? "The bond has no working slave: check its slaves (`cat /proc/net/bonding/" + name + "`)."
+                         : "Check `ip link show " + name + "` and `dmesg | grep " + name +
+                               "`; a lower device it depends on is down or it waits for authentication.";
         }
         out.push_back(make("netdev_down", sev, name, "Interface " + name + " is " + why, action,
                            {{"operstate", l->operstate.empty() ? "?" : l->operstate},
@@ -268,16 +276,16 @@ void rule_port_rate_low(const Context& ctx, Severity sev, Findings& out) {
         if (!p.rate_gbps || (p.state && *p.state != 4)) continue;
         if (*p.rate_gbps >= *want) continue;
         const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
-        out.push_back(make("port_rate_low", sev, jp.object,
-                           port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) +
-                               " Gb/s",
-                           "The link negotiated a lower speed. Check the cable and transceiver rating and the "
-                           "peer's port speed (`ethtool " + nd + "`, `ethtool -m " + nd +
-                               "`); reseat or replace the cable; make sure neither end forces a lower speed "
-                               "(`ethtool -s " + nd + " autoneg on`).",
-                           {{"expected_gbps", num(*want)},
-                            {"actual_gbps", num(*p.rate_gbps)},
-                            {"rate", p.rate_text}}));
+        out.push_back(
+            make("port_rate_low", sev, jp.object,
+                 port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) + " Gb/s",
+                 "The link negotiated a lower speed. Check the cable and transceiver rating and the "
+                 "peer's port speed (`ethtool " +
+                     nd + "`, `ethtool -m " + nd +
+                     "`); reseat or replace the cable; make sure neither end forces a lower speed "
+                     "(`ethtool -s " +
+                     nd + " autoneg on`).",
+                 {{"expected_gbps", num(*want)}, {"actual_gbps", num(*p.rate_gbps)}, {"rate", p.rate_text}}));
     }
 }
 
@@ -328,16 +336,18 @@ void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
                          " has " + num(uint64_t(l->mtu)) + ". Run `ip link set " + jp.netdev +
                          " mtu 9000` on both nodes, then check `ibv_devinfo -d " + jp.dev->name + "`.";
             else
-                action = jp.netdev + " already has MTU " + num(uint64_t(l->mtu)) +
-                         ", enough for " + num(uint64_t(*want)) + ": bounce the link (`ip link set " + jp.netdev +
+                action = jp.netdev + " already has MTU " + num(uint64_t(l->mtu)) + ", enough for " +
+                         num(uint64_t(*want)) + ": bounce the link (`ip link set " + jp.netdev +
                          " down && ip link set " + jp.netdev + " up`) and check `ibv_devinfo -d " + jp.dev->name +
                          "`; the peer must allow the same MTU.";
         } else if (!jp.roce) {
             action = "On InfiniBand the subnet manager sets the MTU: raise it in the partition configuration "
-                     "(opensm partitions.conf, `mtu=5` for 4096) and check `ibv_devinfo -d " + jp.dev->name + "`.";
+                     "(opensm partitions.conf, `mtu=5` for 4096) and check `ibv_devinfo -d " +
+                     jp.dev->name + "`.";
         } else {
             action = "Raise the MTU of the port's netdev (9000 allows RoCE MTU 4096) on both nodes, then check "
-                     "`ibv_devinfo -d " + jp.dev->name + "`.";
+                     "`ibv_devinfo -d " +
+                     jp.dev->name + "`.";
         }
         out.push_back(make("roce_mtu_low", sev, jp.object,
                            port_words(jp) + " runs RDMA MTU " + num(uint64_t(*p.active_mtu)) + ", expected " +
@@ -381,20 +391,22 @@ void rule_no_roce_v2_gid(const Context& ctx, Severity sev, Findings& out) {
         if (missing.empty()) missing.push_back(addrs.front().text);  // index unset though an entry exists
 
         const std::string first = missing.front().substr(0, missing.front().find('/'));
-        out.push_back(make(
-            "no_roce_v2_gid", sev, jp.object,
-            port_words(jp) + " has no RoCE v2 GID for " + join(missing) +
-                ": RDMA connections to this address (rdma_cm, perftest, NCCL, UCX) will fail",
-            "The kernel adds one RoCE v2 GID per IP address of the netdev. Check `show_gids " + jp.dev->name +
-                "` (or `grep . /sys/class/infiniband/" + jp.dev->name + "/ports/" + std::to_string(p.port) +
-                "/gid_attrs/types/*`); make sure " + jp.netdev + " is not enslaved to a bond, then re-add the "
-                "address (`ip addr del " + missing.front() + " dev " + jp.netdev + " && ip addr add " +
-                missing.front() + " dev " + jp.netdev + "`). Once a RoCE v2 entry holds " + first +
-                ", both ends must use its index: `ib_write_bw -d " + jp.dev->name + " -x <index>`.",
-            {{"netdev", jp.netdev},
-             {"ipv4_without_gid", join(missing)},
-             {"roce_v2_ipv4_gids", v2.empty() ? "none" : join(v2)},
-             {"roce_v2_ipv4_gid_index", p.roce_v2_ipv4_gid_index ? std::to_string(*p.roce_v2_ipv4_gid_index) : "unset"}}));
+        out.push_back(make("no_roce_v2_gid", sev, jp.object,
+                           port_words(jp) + " has no RoCE v2 GID for " + join(missing) +
+                               ": RDMA connections to this address (rdma_cm, perftest, NCCL, UCX) will fail",
+                           "The kernel adds one RoCE v2 GID per IP address of the netdev. Check `show_gids " +
+                               jp.dev->name + "` (or `grep . /sys/class/infiniband/" + jp.dev->name + "/ports/" +
+                               std::to_string(p.port) + "/gid_attrs/types/*`); make sure " + jp.netdev +
+                               " is not enslaved to a bond, then re-add the "
+                               "address (`ip addr del " +
+                               missing.front() + " dev " + jp.netdev + " && ip addr add " + missing.front() + " dev " +
+                               jp.netdev + "`). Once a RoCE v2 entry holds " + first +
+                               ", both ends must use its index: `ib_write_bw -d " + jp.dev->name + " -x <index>`.",
+                           {{"netdev", jp.netdev},
+                            {"ipv4_without_gid", join(missing)},
+                            {"roce_v2_ipv4_gids", v2.empty() ? "none" : join(v2)},
+                            {"roce_v2_ipv4_gid_index",
+                             p.roce_v2_ipv4_gid_index ? std::to_string(*p.roce_v2_ipv4_gid_index) : "unset"}}));
     }
 }
 
@@ -431,22 +443,25 @@ void rule_gid_on_bond(const Context& ctx, Severity sev, Findings& out) {
         if (const Link* b = find_link(ctx.s, bond); b) {
             if (auto a = ipv4_of(*b); !a.empty()) {
                 const bool first_slave = b->bond && !b->bond->slaves.empty() && b->bond->slaves.front() == nd;
-                if (first_slave) addr_hint = a.front().text;
-                else addr_note = "; " + bond + " holds " + a.front().text + " now, and each rail wants its own subnet";
+                if (first_slave)
+                    addr_hint = a.front().text;
+                else
+                    addr_note = "; " + bond + " holds " + a.front().text + " now, and each rail wants its own subnet";
             }
         }
-        out.push_back(make(
-            "gid_on_bond", sev, jp.object, summary,
-            "To use RDMA on " + jp.dev->name + ", release the interface from the bond on both nodes: `ip link set " +
-                nd + " nomaster` (`ip link delete " + bond + "` when no longer needed), give " + nd +
-                " its address back (`ip addr add " + addr_hint + " dev " + nd + "`" + addr_note +
-                ") and check `show_gids` points at " +
-                nd + ". Or configure RoCE LAG (mlx5 bond offload) so RDMA runs on the bond. Bonding for TCP can stay "
-                "on interfaces RDMA does not use.",
-            {{"bond", bond},
-             {"netdev", jp.netdev},
-             {"gid_indices_on_bond", on_bond.empty() ? "none" : join(on_bond)},
-             {"expected_gid_netdev", jp.netdev}}));
+        out.push_back(
+            make("gid_on_bond", sev, jp.object, summary,
+                 "To use RDMA on " + jp.dev->name +
+                     ", release the interface from the bond on both nodes: `ip link set " + nd +
+                     " nomaster` (`ip link delete " + bond + "` when no longer needed), give " + nd +
+                     " its address back (`ip addr add " + addr_hint + " dev " + nd + "`" + addr_note +
+                     ") and check `show_gids` points at " + nd +
+                     ". Or configure RoCE LAG (mlx5 bond offload) so RDMA runs on the bond. Bonding for TCP can stay "
+                     "on interfaces RDMA does not use.",
+                 {{"bond", bond},
+                  {"netdev", jp.netdev},
+                  {"gid_indices_on_bond", on_bond.empty() ? "none" : join(on_bond)},
+                  {"expected_gid_netdev", jp.netdev}}));
     }
 }
 
@@ -457,23 +472,24 @@ void for_each_bond(const Snapshot& s, auto&& fn) {
 
 void rule_bond_slave_down(const Context& ctx, Severity sev, Findings& out) {
     for_each_bond(ctx.s, [&](const Link& bond, const std::vector<const Link*>& slaves) {
-        const auto up = static_cast<size_t>(std::count_if(slaves.begin(), slaves.end(), [](const Link* l) { return slave_up(*l); }));
+        const auto up = static_cast<size_t>(
+            std::count_if(slaves.begin(), slaves.end(), [](const Link* l) { return slave_up(*l); }));
         for (const Link* sl : slaves) {
             if (slave_up(*sl)) continue;
             // Losing redundancy is a warning; losing the last link is the rule's full severity.
             const Severity s = up == 0 ? sev : Severity::warning;
             const std::string mii = sl->slave && !sl->slave->mii_status.empty() ? sl->slave->mii_status : "n/a";
-            out.push_back(make(
-                "bond_slave_down", s, sl->name,
-                "Bond " + bond.name + " slave " + sl->name + " is down (MII " + mii + "): " + bond.name +
-                    (up == 0 ? " has no working link left"
-                             : " runs on " + num(uint64_t(up)) + " of " + num(uint64_t(slaves.size())) + " links"),
-                "Check `cat /proc/net/bonding/" + bond.name + "`, bring the slave up (`ip link set " + sl->name +
-                    " up`) and check its cable and the peer's port (`ethtool " + sl->name + "`).",
-                {{"bond", bond.name},
-                 {"mii_status", mii},
-                 {"slaves_up", num(uint64_t(up))},
-                 {"slaves", num(uint64_t(slaves.size()))}}));
+            out.push_back(
+                make("bond_slave_down", s, sl->name,
+                     "Bond " + bond.name + " slave " + sl->name + " is down (MII " + mii + "): " + bond.name +
+                         (up == 0 ? " has no working link left"
+                                  : " runs on " + num(uint64_t(up)) + " of " + num(uint64_t(slaves.size())) + " links"),
+                     "Check `cat /proc/net/bonding/" + bond.name + "`, bring the slave up (`ip link set " + sl->name +
+                         " up`) and check its cable and the peer's port (`ethtool " + sl->name + "`).",
+                     {{"bond", bond.name},
+                      {"mii_status", mii},
+                      {"slaves_up", num(uint64_t(up))},
+                      {"slaves", num(uint64_t(slaves.size()))}}));
         }
     });
 }
@@ -485,15 +501,13 @@ void rule_bond_degraded(const Context& ctx, Severity sev, Findings& out) {
             if (!slave_up(*sl)) down.push_back(sl->name);
         if (down.empty()) return;
         const size_t up = slaves.size() - down.size();
-        out.push_back(make("bond_degraded", sev, bond.name,
-                           "Bond " + bond.name + " is degraded: " + num(uint64_t(up)) + " of " +
-                               num(uint64_t(slaves.size())) + " slaves up (" + join(down) + " down)",
-                           "Bandwidth and redundancy are reduced. Check `cat /proc/net/bonding/" + bond.name +
-                               "` and bring the down slaves back (`ip link set " + down.front() +
-                               " up`, cable, peer port).",
-                           {{"slaves_up", num(uint64_t(up))},
-                            {"slaves", num(uint64_t(slaves.size()))},
-                            {"down", join(down)}}));
+        out.push_back(
+            make("bond_degraded", sev, bond.name,
+                 "Bond " + bond.name + " is degraded: " + num(uint64_t(up)) + " of " + num(uint64_t(slaves.size())) +
+                     " slaves up (" + join(down) + " down)",
+                 "Bandwidth and redundancy are reduced. Check `cat /proc/net/bonding/" + bond.name +
+                     "` and bring the down slaves back (`ip link set " + down.front() + " up`, cable, peer port).",
+                 {{"slaves_up", num(uint64_t(up))}, {"slaves", num(uint64_t(slaves.size()))}, {"down", join(down)}}));
     });
 }
 
@@ -524,18 +538,20 @@ void rule_bond_mode_reorders(const Context& ctx, Severity sev, Findings& out) {
             release += "ip link set " + sl->name + " nomaster; ";
             enslave += "; ip link set " + sl->name + " master " + bond.name;
         }
-        out.push_back(make(
-            "bond_mode_reorders", sev, bond.name,
-            "Bond " + bond.name + " uses balance-rr: packets of one TCP connection alternate between links and "
-                "arrive out of order, which throttles TCP",
-            "For direct-connected nodes use balance-xor with xmit_hash_policy layer3+4 (the mode changes only "
-            "with the bond down and empty): `ip link set " + bond.name + " down; " + release + "ip link set " +
-                bond.name + " type bond mode balance-xor xmit_hash_policy layer3+4" + enslave + "; ip link set " +
-                bond.name + " up` (netplan: `mode: balance-xor`, `transmit-hash-policy: layer3+4`). One TCP stream "
-                "still uses one link only; parallel streams spread across both.",
-            {{"mode", bond.bond->mode},
-             {"expected_mode", "balance-xor"},
-             {"xmit_hash_policy", bond.bond->xmit_hash_policy}}));
+        out.push_back(
+            make("bond_mode_reorders", sev, bond.name,
+                 "Bond " + bond.name +
+                     " uses balance-rr: packets of one TCP connection alternate between links and "
+                     "arrive out of order, which throttles TCP",
+                 "For direct-connected nodes use balance-xor with xmit_hash_policy layer3+4 (the mode changes only "
+                 "with the bond down and empty): `ip link set " +
+                     bond.name + " down; " + release + "ip link set " + bond.name +
+                     " type bond mode balance-xor xmit_hash_policy layer3+4" + enslave + "; ip link set " + bond.name +
+                     " up` (netplan: `mode: balance-xor`, `transmit-hash-policy: layer3+4`). One TCP stream "
+                     "still uses one link only; parallel streams spread across both.",
+                 {{"mode", bond.bond->mode},
+                  {"expected_mode", "balance-xor"},
+                  {"xmit_hash_policy", bond.bond->xmit_hash_policy}}));
     });
 }
 
@@ -574,11 +590,12 @@ void rule_subnet_overlap(const Context& ctx, Severity sev, Findings& out) {
         if (other_rail) action += "; give each RDMA rail its own subnet (e.g. 192.168.100.0/24 and 192.168.200.0/24)";
         action += ". If both must stay, pin UCX to the RDMA device: `UCX_NET_DEVICES=" + jp.dev->name + ":" +
                   std::to_string(jp.port->port) + "`.";
-        out.push_back(make("subnet_overlap", sev, jp.netdev,
-                           "Interface " + jp.netdev + " (" + join(my_text) + ") shares its subnet with " +
-                               join(conflicts) + ": traffic and UCX may pick the wrong interface",
-                           action,
-                           {{"addresses", join(my_text)}, {"conflicts", join(conflicts)}, {"rdma_device", jp.dev->name}}));
+        out.push_back(
+            make("subnet_overlap", sev, jp.netdev,
+                 "Interface " + jp.netdev + " (" + join(my_text) + ") shares its subnet with " + join(conflicts) +
+                     ": traffic and UCX may pick the wrong interface",
+                 action,
+                 {{"addresses", join(my_text)}, {"conflicts", join(conflicts)}, {"rdma_device", jp.dev->name}}));
     }
 }
 
@@ -668,7 +685,8 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                                  {"window", window}});
         }
 
-        if (auto it = p.rates.find("local_ack_timeout_err"); it != p.rates.end() && it->second > t.local_ack_timeout_per_second)
+        if (auto it = p.rates.find("local_ack_timeout_err");
+            it != p.rates.end() && it->second > t.local_ack_timeout_per_second)
             counter_finding(warn, "local_ack_timeout_err",
                             port_words(jp) + ": " + num(it->second) + " ACK timeouts per second (threshold " +
                                 num(t.local_ack_timeout_per_second) + "/s): packets are being lost and retransmitted",
@@ -676,7 +694,8 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                                         "both ends and the switch (`mlnx_qos -i NETDEV`), check for drops and for "
                                         "MTU mismatches.",
                                         jp.netdev),
-                            {{"per_second", num(it->second)}, {"threshold_per_second", num(t.local_ack_timeout_per_second)}});
+                            {{"per_second", num(it->second)},
+                             {"threshold_per_second", num(t.local_ack_timeout_per_second)}});
 
         for (const auto& c : kRisingCounters) {
             auto it = p.window_increase.find(c.name);
@@ -716,8 +735,8 @@ void rule_congestion(const Context& ctx, Severity sev, Findings& out) {
         const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
         out.push_back(make("congestion", sev, jp.object, port_words(jp) + " is congested: " + join(over, "; "),
                            "A link on the path is oversubscribed and DCQCN is throttling senders. Check switch port "
-                           "utilisation and the PFC/ECN settings on both ends (`mlnx_qos -i " + nd +
-                               "`); spread traffic over more rails or fewer senders per receiver.",
+                           "utilisation and the PFC/ECN settings on both ends (`mlnx_qos -i " +
+                               nd + "`); spread traffic over more rails or fewer senders per receiver.",
                            std::move(details)));
     }
 }
@@ -737,7 +756,8 @@ void rule_link_flapping(const Context& ctx, Severity sev, Findings& out) {
                                " carrier changes in the last " + window + " (threshold " +
                                num(uint64_t(t.flap_transitions)) + ")",
                            "The link keeps going down and up: reseat or replace the cable or transceiver (`ethtool "
-                           "-m " + name + "`), check the peer's port and `dmesg | grep -i " + name +
+                           "-m " +
+                               name + "`), check the peer's port and `dmesg | grep -i " + name +
                                "`; make sure autonegotiation agrees on both ends.",
                            {{"transitions_in_window", num(uint64_t(l->transitions_in_window))},
                             {"threshold", num(uint64_t(t.flap_transitions))},
@@ -749,17 +769,16 @@ void rule_peermem_missing(const Context& ctx, Severity sev, Findings& out) {
     const auto& h = ctx.s.host;
     // GPUDirect RDMA only matters where there is RDMA to do.
     if (!h.nvidia_gpu_present || h.nvidia_peermem_loaded || ctx.ports.empty()) return;
-    out.push_back(make(
-        "peermem_missing", sev, "nvidia_peermem",
-        "An NVIDIA GPU is present but nvidia_peermem is not loaded: GPUDirect RDMA is off, and GPU buffers "
-        "bounce through host memory (3.5-4.9 Gbps instead of 80+)",
-        "`modprobe nvidia_peermem`, and load it at boot (`echo nvidia_peermem > "
-        "/etc/modules-load.d/nvidia-peermem.conf`). If modprobe fails with 'Invalid argument', this platform does "
-        "not support GPUDirect RDMA (e.g. DGX Spark's unified memory): register host-pinned buffers "
-        "(cudaHostAlloc) instead and disable this rule ([rules.peermem_missing] enabled = false).",
-        {{"nvidia_gpu_present", "yes"}, {"nvidia_peermem_loaded", "no"}}));
+    out.push_back(
+        make("peermem_missing", sev, "nvidia_peermem",
+             "An NVIDIA GPU is present but nvidia_peermem is not loaded: GPUDirect RDMA is off, and GPU buffers "
+             "bounce through host memory (3.5-4.9 Gbps instead of 80+)",
+             "`modprobe nvidia_peermem`, and load it at boot (`echo nvidia_peermem > "
+             "/etc/modules-load.d/nvidia-peermem.conf`). If modprobe fails with 'Invalid argument', this platform does "
+             "not support GPUDirect RDMA (e.g. DGX Spark's unified memory): register host-pinned buffers "
+             "(cudaHostAlloc) instead and disable this rule ([rules.peermem_missing] enabled = false).",
+             {{"nvidia_gpu_present", "yes"}, {"nvidia_peermem_loaded", "no"}}));
 }
-
 
 // ---------------------------------------------------------------- probe rules
 //
@@ -815,8 +834,9 @@ void rule_peer_unreachable(const Context& ctx, Severity sev, Findings& out) {
         if (n.first == 0 || n.first != n.second) continue;
         out.push_back(make("peer_unreachable", sev, peer,
                            "Peer " + peer + " is unreachable: its last probes failed (" + why[peer] + ")",
-                           "Check that rocewatchd runs on " + peer + " and that its HTTP and probe data ports "
-                           "are reachable from here (routes, firewall, the rail links themselves).",
+                           "Check that rocewatchd runs on " + peer +
+                               " and that its HTTP and probe data ports "
+                               "are reachable from here (routes, firewall, the rail links themselves).",
                            {{"reason", why[peer]}, {"failed_probes", std::to_string(n.first)}}));
     }
 }
@@ -832,14 +852,14 @@ void rule_probe_bandwidth_low(const Context& ctx, Severity sev, Findings& out) {
         if (!rate) continue;
         const double want = *rate * ctx.c.probes.bw_fraction_of_link;
         if (*r.bandwidth_bits_per_second >= want) continue;
-        out.push_back(make("probe_bandwidth_low", sev, probe_object(k),
-                           std::string(to_string(k.kind)) + " to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) +
-                               " measured " + num(*r.bandwidth_bits_per_second / 1e9) + " Gbps, below " +
-                               num(ctx.c.probes.bw_fraction_of_link * 100) + "% of the " + num(*rate / 1e9) +
-                               " Gbps link",
-                           "Check MTU on both ends (9000 for 100G), the link rate, error and congestion counters, "
-                           "and whether other traffic shared the link during the probe.",
-                           {{"measured_bps", num(*r.bandwidth_bits_per_second)}, {"link_bps", num(*rate)}}));
+        out.push_back(
+            make("probe_bandwidth_low", sev, probe_object(k),
+                 std::string(to_string(k.kind)) + " to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) +
+                     " measured " + num(*r.bandwidth_bits_per_second / 1e9) + " Gbps, below " +
+                     num(ctx.c.probes.bw_fraction_of_link * 100) + "% of the " + num(*rate / 1e9) + " Gbps link",
+                 "Check MTU on both ends (9000 for 100G), the link rate, error and congestion counters, "
+                 "and whether other traffic shared the link during the probe.",
+                 {{"measured_bps", num(*r.bandwidth_bits_per_second)}, {"link_bps", num(*rate)}}));
     }
 }
 
@@ -853,8 +873,10 @@ void rule_probe_latency_high(const Context& ctx, Severity sev, Findings& out) {
         const double limit = t.seconds;
         if (!r.success || !r.latency || r.latency->p99 <= limit) continue;
         out.push_back(make("probe_latency_high", sev, probe_object(k),
-                           std::string(to_string(k.kind)) + " to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) +
-                               ": p99 latency " + num(r.latency->p99 * 1e6) + " us above " + std::to_string(std::llround(limit * 1e6)) + " us (" + t.key + ")",
+                           std::string(to_string(k.kind)) + " to " + k.peer +
+                               (k.rail.empty() ? "" : " over " + k.rail) + ": p99 latency " +
+                               num(r.latency->p99 * 1e6) + " us above " + std::to_string(std::llround(limit * 1e6)) +
+                               " us (" + t.key + ")",
                            "Look for congestion (CNP/ECN counters), retransmissions, a saturated link or a busy "
                            "peer CPU; compare with the other rails.",
                            {{"p99_seconds", std::to_string(r.latency->p99)},
@@ -905,18 +927,18 @@ void rule_rail_imbalance(const Context& ctx, Severity sev, Findings& out) {
         if (total == 0 || static_cast<double>(top) <= 0.9 * static_cast<double>(total)) continue;
         const bool ucx = is_ucx_kind(k.kind);
         auto lanes = r.info.find("ucx_lanes");
-        out.push_back(make(
-            "rail_imbalance", sev, probe_object(k),
-            "Rail " + top_rail + " carried " + num(100.0 * static_cast<double>(top) / static_cast<double>(total)) +
-                "% of a " + std::to_string(r.bytes_per_rail.size()) + "-rail " + to_string(k.kind) + " run to " +
-                k.peer + ": the other rails sat idle" +
-                (ucx && lanes != r.info.end() ? " (UCX lanes: " + lanes->second + ")" : ""),
-            ucx ? "UCX put its traffic on one rail, as NIXL would: list every rail's device in UCX_NET_DEVICES "
-                  "(e.g. mlx5_0:1,mlx5_1:1) and raise UCX_MAX_RNDV_RAILS / UCX_MAX_EAGER_RAILS to the number "
-                  "of rails; check that every rail has a RoCE v2 GID."
-                : "Check that every rail is up with an address and a RoCE v2 GID, that the application "
-                  "(UCX_NET_DEVICES, NCCL_IB_HCA) lists all rails, and the routing of each rail's subnet.",
-            {{"top_rail", top_rail}}));
+        out.push_back(
+            make("rail_imbalance", sev, probe_object(k),
+                 "Rail " + top_rail + " carried " + num(100.0 * static_cast<double>(top) / static_cast<double>(total)) +
+                     "% of a " + std::to_string(r.bytes_per_rail.size()) + "-rail " + to_string(k.kind) + " run to " +
+                     k.peer + ": the other rails sat idle" +
+                     (ucx && lanes != r.info.end() ? " (UCX lanes: " + lanes->second + ")" : ""),
+                 ucx ? "UCX put its traffic on one rail, as NIXL would: list every rail's device in UCX_NET_DEVICES "
+                       "(e.g. mlx5_0:1,mlx5_1:1) and raise UCX_MAX_RNDV_RAILS / UCX_MAX_EAGER_RAILS to the number "
+                       "of rails; check that every rail has a RoCE v2 GID."
+                     : "Check that every rail is up with an address and a RoCE v2 GID, that the application "
+                       "(UCX_NET_DEVICES, NCCL_IB_HCA) lists all rails, and the routing of each rail's subnet.",
+                 {{"top_rail", top_rail}}));
     }
 }
 
@@ -950,7 +972,8 @@ void rule_peer_config_mismatch(const Context& ctx, Severity sev, Findings& out) 
             std::vector<std::string> diffs;
             std::map<std::string, std::string> details;
             if (theirs.mtu && *theirs.mtu != mine->mtu) {
-                diffs.push_back("MTU " + std::to_string(mine->mtu) + " here, " + std::to_string(*theirs.mtu) + " there");
+                diffs.push_back("MTU " + std::to_string(mine->mtu) + " here, " + std::to_string(*theirs.mtu) +
+                                " there");
                 details["local_mtu"] = std::to_string(mine->mtu);
                 details["peer_mtu"] = std::to_string(*theirs.mtu);
             }
@@ -990,8 +1013,8 @@ struct RuleDef {
 
 constexpr RuleDef kRules[] = {
     {"port_down", Severity::critical, "RDMA port not ACTIVE/LinkUp, or an expected rail missing", rule_port_down},
-    {"netdev_down", Severity::critical, "netdev of an RDMA port (or expected interface) admin down, no carrier or not up",
-     rule_netdev_down},
+    {"netdev_down", Severity::critical,
+     "netdev of an RDMA port (or expected interface) admin down, no carrier or not up", rule_netdev_down},
     {"port_rate_low", Severity::warning, "RDMA port rate below expect.port_rate_gbps", rule_port_rate_low},
     {"mtu_low", Severity::warning, "netdev MTU below expect.mtu", rule_mtu_low},
     {"roce_mtu_low", Severity::warning, "RDMA active_mtu below expect.roce_active_mtu (default: max_mtu)",
@@ -1020,8 +1043,8 @@ constexpr RuleDef kRules[] = {
      rule_peer_unreachable},
     {"probe_bandwidth_low", Severity::warning, "probe bandwidth below probes.bw_fraction_of_link of the link rate",
      rule_probe_bandwidth_low},
-    {"probe_latency_high", Severity::warning, "probe p99 latency above its kind's latency_threshold (else probes.latency_threshold)",
-     rule_probe_latency_high},
+    {"probe_latency_high", Severity::warning,
+     "probe p99 latency above its kind's latency_threshold (else probes.latency_threshold)", rule_probe_latency_high},
     {"rdma_fails_tcp_works", Severity::critical, "RDMA probe to a peer fails while TCP over the same rail works",
      rule_rdma_fails_tcp_works},
     {"rail_imbalance", Severity::warning, "one rail carried more than 90% of a multi-rail run", rule_rail_imbalance},

@@ -147,8 +147,8 @@ std::optional<nlohmann::json> StateStore::load(std::string* error, const Accept&
     if (!set_aside(&moved)) {
         set_error(error, file_.string() + " " + why + "; " + moved);
     } else {
-        set_error(error, file_.string() + " " + why + "; set aside as " + aside_.string() +
-                             ", starting with no alert state");
+        set_error(error,
+                  file_.string() + " " + why + "; set aside as " + aside_.string() + ", starting with no alert state");
     }
     return std::nullopt;
 }

@@ -10,13 +10,9 @@ namespace rocewatch {
 namespace {
 
 // counters/port_xmit_data and port_rcv_data count 4-byte words (IB PMA convention).
-uint64_t unit_scale(const std::string& name) {
-    return (name == "port_xmit_data" || name == "port_rcv_data") ? 4 : 1;
-}
+uint64_t unit_scale(const std::string& name) { return (name == "port_xmit_data" || name == "port_rcv_data") ? 4 : 1; }
 
-std::string port_key(const RdmaDevice& d, const RdmaPort& p) {
-    return d.name + "/" + std::to_string(p.port);
-}
+std::string port_key(const RdmaDevice& d, const RdmaPort& p) { return d.name + "/" + std::to_string(p.port); }
 
 }  // namespace
 

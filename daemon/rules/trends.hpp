@@ -23,9 +23,9 @@ namespace rocewatch {
 class CounterSeries {
 public:
     struct Step {
-        std::optional<uint64_t> delta;           // since the previous value; unset on reset/gap
-        double seconds = 0;                      // over this many seconds
-        std::optional<uint64_t> window_increase; // unset until there is a baseline
+        std::optional<uint64_t> delta;            // since the previous value; unset on reset/gap
+        double seconds = 0;                       // over this many seconds
+        std::optional<uint64_t> window_increase;  // unset until there is a baseline
     };
 
     // At most this many samples are kept, however short the interval: samples closer
@@ -81,8 +81,8 @@ private:
 
     Thresholds thresholds_;
     std::map<std::string, std::map<std::string, CounterSeries>> ports_;  // "dev/port" -> name -> series
-    std::map<std::string, LinkTrack> links_;                              // by netdev name
-    std::map<std::string, CounterSeries> slave_failures_;                 // by slave name
+    std::map<std::string, LinkTrack> links_;                             // by netdev name
+    std::map<std::string, CounterSeries> slave_failures_;                // by slave name
 };
 
 }  // namespace rocewatch

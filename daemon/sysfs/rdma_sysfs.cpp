@@ -346,8 +346,7 @@ RdmaDevice read_device(Reader& rd, const fs::path& dir, const std::string& name,
     // Soft-RoCE has no parent bus device; the kernel names its netdev in `parent` instead.
     const bool has_parent = path_exists(dir / "parent");
     if (has_parent) {
-        if (auto parent = rd.optional_text(dir / "parent"); parent && !parent->empty())
-            d.netdevs = {*parent};
+        if (auto parent = rd.optional_text(dir / "parent"); parent && !parent->empty()) d.netdevs = {*parent};
     }
     if (!has_device && (has_parent || name.starts_with("rxe"))) d.driver = "rxe";
 

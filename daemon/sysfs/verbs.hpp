@@ -11,9 +11,9 @@
 namespace rocewatch {
 
 struct VerbsResult {
-    bool available = false;   // at least one of the devices was opened through verbs
-    uint64_t errors = 0;      // failed opens and port queries
-    std::string last_error;   // "" when none
+    bool available = false;  // at least one of the devices was opened through verbs
+    uint64_t errors = 0;     // failed opens and port queries
+    std::string last_error;  // "" when none
 };
 
 // Queries every port of every device in `devices` that verbs also lists (matched by name)

@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)rocewatch::granted_session(j);
     // No device anywhere: a request that passes every check is refused at the resolver,
     // so the fuzzer exercises the checks and never opens a verbs device.
-    const rocewatch::RdmaDeviceResolver none = [](const std::string&, int, const std::string&, std::string& why)
-        -> std::optional<rocewatch::RdmaEndpointOptions> {
+    const rocewatch::RdmaDeviceResolver none = [](const std::string&, int, const std::string&,
+                                                  std::string& why) -> std::optional<rocewatch::RdmaEndpointOptions> {
         why = "fuzzing";
         return std::nullopt;
     };

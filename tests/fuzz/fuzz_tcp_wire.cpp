@@ -29,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (auto r = w::decode_report(data, size)) round_trip(*r, w::decode_report);
     const std::string_view text(reinterpret_cast<const char*>(data), size);
-    if (auto t = rocewatch::token_from_hex(text)) FUZZ_CHECK(rocewatch::token_from_hex(rocewatch::token_to_hex(*t)) == t);
+    if (auto t = rocewatch::token_from_hex(text))
+        FUZZ_CHECK(rocewatch::token_from_hex(rocewatch::token_to_hex(*t)) == t);
     return 0;
 }

@@ -24,8 +24,8 @@
 namespace rocewatch::testing {
 
 struct Namespaces {
-    bool ok = false;        // the caller's links are up too
-    std::string error;      // why not
+    bool ok = false;    // the caller's links are up too
+    std::string error;  // why not
     int fd_a = -1;
     int fd_b = -1;
     // B as a path `ip ... netns` and `nsenter --net=` accept.
@@ -46,7 +46,8 @@ inline bool run_command(const std::string& cmd, std::string* err) {
 inline Namespaces make_namespace_pair() {
     Namespaces s;
     auto own = [] { return ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC); };
-    struct stat host {}, a {};
+    struct stat host {
+    }, a{};
     if (::stat("/proc/thread-self/ns/net", &host) != 0) {
         s.error = std::string("stat netns: ") + std::strerror(errno);
         return s;
@@ -65,7 +66,8 @@ inline Namespaces make_namespace_pair() {
         s.error = std::string("namespace fds / setns back to A: ") + std::strerror(errno);
         return s;
     }
-    if (::stat("/proc/thread-self/ns/net", &a) != 0 || a.st_ino == host.st_ino) s.error = "still in the host's network namespace";
+    if (::stat("/proc/thread-self/ns/net", &a) != 0 || a.st_ino == host.st_ino)
+        s.error = "still in the host's network namespace";
     return s;
 }
 

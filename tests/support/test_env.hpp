@@ -24,10 +24,10 @@ inline bool in_ci() {
 
 // Tests that need root (network namespaces, veth) may skip outside CI, saying why;
 // in CI a missing privilege is a failure, never a silent pass.
-#define ROCEWATCH_REQUIRE_ROOT()                                                         \
-    do {                                                                                 \
-        if (::geteuid() != 0) {                                                          \
+#define ROCEWATCH_REQUIRE_ROOT()                                                                     \
+    do {                                                                                             \
+        if (::geteuid() != 0) {                                                                      \
             if (::rocewatch::testing::in_ci()) FAIL() << "this test needs root, and CI must run it"; \
-            GTEST_SKIP() << "needs root (network namespaces); runs in CI";               \
-        }                                                                                \
+            GTEST_SKIP() << "needs root (network namespaces); runs in CI";                           \
+        }                                                                                            \
     } while (0)

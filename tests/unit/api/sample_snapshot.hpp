@@ -34,10 +34,17 @@ inline RdmaPort rail_port(const std::string& netdev, const std::string& ipv4, co
     };
     p.roce_v2_ipv4_gid_index = 3;
     p.roce_v2_ipv4_address = ipv4;
-    p.counters = {{"port_xmit_data", 1'522'500'000}, {"port_rcv_data", 1'522'400'000}, {"symbol_error", 0},
-                  {"link_downed", 1}, {"port_rcv_errors", 0}, {"port_xmit_discards", 0}};
-    p.hw_counters = {{"np_cnp_sent", 12}, {"rp_cnp_handled", 40}, {"out_of_sequence", 0},
-                     {"local_ack_timeout_err", 2}, {"lifespan", 12}};
+    p.counters = {{"port_xmit_data", 1'522'500'000},
+                  {"port_rcv_data", 1'522'400'000},
+                  {"symbol_error", 0},
+                  {"link_downed", 1},
+                  {"port_rcv_errors", 0},
+                  {"port_xmit_discards", 0}};
+    p.hw_counters = {{"np_cnp_sent", 12},
+                     {"rp_cnp_handled", 40},
+                     {"out_of_sequence", 0},
+                     {"local_ack_timeout_err", 2},
+                     {"lifespan", 12}};
     p.xmit_bytes = 6'090'000'000;
     p.rcv_bytes = 6'089'600'000;
     p.active_mtu = 1024;
@@ -149,7 +156,8 @@ inline Snapshot sample_snapshot() {
         return a;
     };
     s.alerts = {
-        alert("bond_slave_down", "enP2p1s0f1np1", Severity::critical, AlertState::firing, "bond0 slave enP2p1s0f1np1 is down"),
+        alert("bond_slave_down", "enP2p1s0f1np1", Severity::critical, AlertState::firing,
+              "bond0 slave enP2p1s0f1np1 is down"),
         alert("roce_mtu_low", "rocep1s0f0/1", Severity::warning, AlertState::firing, "RoCE active MTU 1024 < max 4096"),
         alert("subnet_overlap", "wlP9s9", Severity::warning, AlertState::pending, "wlP9s9 shares 192.168.100.0/24"),
         alert("peermem_missing", "host", Severity::info, AlertState::firing, "nvidia_peermem is not loaded"),

@@ -296,12 +296,17 @@ TEST(ProbeView, LatestAndBoundedHistory) {
 
 TEST(ProbeView, MetricFamiliesPerPeerRailKind) {
     auto text = rocewatch::api::render_snapshot_metrics(probe_snapshot());
-    EXPECT_NE(text.find("rocewatch_probe_success{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_lat\"} 1"), std::string::npos)
+    EXPECT_NE(text.find("rocewatch_probe_success{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_lat\"} 1"),
+              std::string::npos)
         << text;
-    EXPECT_NE(text.find("rocewatch_probe_latency_seconds{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_lat\",quantile=\"0.99\"}"),
-              std::string::npos);
-    EXPECT_NE(text.find("rocewatch_probe_bandwidth_bytes_per_second{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1000000000"),
-              std::string::npos);
+    EXPECT_NE(
+        text.find(
+            "rocewatch_probe_latency_seconds{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_lat\",quantile=\"0.99\"}"),
+        std::string::npos);
+    EXPECT_NE(
+        text.find(
+            "rocewatch_probe_bandwidth_bytes_per_second{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1000000000"),
+        std::string::npos);
 }
 
 TEST(ProbeView, FailureReasonsAndUcxLanesAsInfoSeries) {
@@ -315,7 +320,9 @@ TEST(ProbeView, FailureReasonsAndUcxLanesAsInfoSeries) {
     ucx.success = true;
     ucx.bandwidth_bits_per_second = 1e11;
     ucx.bytes_per_rail = {{"rail0", 25'000'000'000}, {"rail1", 0}};
-    ucx.info = {{"local_ucx_version", "1.13.1"}, {"remote_ucx_version", "1.16.0"}, {"ucx_lanes", "rc_mlx5/rocep1s0f0:1"}};
+    ucx.info = {{"local_ucx_version", "1.13.1"},
+                {"remote_ucx_version", "1.16.0"},
+                {"ucx_lanes", "rc_mlx5/rocep1s0f0:1"}};
     book->add(ucx);
     s.probes = book;
     auto text = api::render_snapshot_metrics(s);
@@ -345,10 +352,13 @@ TEST(ProbeView, AProbeThatDidNotRunLeavesTheLastRunsFigures) {
     book->add(failed_probe(ProbeKind::tcp_bw, "rail0", kReasonPeerBusy));
     s.probes = book;
     auto text = api::render_snapshot_metrics(s);
-    EXPECT_NE(text.find("rocewatch_probe_success{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1"), std::string::npos)
+    EXPECT_NE(text.find("rocewatch_probe_success{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1"),
+              std::string::npos)
         << text;
-    EXPECT_NE(text.find("rocewatch_probe_bandwidth_bytes_per_second{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1000000000"),
-              std::string::npos);
+    EXPECT_NE(
+        text.find(
+            "rocewatch_probe_bandwidth_bytes_per_second{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_bw\"} 1000000000"),
+        std::string::npos);
     EXPECT_EQ(text.find("reason=\"peer_busy\""), std::string::npos);
     auto j = api::probes_json(s);
     bool seen = false;
@@ -386,8 +396,8 @@ TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
     // A hello's numbers are whole and in range, or the hello is refused (never a wrapped port).
     auto j = api::hello_json(s, 9880);
     for (const char* key : {"data_port", "protocol_version"})
-        for (const nlohmann::json& bad : {nlohmann::json(70000), nlohmann::json(1e10), nlohmann::json(-1),
-                                          nlohmann::json(1.5)}) {
+        for (const nlohmann::json& bad :
+             {nlohmann::json(70000), nlohmann::json(1e10), nlohmann::json(-1), nlohmann::json(1.5)}) {
             auto k = j;
             if (std::string(key) == "protocol_version" && bad == nlohmann::json(70000)) continue;  // fits in 32 bits
             k[key] = bad;

@@ -64,9 +64,13 @@ TEST(Metrics, RdmaFamilies) {
     const auto fams = snapshot_to_families(api_sample::sample_snapshot());
     const LabelMap rail = {{"device", "rocep1s0f0"}, {"port", "1"}};
     EXPECT_EQ(value(fams, "rocewatch_rdma_device_info",
-                    {{"device", "rocep1s0f0"}, {"driver", "mlx5_core"}, {"fw_ver", "28.45.1020"}, {"board_id", "NVD0000000087"}}),
+                    {{"device", "rocep1s0f0"},
+                     {"driver", "mlx5_core"},
+                     {"fw_ver", "28.45.1020"},
+                     {"board_id", "NVD0000000087"}}),
               1.0);
-    EXPECT_EQ(value(fams, "rocewatch_rdma_port_info", {{"device", "rocep1s0f0"}, {"link_layer", "Ethernet"}, {"netdev", "enp1s0f0np0"}}),
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_info",
+                    {{"device", "rocep1s0f0"}, {"link_layer", "Ethernet"}, {"netdev", "enp1s0f0np0"}}),
               1.0);
     EXPECT_EQ(value(fams, "rocewatch_rdma_port_state", rail), 4.0);
     EXPECT_EQ(value(fams, "rocewatch_rdma_port_phys_state", rail), 5.0);
@@ -78,12 +82,18 @@ TEST(Metrics, RdmaFamilies) {
     EXPECT_EQ(value(fams, "rocewatch_rdma_port_data_received_bytes_total", rail), 6.0896e9);
     EXPECT_EQ(value(fams, "rocewatch_rdma_port_transmit_bytes_per_second", rail), 1.1679e10);
     EXPECT_EQ(value(fams, "rocewatch_rdma_port_receive_bytes_per_second", rail), 2.5e3);
-    EXPECT_EQ(value(fams, "rocewatch_rdma_port_counters_total", {{"device", "rocep1s0f0"}, {"counter", "link_downed"}}), 1.0);
-    EXPECT_EQ(value(fams, "rocewatch_rdma_port_hw_counters_total", {{"device", "rocep1s0f1"}, {"counter", "rp_cnp_handled"}}),
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_counters_total", {{"device", "rocep1s0f0"}, {"counter", "link_downed"}}),
+              1.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_hw_counters_total",
+                    {{"device", "rocep1s0f1"}, {"counter", "rp_cnp_handled"}}),
               40.0);
-    EXPECT_FALSE(value(fams, "rocewatch_rdma_port_hw_counters_total", {{"counter", "lifespan"}})) << "a setting, not a counter";
+    EXPECT_FALSE(value(fams, "rocewatch_rdma_port_hw_counters_total", {{"counter", "lifespan"}}))
+        << "a setting, not a counter";
     EXPECT_EQ(value(fams, "rocewatch_rdma_gid_info",
-                    {{"device", "rocep1s0f0"}, {"index", "3"}, {"type", "RoCE v2"}, {"netdev", "enp1s0f0np0"},
+                    {{"device", "rocep1s0f0"},
+                     {"index", "3"},
+                     {"type", "RoCE v2"},
+                     {"netdev", "enp1s0f0np0"},
                      {"gid", "0000:0000:0000:0000:0000:ffff:c0a8:640b"}}),
               1.0);
     EXPECT_EQ(samples(fams, "rocewatch_rdma_gid_info"), 12u);
@@ -96,7 +106,8 @@ TEST(Metrics, RdmaFamilies) {
     const LabelMap p2p = {{"device", "roceP2p1s0f0"}};
     EXPECT_FALSE(value(fams, "rocewatch_rdma_port_data_received_bytes_total", p2p));
     EXPECT_FALSE(value(fams, "rocewatch_rdma_port_max_mtu_bytes", p2p));
-    EXPECT_FALSE(value(fams, "rocewatch_rdma_port_counters_total", {{"device", "roceP2p1s0f0"}, {"counter", "port_rcv_data"}}));
+    EXPECT_FALSE(
+        value(fams, "rocewatch_rdma_port_counters_total", {{"device", "roceP2p1s0f0"}, {"counter", "port_rcv_data"}}));
     EXPECT_TRUE(value(fams, "rocewatch_rdma_port_data_transmitted_bytes_total", p2p));
 }
 
@@ -111,7 +122,8 @@ TEST(Metrics, LinkBondAlertHostSelfFamilies) {
     EXPECT_FALSE(value(fams, "rocewatch_link_carrier_changes_total", {{"interface", "wlP9s9"}}));
     EXPECT_EQ(value(fams, "rocewatch_link_mtu_bytes", {{"interface", "enp1s0f1np1"}}), 1500.0);
 
-    EXPECT_EQ(value(fams, "rocewatch_bond_info", {{"bond", "bond0"}, {"mode", "balance-xor"}, {"xmit_hash_policy", "layer3+4"}}),
+    EXPECT_EQ(value(fams, "rocewatch_bond_info",
+                    {{"bond", "bond0"}, {"mode", "balance-xor"}, {"xmit_hash_policy", "layer3+4"}}),
               1.0);
     EXPECT_EQ(value(fams, "rocewatch_bond_slaves", {{"bond", "bond0"}}), 2.0);
     EXPECT_EQ(value(fams, "rocewatch_bond_slaves_up", {{"bond", "bond0"}}), 1.0);
@@ -225,7 +237,8 @@ bool have_promtool() { return std::system("command -v promtool >/dev/null 2>&1")
 
 TEST(Metrics, PromtoolAcceptsRichSnapshot) {
     if (!have_promtool()) {
-        if (rocewatch::testing::in_ci()) FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";
+        if (rocewatch::testing::in_ci())
+            FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";
         GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check";
     }
     auto s = api_sample::sample_snapshot();
@@ -248,16 +261,17 @@ TEST(Metrics, PromtoolAcceptsRichSnapshot) {
 TEST(Metrics, InvalidUtf8InNamesIsEscapedAndPromtoolAccepts) {
     auto s = api_sample::sample_snapshot();
     s.links[0].name = std::string("v\xff\xfe", 3);
-    s.links[0].master = std::string("b\xc3", 2);  // a sequence cut short
+    s.links[0].master = std::string("b\xc3", 2);            // a sequence cut short
     s.devices[0].name = std::string("rxe\xed\xa0\x80", 6);  // a UTF-16 surrogate
-    s.devices[0].fw_ver = "\xe2\x82\xac ok";  // valid UTF-8 stays as it is
+    s.devices[0].fw_ver = "\xe2\x82\xac ok";                // valid UTF-8 stays as it is
     const auto fams = snapshot_to_families(s);
     EXPECT_TRUE(value(fams, "rocewatch_link_up", {{"interface", "v\\xff\\xfe"}}));
     EXPECT_TRUE(value(fams, "rocewatch_link_info", {{"master", "b\\xc3"}}));
     EXPECT_TRUE(value(fams, "rocewatch_rdma_port_up", {{"device", "rxe\\xed\\xa0\\x80"}}));
     EXPECT_TRUE(value(fams, "rocewatch_rdma_device_info", {{"fw_ver", "\xe2\x82\xac ok"}}));
     if (!have_promtool()) {
-        if (rocewatch::testing::in_ci()) FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";
+        if (rocewatch::testing::in_ci())
+            FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";
         GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check";
     }
     const auto [rc, out] = promtool_check(render_metrics(s, HttpStats({"/metrics"})));

@@ -34,7 +34,8 @@ TEST(RequestGate, AcceptsOrdinaryRequests) {
     EXPECT_EQ(r.verdict, V::accept);
     EXPECT_EQ(r.head_bytes, get.size());
     EXPECT_EQ(check("HEAD /metrics HTTP/1.0\r\n\r\n").verdict, V::accept);
-    const std::string post = "POST /api/v1/probe HTTP/1.1\r\nContent-Length: 65536\r\nContent-Type: application/json\r\n\r\n";
+    const std::string post =
+        "POST /api/v1/probe HTTP/1.1\r\nContent-Length: 65536\r\nContent-Type: application/json\r\n\r\n";
     r = check(post + "{\"partial body");
     EXPECT_EQ(r.verdict, V::accept);
     EXPECT_EQ(r.head_bytes, post.size()) << "body bytes already read are not part of the head";
@@ -58,13 +59,16 @@ TEST(RequestGate, ChunkedAndOtherTransferCodings) {
 }
 
 TEST(RequestGate, ContentEncoding) {
-    expect_reject("POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n\r\n", 415, RejectReason::content_encoding);
-    expect_reject("POST / HTTP/1.1\r\ncontent-encoding: identity\r\nContent-Length: 1\r\n\r\n", 415, RejectReason::content_encoding);
+    expect_reject("POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n\r\n", 415,
+                  RejectReason::content_encoding);
+    expect_reject("POST / HTTP/1.1\r\ncontent-encoding: identity\r\nContent-Length: 1\r\n\r\n", 415,
+                  RejectReason::content_encoding);
 }
 
 TEST(RequestGate, ContentLength) {
     expect_reject("POST / HTTP/1.1\r\nContent-Length: 65537\r\n\r\n", 413, RejectReason::body_too_large);
-    expect_reject("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999999\r\n\r\n", 413, RejectReason::body_too_large);
+    expect_reject("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999999\r\n\r\n", 413,
+                  RejectReason::body_too_large);
     expect_reject("POST / HTTP/1.1\r\nContent-Length: 18446744073709551617\r\n\r\n", 413, RejectReason::body_too_large);
     expect_reject("POST / HTTP/1.1\r\nContent-Length: %31%30\r\n\r\n", 400, RejectReason::malformed);
     expect_reject("POST / HTTP/1.1\r\nContent-Length: 10, 10\r\n\r\n", 400, RejectReason::malformed);
@@ -87,9 +91,11 @@ TEST(RequestGate, ContentLengthIsReported) {
 }
 
 TEST(RequestGate, SpoofedAddressHeaders) {
-    for (const char* h : {"REMOTE_ADDR: 10.0.0.1", "remote_addr: 10.0.0.1", "REMOTE_PORT: 1", "LOCAL_ADDR: 1.2.3.4", "Local_Port: 80"})
+    for (const char* h :
+         {"REMOTE_ADDR: 10.0.0.1", "remote_addr: 10.0.0.1", "REMOTE_PORT: 1", "LOCAL_ADDR: 1.2.3.4", "Local_Port: 80"})
         expect_reject(std::string("GET / HTTP/1.1\r\n") + h + "\r\n\r\n", 400, RejectReason::spoofed_header);
-    EXPECT_EQ(check("GET / HTTP/1.1\r\nREMOTE-ADDR: 10.0.0.1\r\n\r\n").verdict, V::accept) << "a different key to httplib";
+    EXPECT_EQ(check("GET / HTTP/1.1\r\nREMOTE-ADDR: 10.0.0.1\r\n\r\n").verdict, V::accept)
+        << "a different key to httplib";
 }
 
 TEST(RequestGate, RangeRequests) {
@@ -124,9 +130,9 @@ TEST(RequestGate, Methods) {
 }
 
 TEST(RequestGate, MalformedHeads) {
-    expect_reject("GET / HTTP/1.1\nHost: x\n\n", 400, RejectReason::malformed);           // bare LF
+    expect_reject("GET / HTTP/1.1\nHost: x\n\n", 400, RejectReason::malformed);  // bare LF
     expect_reject("GET / HTTP/1.1\r\nHost: x\n\r\n", 400, RejectReason::malformed);
-    expect_reject("GET /  HTTP/1.1\r\n\r\n", 400, RejectReason::malformed);              // double space
+    expect_reject("GET /  HTTP/1.1\r\n\r\n", 400, RejectReason::malformed);  // double space
     expect_reject("GET / HTTP/1.1 extra\r\n\r\n", 400, RejectReason::malformed);
     expect_reject("GET\r\n\r\n", 400, RejectReason::malformed);
     expect_reject("\r\nGET / HTTP/1.1\r\n\r\n", 400, RejectReason::malformed);

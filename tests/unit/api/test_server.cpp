@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 namespace {
 
 class FakeSource final : public SnapshotSource {
-   public:
+public:
     std::shared_ptr<const Snapshot> latest() const override {
         std::lock_guard lk(mu_);
         return snap_;
@@ -35,7 +35,7 @@ class FakeSource final : public SnapshotSource {
         snap_ = std::move(s);
     }
 
-   private:
+private:
     mutable std::mutex mu_;
     std::shared_ptr<const Snapshot> snap_;
 };
@@ -106,7 +106,7 @@ json body_json(const std::string& response) {
 }
 
 class ApiServerTest : public ::testing::Test {
-   protected:
+protected:
     void SetUp() override {
         source.set(std::make_shared<const Snapshot>(api_sample::sample_snapshot()));
         server = make(test_options());
@@ -117,7 +117,12 @@ class ApiServerTest : public ::testing::Test {
     }
 
     std::unique_ptr<ApiServer> make(ApiOptions o) {
-        auto s = ApiServer::create(std::move(o), source, [] { return json{{"daemon", {{"listen", "127.0.0.1:0"}}}}; }, nullptr);
+        auto s = ApiServer::create(
+            std::move(o), source,
+            [] {
+                return json{{"daemon", {{"listen", "127.0.0.1:0"}}}};
+            },
+            nullptr);
         s->add_get("/boom", [](const httplib::Request&, httplib::Response&) { throw std::runtime_error("kaboom"); });
         s->add_post("/api/v1/echo", [](const httplib::Request& req, httplib::Response& res) {
             res.set_content(json{{"got", req.body}, {"remote", req.remote_addr}}.dump(), "application/json");
@@ -161,8 +166,9 @@ TEST_F(ApiServerTest, HealthReadyAndIndex) {
     const auto j = json::parse(r->body);
     std::vector<std::string> paths;
     for (const auto& e : j["endpoints"]) paths.push_back(e["path"]);
-    for (const char* p : {"/healthz", "/readyz", "/metrics", "/api/v1/status", "/api/v1/devices", "/api/v1/devices/{name}",
-                          "/api/v1/interfaces", "/api/v1/bonds", "/api/v1/alerts", "/api/v1/alerts/history", "/api/v1/config"})
+    for (const char* p :
+         {"/healthz", "/readyz", "/metrics", "/api/v1/status", "/api/v1/devices", "/api/v1/devices/{name}",
+          "/api/v1/interfaces", "/api/v1/bonds", "/api/v1/alerts", "/api/v1/alerts/history", "/api/v1/config"})
         EXPECT_NE(std::find(paths.begin(), paths.end(), p), paths.end()) << p;
 }
 
@@ -342,7 +348,8 @@ TEST_F(ApiServerTest, TenThousandHeadersRefused) {
 }
 
 TEST_F(ApiServerTest, OversizedHeaderBlockRefused) {
-    const auto r = raw_request(server->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n");
+    const auto r = raw_request(server->port(),
+                               "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n");
     EXPECT_EQ(status_line(r), "HTTP/1.1 431 Request Header Fields Too Large");
     expect_healthy();
 }
@@ -351,13 +358,15 @@ TEST_F(ApiServerTest, CompressedBodyRefused) {
     // The first bytes of a gzip stream; the server must not try to inflate anything.
     const std::string gz("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
     const auto r = raw_request(server->port(), "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
-                                               "Content-Length: 10\r\n\r\n" + gz);
+                                               "Content-Length: 10\r\n\r\n" +
+                                                   gz);
     EXPECT_EQ(status_line(r), "HTTP/1.1 415 Unsupported Media Type");
     expect_healthy();
 }
 
 TEST_F(ApiServerTest, HugeContentLengthRefused) {
-    const auto r = raw_request(server->port(), "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n");
+    const auto r = raw_request(server->port(),
+                               "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n");
     EXPECT_EQ(status_line(r), "HTTP/1.1 413 Payload Too Large");
     expect_healthy();
 }
@@ -398,8 +407,9 @@ TEST_F(ApiServerTest, OtherMethodsRefused) {
 
 TEST_F(ApiServerTest, KeepAliveGatesEveryRequest) {
     // A second request pipelined on the same connection is judged by the gate too.
-    auto r = raw_request(server->port(),
-                         "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nREMOTE_ADDR: 1.1.1.1\r\n\r\n");
+    auto r =
+        raw_request(server->port(),
+                    "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nREMOTE_ADDR: 1.1.1.1\r\n\r\n");
     EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
     EXPECT_NE(r.find("Keep-Alive: "), std::string::npos) << r;
     const auto second = r.find("HTTP/1.1", 1);
@@ -407,9 +417,10 @@ TEST_F(ApiServerTest, KeepAliveGatesEveryRequest) {
     EXPECT_EQ(status_line(r.substr(second)), "HTTP/1.1 400 Bad Request");
 
     // Several requests, one connection, answered in order; Connection: close ends it.
-    r = raw_request(server->port(),
-                    "GET /healthz HTTP/1.1\r\n\r\nGET /readyz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n"
-                    "GET /healthz HTTP/1.1\r\n\r\n");
+    r = raw_request(
+        server->port(),
+        "GET /healthz HTTP/1.1\r\n\r\nGET /readyz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n"
+        "GET /healthz HTTP/1.1\r\n\r\n");
     EXPECT_NE(r.find("ok\n"), std::string::npos);
     EXPECT_NE(r.find("ready\n"), std::string::npos);
     size_t answers = 0;
@@ -423,8 +434,8 @@ TEST_F(ApiServerTest, KeepAliveRequestBudget) {
     o.keep_alive_max_requests = 2;
     server = make(o);
     server->start();
-    const auto r = raw_request(server->port(),
-                               "GET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
+    const auto r = raw_request(
+        server->port(), "GET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
     size_t answers = 0;
     for (size_t p = r.find("HTTP/1.1 200"); p != std::string::npos; p = r.find("HTTP/1.1 200", p + 1)) ++answers;
     EXPECT_EQ(answers, 2u);
@@ -448,7 +459,8 @@ TEST_F(ApiServerTest, IdleKeptAliveConnectionIsClosedQuietly) {
 }
 
 TEST_F(ApiServerTest, SlowlorisCutOffByTimeout) {
-    const std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    const std::string req =
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
     const int fd = connect_to(server->port());
     const auto t0 = Steady::now();
     std::string resp;
@@ -593,7 +605,8 @@ TEST_F(ApiServerTest, BusyPoolRefusesBeyondQueueButServesMetrics) {
 }
 
 TEST_F(ApiServerTest, GzipMetricsOnce) {
-    const auto r = raw_request(server->port(), "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
+    const auto r = raw_request(server->port(),
+                               "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
     EXPECT_NE(r.find("Content-Encoding: gzip\r\n"), std::string::npos) << r.substr(0, 400);
     EXPECT_EQ(r.find("Content-Encoding", r.find("Content-Encoding") + 1), std::string::npos) << "compressed once";

@@ -47,17 +47,14 @@ nlohmann::json effective(const Config& c) {
     return j;
 }
 
-bool is_table_array(const nlohmann::json& v) {
-    return v.is_array() && !v.empty() && v.front().is_object();
-}
+bool is_table_array(const nlohmann::json& v) { return v.is_array() && !v.empty() && v.front().is_object(); }
 
 // Writes one table's scalars and arrays, then its sub-tables ([name.sub]) and arrays of
 // tables ([[name.sub]]), as TOML wants them.
 void table_to_toml(const std::string& name, const nlohmann::json& table, bool array_item, std::string& out) {
     out += (array_item ? "[[" : "[") + name + (array_item ? "]]\n" : "]\n");
     for (const auto& [k, v] : table.items())
-        if (!v.is_null() && !v.is_object() && !is_table_array(v))
-            out += k + " = " + v.dump() + "\n";
+        if (!v.is_null() && !v.is_object() && !is_table_array(v)) out += k + " = " + v.dump() + "\n";
     for (const auto& [k, v] : table.items()) {
         if (v.is_object()) table_to_toml(name + "." + k, v, false, out);
         if (is_table_array(v))
@@ -426,9 +423,8 @@ TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("\n[deamon]\nlisten = \":1\"\n"),
               (Lines{"t.toml:2: deamon: unknown table; did you mean \"daemon\"? "
                      "Valid tables: daemon, expect, thresholds, rules, probes, peers"}));
-    EXPECT_EQ(errors_of("interval = \"5s\"\n"),
-              (Lines{"t.toml:1: interval: unknown key; settings belong in a table: "
-                     "daemon, expect, thresholds, rules, probes, peers"}));
+    EXPECT_EQ(errors_of("interval = \"5s\"\n"), (Lines{"t.toml:1: interval: unknown key; settings belong in a table: "
+                                                       "daemon, expect, thresholds, rules, probes, peers"}));
 }
 
 TEST(ConfigErrors, KnownTableOfTheWrongType) {
@@ -458,7 +454,8 @@ TEST(ConfigErrors, UnknownKeyInKnownTable) {
 }
 
 TEST(ConfigErrors, WrongType) {
-    EXPECT_EQ(errors_of("[expect]\nmtu = \"9000\"\n"), (Lines{"t.toml:2: expect.mtu: expected an integer, got a string"}));
+    EXPECT_EQ(errors_of("[expect]\nmtu = \"9000\"\n"),
+              (Lines{"t.toml:2: expect.mtu: expected an integer, got a string"}));
     EXPECT_EQ(errors_of("[expect]\nmtu = 9000.0\n"),
               (Lines{"t.toml:2: expect.mtu: expected an integer, got a floating-point number"}));
     EXPECT_EQ(errors_of("[expect]\nport_rate_gbps = \"100G\"\n"),
@@ -467,7 +464,8 @@ TEST(ConfigErrors, WrongType) {
               (Lines{"t.toml:2: expect.rails: expected an array of names, got a string"}));
     EXPECT_EQ(errors_of("[expect]\nrails = [\n  \"rocep1s0f0\",\n  1,\n]\n"),
               (Lines{"t.toml:4: expect.rails[1]: expected a string, got an integer"}));
-    EXPECT_EQ(errors_of("[daemon]\nlisten = 9879\n"), (Lines{"t.toml:2: daemon.listen: expected a string, got an integer"}));
+    EXPECT_EQ(errors_of("[daemon]\nlisten = 9879\n"),
+              (Lines{"t.toml:2: daemon.listen: expected a string, got an integer"}));
     EXPECT_EQ(errors_of("[daemon]\ninterval = 5\n"),
               (Lines{"t.toml:2: daemon.interval: expected a duration string such as \"5s\", got an integer"}));
     EXPECT_EQ(errors_of("[daemon]\ninterval = 00:00:05\n"),
@@ -488,15 +486,18 @@ TEST(ConfigErrors, OutOfRange) {
     EXPECT_EQ(errors_of("[daemon]\ninterval = \"99ms\"\n"),
               (Lines{"t.toml:2: daemon.interval: 99ms is below the minimum 100ms"}));
     EXPECT_TRUE(errors_of("[daemon]\ninterval = \"100ms\"\n").empty());
-    EXPECT_EQ(errors_of("[daemon]\nhttp_threads = 0\n"), (Lines{"t.toml:2: daemon.http_threads: 0 is out of range 1..64"}));
-    EXPECT_EQ(errors_of("[daemon]\nhttp_threads = 65\n"), (Lines{"t.toml:2: daemon.http_threads: 65 is out of range 1..64"}));
+    EXPECT_EQ(errors_of("[daemon]\nhttp_threads = 0\n"),
+              (Lines{"t.toml:2: daemon.http_threads: 0 is out of range 1..64"}));
+    EXPECT_EQ(errors_of("[daemon]\nhttp_threads = 65\n"),
+              (Lines{"t.toml:2: daemon.http_threads: 65 is out of range 1..64"}));
     EXPECT_TRUE(errors_of("[daemon]\nhttp_threads = 64\n").empty());
     EXPECT_EQ(errors_of("[daemon]\nhttp_timeout = \"10ms\"\n"),
               (Lines{"t.toml:2: daemon.http_timeout: 10ms is below the minimum 100ms"}));
     EXPECT_EQ(errors_of("[daemon]\nhistory_limit = -1\n"),
               (Lines{"t.toml:2: daemon.history_limit: -1 is out of range 0..1000000"}));
     EXPECT_EQ(errors_of("[daemon]\nlisten = \":65536\"\n"),
-              (Lines{"t.toml:2: daemon.listen: \":65536\" is not a listen address: port 65536 is out of range 1..65535"}));
+              (Lines{
+                  "t.toml:2: daemon.listen: \":65536\" is not a listen address: port 65536 is out of range 1..65535"}));
     EXPECT_EQ(errors_of("[daemon]\nlisten = \":0\"\n"),
               (Lines{"t.toml:2: daemon.listen: \":0\" is not a listen address: port 0 is out of range 1..65535"}));
     EXPECT_EQ(errors_of("[thresholds]\ncnp_per_second = -1\n"),
@@ -533,10 +534,10 @@ TEST(ConfigErrors, BadDuration) {
 // added to now(): every duration key has an upper bound, named in the error.
 TEST(ConfigErrors, EveryDurationHasAMaximum) {
     const std::pair<std::string, std::string> keys[] = {
-        {"daemon", "interval"},        {"daemon", "http_timeout"},     {"thresholds", "flap_window"},
-        {"thresholds", "counter_window"}, {"rules.port_down", "for"},   {"rules.port_down", "clear_after"},
-        {"probes", "latency_threshold"}, {"probes.tcp_lat", "interval"}, {"probes.tcp_lat", "jitter"},
-        {"probes.tcp_lat", "timeout"},   {"probes.tcp_bw", "duration"},  {"probes.rdma_lat", "interval"},
+        {"daemon", "interval"},           {"daemon", "http_timeout"},     {"thresholds", "flap_window"},
+        {"thresholds", "counter_window"}, {"rules.port_down", "for"},     {"rules.port_down", "clear_after"},
+        {"probes", "latency_threshold"},  {"probes.tcp_lat", "interval"}, {"probes.tcp_lat", "jitter"},
+        {"probes.tcp_lat", "timeout"},    {"probes.tcp_bw", "duration"},  {"probes.rdma_lat", "interval"},
     };
     for (const auto& [table, key] : keys) {
         for (const char* huge : {"2562048h", "9999999999h"}) {
@@ -633,13 +634,13 @@ TEST(ConfigErrors, UnknownRuleIdListsTheValidOnes) {
               (Lines{"t.toml:1: rules.mtu_lo: unknown rule id; did you mean \"mtu_low\"? Valid rule ids: " + valid}));
     EXPECT_EQ(errors_of("[rules.everything]\nenabled = false\n"),
               (Lines{"t.toml:1: rules.everything: unknown rule id; valid rule ids: " + valid}));
-    for (const auto& id : all_rule_ids())
-        EXPECT_TRUE(errors_of("[rules." + id + "]\nenabled = false\n").empty()) << id;
+    for (const auto& id : all_rule_ids()) EXPECT_TRUE(errors_of("[rules." + id + "]\nenabled = false\n").empty()) << id;
 }
 
 TEST(ConfigErrors, BadSeverity) {
     EXPECT_EQ(errors_of("[rules.peermem_missing]\nseverity = \"fatal\"\n"),
-              (Lines{"t.toml:2: rules.peermem_missing.severity: \"fatal\" is not a severity (info, warning, critical)"}));
+              (Lines{
+                  "t.toml:2: rules.peermem_missing.severity: \"fatal\" is not a severity (info, warning, critical)"}));
     for (const char* good : {"info", "warning", "critical"})
         EXPECT_TRUE(errors_of("[rules.port_down]\nseverity = \"" + std::string(good) + "\"\n").empty()) << good;
 }
@@ -669,20 +670,20 @@ severity = "urgent"
 
 [extras]
 )");
-    EXPECT_EQ(errors, (Lines{
-                          "t.toml:2: thresholds.flap_transitions: -3 is out of range 1..4294967295",
-                          "t.toml:3: thresholds.cnp_per_second: expected a number, got a string",
-                          "t.toml:6: daemon.listen: \"nowhere\" is not a listen address: expected \"host:port\", "
-                          "\"[v6]:port\" or \":port\"",
-                          "t.toml:7: daemon.log_level: \"loud\" is not a log level (trace, debug, info, warn, "
-                          "error, critical, off)",
-                          "t.toml:8: daemon.interval: \"1x\" is not a duration (write e.g. \"500ms\", \"5s\", "
-                          "\"1m\", \"1h30m\"; zero is \"0s\")",
-                          "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
-                          "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " +
-                              kRuleIds,
-                          "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules, probes, peers",
-                      }));
+    EXPECT_EQ(errors,
+              (Lines{
+                  "t.toml:2: thresholds.flap_transitions: -3 is out of range 1..4294967295",
+                  "t.toml:3: thresholds.cnp_per_second: expected a number, got a string",
+                  "t.toml:6: daemon.listen: \"nowhere\" is not a listen address: expected \"host:port\", "
+                  "\"[v6]:port\" or \":port\"",
+                  "t.toml:7: daemon.log_level: \"loud\" is not a log level (trace, debug, info, warn, "
+                  "error, critical, off)",
+                  "t.toml:8: daemon.interval: \"1x\" is not a duration (write e.g. \"500ms\", \"5s\", "
+                  "\"1m\", \"1h30m\"; zero is \"0s\")",
+                  "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
+                  "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " + kRuleIds,
+                  "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules, probes, peers",
+              }));
 }
 
 // ---------------------------------------------------------------- files
@@ -700,8 +701,7 @@ TEST(ConfigFile, UnreadableFileIsOneErrorNamingIt) {
 TEST(ConfigFile, ErrorsNameTheFile) {
     auto errors = errors_of(load_config_file(rocewatch::testing::fixtures_dir() + "/config/bad-types.toml"));
     ASSERT_FALSE(errors.empty());
-    EXPECT_TRUE(errors[0].starts_with(rocewatch::testing::fixtures_dir() + "/config/bad-types.toml:3: "))
-        << errors[0];
+    EXPECT_TRUE(errors[0].starts_with(rocewatch::testing::fixtures_dir() + "/config/bad-types.toml:3: ")) << errors[0];
 }
 
 TEST(ConfigFile, ExampleConfigsParseCleanly) {
@@ -720,12 +720,11 @@ TEST(ConfigFile, ExampleConfigsParseCleanly) {
     // no token_file: under the shipped unit the token is the systemd credential
     spark.probes.enabled = {"tcp_lat",           "tcp_bw",      "rdma_write_lat", "rdma_write_bw",
                             "rdma_multirail_bw", "ucx_put_lat", "ucx_put_bw"};
-    spark.peers = {PeerConfig{.name = "spark-b",
-                              .address = "spark-b:9879",
-                              .rails = {{"rail0", "enp1s0f0np0", "192.168.100.11", "192.168.100.12", "rocep1s0f0",
-                                         "rocep1s0f0"},
-                                        {"rail1", "enp1s0f1np1", "192.168.101.11", "192.168.101.12", "rocep1s0f1",
-                                         "rocep1s0f1"}}}};
+    spark.peers = {PeerConfig{
+        .name = "spark-b",
+        .address = "spark-b:9879",
+        .rails = {{"rail0", "enp1s0f0np0", "192.168.100.11", "192.168.100.12", "rocep1s0f0", "rocep1s0f0"},
+                  {"rail1", "enp1s0f1np1", "192.168.101.11", "192.168.101.12", "rocep1s0f1", "rocep1s0f1"}}}};
     EXPECT_EQ(effective(*example.config), effective(spark));
 }
 
@@ -738,12 +737,14 @@ TEST(ConfigFile, BadSyntaxFixture) {
 TEST(ConfigFile, UnknownKeyFixture) {
     EXPECT_EQ(fixture_errors("unknown-key.toml"),
               (Lines{
-                  "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, thresholds, rules, probes, peers",
+                  "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, thresholds, "
+                  "rules, probes, peers",
                   "unknown-key.toml:5: daemon.intervall: unknown key; did you mean \"interval\"? Valid keys: listen, "
                   "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit",
                   "unknown-key.toml:9: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                   "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces",
-                  "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, thresholds, rules, probes, peers",
+                  "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, thresholds, rules, "
+                  "probes, peers",
               }));
 }
 
@@ -786,6 +787,7 @@ TEST(ConfigFile, BadValuesFixture) {
     EXPECT_TRUE(errors[2].starts_with("bad-values.toml:5: daemon.log_level: \"verbose\" is not a log level"));
     EXPECT_TRUE(errors[3].starts_with("bad-values.toml:8: thresholds.flap_window: \"1h1h\" is not a duration"));
     EXPECT_TRUE(errors[4].starts_with("bad-values.toml:10: rules.mtu_lo: unknown rule id; did you mean \"mtu_low\"?"));
-    EXPECT_EQ(errors[5], "bad-values.toml:14: rules.port_down.severity: \"fatal\" is not a severity (info, warning, critical)");
+    EXPECT_EQ(errors[5],
+              "bad-values.toml:14: rules.port_down.severity: \"fatal\" is not a severity (info, warning, critical)");
     EXPECT_TRUE(errors[6].starts_with("bad-values.toml:15: rules.port_down.clear_after: \"-1m\" is not a duration"));
 }

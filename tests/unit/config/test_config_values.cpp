@@ -21,9 +21,29 @@ TEST(ParseDuration, AcceptsEachUnitAndCombinations) {
 }
 
 TEST(ParseDuration, RejectsEverythingElse) {
-    for (const char* bad : {"", "5", "s", "5 s", " 5s", "5s ", "-5s", "+5s", "1.5s", "5S", "5sec", "1d",
-                            "30m1h", "1s1s", "1m1m", "5s5ms5s", "0", "0ms", "0m", "0h0s", "ms",
-                            "99999999999999999999s", "9223372036854775807h"})
+    for (const char* bad : {"",
+                            "5",
+                            "s",
+                            "5 s",
+                            " 5s",
+                            "5s ",
+                            "-5s",
+                            "+5s",
+                            "1.5s",
+                            "5S",
+                            "5sec",
+                            "1d",
+                            "30m1h",
+                            "1s1s",
+                            "1m1m",
+                            "5s5ms5s",
+                            "0",
+                            "0ms",
+                            "0m",
+                            "0h0s",
+                            "ms",
+                            "99999999999999999999s",
+                            "9223372036854775807h"})
         EXPECT_FALSE(parse_duration(bad)) << '"' << bad << '"';
 }
 
@@ -63,9 +83,9 @@ TEST(ParseListenAddress, AcceptsTheDocumentedForms) {
 }
 
 TEST(ParseListenAddress, RejectsMalformed) {
-    for (const char* bad : {"", "9879", "0.0.0.0", "0.0.0.0:", ":65536", ":99999999", ":-1", ":80x",
-                            "::1:9879", "[::1]", "[::1]9879", "[]:80", "[nope]:80", "300.1.1.1:80",
-                            "1.2.3:80", "bad host:80", "-lead:80", "trail-:80", "a..b:80"})
+    for (const char* bad :
+         {"", "9879", "0.0.0.0", "0.0.0.0:", ":65536", ":99999999", ":-1", ":80x", "::1:9879", "[::1]", "[::1]9879",
+          "[]:80", "[nope]:80", "300.1.1.1:80", "1.2.3:80", "bad host:80", "-lead:80", "trail-:80", "a..b:80"})
         EXPECT_FALSE(parse_listen_address(bad)) << '"' << bad << '"';
 }
 
@@ -116,8 +136,9 @@ TEST(ConfigToJson, TheTokenFilesPathShowsButNeverAToken) {
 TEST(RedactSecrets, ReplacesEachListedPathOnly) {
     nlohmann::json j = {
         {"daemon", {{"listen", ":1"}, {"token", "s3cret"}}},
-        {"peers", {{"spark-2", {{"address", "10.0.0.2"}, {"token", "t2"}}},
-                   {"spark-3", {{"address", "10.0.0.3"}, {"token", "t3"}}}}},
+        {"peers",
+         {{"spark-2", {{"address", "10.0.0.2"}, {"token", "t2"}}},
+          {"spark-3", {{"address", "10.0.0.3"}, {"token", "t3"}}}}},
         {"expect", {{"mtu", 9000}}},
     };
     redact_secrets(j, {"daemon.token", "peers.*.token", "absent.key", "expect.mtu.deeper"});

@@ -20,7 +20,8 @@ namespace {
 
 Link netdev(int idx, std::string name, uint32_t mtu, std::string addr) {
     Link l{.ifindex = idx, .name = std::move(name), .operstate = "up", .admin_up = true, .carrier = true, .mtu = mtu};
-    if (!addr.empty()) l.addresses.push_back({.family = AF_INET, .address = std::move(addr), .prefixlen = 24, .scope = "global"});
+    if (!addr.empty())
+        l.addresses.push_back({.family = AF_INET, .address = std::move(addr), .prefixlen = 24, .scope = "global"});
     return l;
 }
 
@@ -29,7 +30,8 @@ struct EngineTest : ::testing::Test {
     std::vector<Link> links;
     TimePoint now = TimePoint{} + std::chrono::hours(24 * 365 * 50);
     SnapshotStore store;
-    std::shared_ptr<spdlog::logger> log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+    std::shared_ptr<spdlog::logger> log =
+        std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
 
     void SetUp() override {
         fs::remove_all(state);
@@ -134,12 +136,12 @@ TEST_F(EngineTest, GidTablesAreReadAfterEventsAndCarriedOverOtherwise) {
 // own thread, not the engine: the cycle ends at its deadline with the last devices, marked
 // failed and dated, the file is skipped until its read returns, and stop() is prompt.
 struct BlockingRead {
-    std::string path;                 // the file the fake blocks on
+    std::string path;  // the file the fake blocks on
     std::mutex mu;
     std::condition_variable cv;
-    bool block = false;               // the next read that does not skip `path` blocks
+    bool block = false;  // the next read that does not skip `path` blocks
     bool released = false;
-    std::vector<bool> skipped;        // per call: was `path` in the skip list
+    std::vector<bool> skipped;  // per call: was `path` in the skip list
 
     SysfsReadResult operator()(const fs::path& root, const SysfsReadOptions& o) {
         const bool skip = o.skip && o.skip->contains(path);
@@ -180,7 +182,8 @@ TEST_F(EngineTest, BlockedReadEndsTheCycleAtItsDeadlineAndIsSkippedUntilItReturn
     fake->block = true;
     const auto t0 = std::chrono::steady_clock::now();
     auto stale = engine.collect_once();
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "the cycle waits out its deadline only";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2))
+        << "the cycle waits out its deadline only";
     const auto& sysfs = stale->collectors.at(0);
     EXPECT_FALSE(sysfs.success);
     EXPECT_NE(sysfs.last_error.find(fake->path), std::string::npos) << sysfs.last_error;

@@ -34,35 +34,38 @@ struct SchedulerTest : ::testing::Test {
         c->probes.tcp_lat.jitter = 3s;
         c->probes.tcp_bw.interval = 15min;
         c->probes.tcp_bw.jitter = 0s;
-        c->peers = {PeerConfig{.name = "spark-b", .address = "10.0.0.2:9879",
+        c->peers = {PeerConfig{.name = "spark-b",
+                               .address = "10.0.0.2:9879",
                                .rails = {{"rail0", "", "10.1.0.1", "10.1.0.2", "", ""}}}};
         return c;
     }
 
     std::unique_ptr<ProbeScheduler> make(std::shared_ptr<Config> c) {
         ProbeSchedulerDeps d{
-            .run = [this](const ProbeJob& j, const PeerHello& h, Deadline deadline) {
-                runs.emplace_back(j.kind, now);
-                jobs.push_back(j);
-                EXPECT_EQ(h.data_port, 9880);
-                EXPECT_GT(deadline.at, now);
-                EXPECT_NE(deadline.cancel, nullptr) << "the scheduler can pull every run's deadline in";
-                ProbeResult r;
-                r.success = run_reason.empty();
-                r.reason = run_reason;
-                r.duration_seconds = 0.01;
-                return r;
-            },
-            .hello = [this](const PeerConfig& p, SteadyClock::time_point deadline) {
-                ++hellos;
-                hello_deadlines.push_back(deadline);
-                PeerState st;
-                st.name = p.name;
-                st.hello_ok = hello_error.empty();
-                st.hello_error = hello_error;
-                if (st.hello_ok) st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
-                return st;
-            },
+            .run =
+                [this](const ProbeJob& j, const PeerHello& h, Deadline deadline) {
+                    runs.emplace_back(j.kind, now);
+                    jobs.push_back(j);
+                    EXPECT_EQ(h.data_port, 9880);
+                    EXPECT_GT(deadline.at, now);
+                    EXPECT_NE(deadline.cancel, nullptr) << "the scheduler can pull every run's deadline in";
+                    ProbeResult r;
+                    r.success = run_reason.empty();
+                    r.reason = run_reason;
+                    r.duration_seconds = 0.01;
+                    return r;
+                },
+            .hello =
+                [this](const PeerConfig& p, SteadyClock::time_point deadline) {
+                    ++hellos;
+                    hello_deadlines.push_back(deadline);
+                    PeerState st;
+                    st.name = p.name;
+                    st.hello_ok = hello_error.empty();
+                    st.hello_error = hello_error;
+                    if (st.hello_ok) st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
+                    return st;
+                },
             .rail_utilisation = [this](const ProbeJob&) { return utilisation; },
             .available = [this](ProbeKind k) { return available(k); },
             .now = [this] { return now; },
@@ -71,7 +74,8 @@ struct SchedulerTest : ::testing::Test {
     }
 
     size_t count(ProbeKind k) const {
-        return static_cast<size_t>(std::count_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == k; }));
+        return static_cast<size_t>(
+            std::count_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == k; }));
     }
 };
 
@@ -252,14 +256,14 @@ TEST_F(SchedulerTest, PeerLevelKindsRunOncePerPeerAndRailKindsOncePerRail) {
     c->probes.enabled = {"tcp_lat", "rdma_write_lat", "rdma_multirail_bw", "ucx_put_lat"};
     available = [](ProbeKind) { return true; };
     auto s = make(c);
-    s->run_due(now);        // plans: each first run within its jitter
+    s->run_due(now);  // plans: each first run within its jitter
     now += 5min;
     s->run_due(now);  // everything is due once
     std::multiset<std::pair<std::string, std::string>> got;
     for (const auto& j : jobs) got.insert({to_string(j.kind), j.rail ? j.rail->name : ""});
     std::multiset<std::pair<std::string, std::string>> want = {
-        {"tcp_lat", "rail0"},           {"tcp_lat", "rail1"}, {"rdma_write_lat", "rail0"},
-        {"rdma_write_lat", "rail1"},    {"rdma_multirail_bw", ""}, {"ucx_put_lat", ""},
+        {"tcp_lat", "rail0"},        {"tcp_lat", "rail1"},      {"rdma_write_lat", "rail0"},
+        {"rdma_write_lat", "rail1"}, {"rdma_multirail_bw", ""}, {"ucx_put_lat", ""},
     };
     EXPECT_EQ(got, want);
     // On demand: a peer-level kind takes no rail, a rail kind any configured rail.

@@ -49,7 +49,8 @@ struct NetnsState {
 const NetnsState& private_netns() {
     static const NetnsState state = [] {
         NetnsState s;
-        struct stat before {}, after {};
+        struct stat before {
+        }, after{};
         if (::stat("/proc/thread-self/ns/net", &before) != 0) {
             s.error = std::string("stat netns: ") + std::strerror(errno);
             return s;
@@ -111,9 +112,8 @@ const Link* by_name(const Views& v, const std::string& name) {
 
 bool has_addr(const Link* l, const std::string& addr, int prefixlen) {
     if (l == nullptr) return false;
-    return std::any_of(l->addresses.begin(), l->addresses.end(), [&](const Address& a) {
-        return a.address == addr && a.prefixlen == prefixlen;
-    });
+    return std::any_of(l->addresses.begin(), l->addresses.end(),
+                       [&](const Address& a) { return a.address == addr && a.prefixlen == prefixlen; });
 }
 
 void remove_test_links() {
@@ -134,9 +134,8 @@ std::string describe(const Views& v) {
         for (const auto& a : l.addresses)
             addrs.push_back(a.address + "/" + std::to_string(a.prefixlen) + " " + a.scope);
         std::sort(addrs.begin(), addrs.end());
-        o << l.ifindex << ' ' << l.name << " mtu=" << l.mtu << " oper=" << l.operstate
-          << " up=" << l.admin_up << " mac=" << l.mac << " master=" << l.master << " kind=" << l.kind
-          << " addrs=[";
+        o << l.ifindex << ' ' << l.name << " mtu=" << l.mtu << " oper=" << l.operstate << " up=" << l.admin_up
+          << " mac=" << l.mac << " master=" << l.master << " kind=" << l.kind << " addrs=[";
         for (const auto& a : addrs) o << a << ';';
         o << "]\n";
     }
@@ -172,7 +171,7 @@ std::string describe_kernel() {
 
 // Counts on_change() calls so a test can wait for the next one.
 class ChangeCounter {
- public:
+public:
     void notify() {
         {
             std::lock_guard lk(m_);
@@ -191,14 +190,14 @@ class ChangeCounter {
         return n_;
     }
 
- private:
+private:
     std::mutex m_;
     std::condition_variable cv_;
     uint64_t n_ = 0;
 };
 
 class NetnsWatcher : public ::testing::Test {
- protected:
+protected:
     void SetUp() override {
         ROCEWATCH_REQUIRE_ROOT();
         const auto& ns = private_netns();
@@ -245,8 +244,8 @@ class NetnsWatcher : public ::testing::Test {
             if (now_count == seen) {
                 ADD_FAILURE() << "no on_change() with the expected view within 1 s after: " << cmd
                               << " (the command itself took "
-                              << std::chrono::duration<double, std::milli>(t_exit - t0).count()
-                              << " ms)\nview:\n" << describe(watcher_->links());
+                              << std::chrono::duration<double, std::milli>(t_exit - t0).count() << " ms)\nview:\n"
+                              << describe(watcher_->links());
                 return -1;
             }
             seen = now_count;
@@ -254,8 +253,7 @@ class NetnsWatcher : public ::testing::Test {
         }
         const double ms = ms_since(t_exit);
         const double total = ms_since(t0);
-        std::printf("[ latency  ] %6.1f ms after ip returned, %6.1f ms from its start  %s\n", ms, total,
-                    cmd.c_str());
+        std::printf("[ latency  ] %6.1f ms after ip returned, %6.1f ms from its start  %s\n", ms, total, cmd.c_str());
         EXPECT_LT(ms, 1000.0) << cmd;
         latencies_.push_back(ms);
         return ms;
@@ -308,16 +306,14 @@ TEST_F(NetnsWatcher, VethLifecycleIsEventDriven) {
     expect_event("ip link add rwt0 type veth peer name rwt1", [](const Views& v) {
         const Link* a = by_name(v, "rwt0");
         const Link* b = by_name(v, "rwt1");
-        return a && b && a->kind == "veth" && b->kind == "veth" && !a->admin_up &&
-               a->operstate == "down" && a->mac.size() == 17;
+        return a && b && a->kind == "veth" && b->kind == "veth" && !a->admin_up && a->operstate == "down" &&
+               a->mac.size() == 17;
     });
-    expect_event("ip link set rwt0 mtu 9000",
-                 [](const Views& v) { return by_name(v, "rwt0")->mtu == 9000; });
+    expect_event("ip link set rwt0 mtu 9000", [](const Views& v) { return by_name(v, "rwt0")->mtu == 9000; });
     expect_event("ip link set rwt0 up && ip link set rwt1 up", [](const Views& v) {
         const Link* a = by_name(v, "rwt0");
         const Link* b = by_name(v, "rwt1");
-        return a->admin_up && b->admin_up && a->operstate == "up" && b->operstate == "up" &&
-               a->carrier && b->carrier;
+        return a->admin_up && b->admin_up && a->operstate == "up" && b->operstate == "up" && a->carrier && b->carrier;
     });
     const auto flaps = by_name(watcher_->links(), "rwt0")->carrier_changes;
     ASSERT_TRUE(flaps);
@@ -326,15 +322,14 @@ TEST_F(NetnsWatcher, VethLifecycleIsEventDriven) {
     expect_event("ip link set rwt1 down", [](const Views& v) {
         const Link* a = by_name(v, "rwt0");
         const Link* b = by_name(v, "rwt1");
-        return !b->admin_up && b->operstate == "down" && a->admin_up && !a->carrier &&
-               a->operstate == "lowerlayerdown";
+        return !b->admin_up && b->operstate == "down" && a->admin_up && !a->carrier && a->operstate == "lowerlayerdown";
     });
     EXPECT_GT(by_name(watcher_->links(), "rwt0")->carrier_changes.value_or(0), *flaps);
 
-    expect_event("ip link set rwt0 down",
-                 [](const Views& v) { return !by_name(v, "rwt0")->admin_up && by_name(v, "rwt0")->operstate == "down"; });
-    expect_event("ip link del rwt0",
-                 [](const Views& v) { return !by_name(v, "rwt0") && !by_name(v, "rwt1"); });
+    expect_event("ip link set rwt0 down", [](const Views& v) {
+        return !by_name(v, "rwt0")->admin_up && by_name(v, "rwt0")->operstate == "down";
+    });
+    expect_event("ip link del rwt0", [](const Views& v) { return !by_name(v, "rwt0") && !by_name(v, "rwt1"); });
     EXPECT_GT(watcher_->events(), 6u);
     EXPECT_EQ(watcher_->resyncs(), 0u);
 }
@@ -349,27 +344,21 @@ TEST_F(NetnsWatcher, MacvlanAndAddressesAreEventDriven) {
                      const Link* m = by_name(v, "rwtmv0");
                      return m && m->kind == "macvlan" && m->admin_up && m->master.empty();
                  });
-    expect_event("ip addr add 192.0.2.10/24 dev rwtmv0", [](const Views& v) {
-        return has_addr(by_name(v, "rwtmv0"), "192.0.2.10", 24);
-    });
+    expect_event("ip addr add 192.0.2.10/24 dev rwtmv0",
+                 [](const Views& v) { return has_addr(by_name(v, "rwtmv0"), "192.0.2.10", 24); });
     const Views now = watcher_->links();
     for (const auto& a : by_name(now, "rwtmv0")->addresses)
         if (a.address == "192.0.2.10") {
             EXPECT_EQ(a.family, AF_INET);
             EXPECT_EQ(a.scope, "global");
         }
-    expect_event("ip -6 addr add 2001:db8::10/64 dev rwtmv0 nodad", [](const Views& v) {
-        return has_addr(by_name(v, "rwtmv0"), "2001:db8::10", 64);
-    });
-    expect_event("ip addr add 198.51.100.1/32 peer 198.51.100.2 dev rwt0", [](const Views& v) {
-        return has_addr(by_name(v, "rwt0"), "198.51.100.1", 32);
-    });
-    expect_event("ip addr del 192.0.2.10/24 dev rwtmv0", [](const Views& v) {
-        return !has_addr(by_name(v, "rwtmv0"), "192.0.2.10", 24);
-    });
-    expect_event("ip link set rwtmv0 down", [](const Views& v) {
-        return by_name(v, "rwtmv0")->operstate == "down";
-    });
+    expect_event("ip -6 addr add 2001:db8::10/64 dev rwtmv0 nodad",
+                 [](const Views& v) { return has_addr(by_name(v, "rwtmv0"), "2001:db8::10", 64); });
+    expect_event("ip addr add 198.51.100.1/32 peer 198.51.100.2 dev rwt0",
+                 [](const Views& v) { return has_addr(by_name(v, "rwt0"), "198.51.100.1", 32); });
+    expect_event("ip addr del 192.0.2.10/24 dev rwtmv0",
+                 [](const Views& v) { return !has_addr(by_name(v, "rwtmv0"), "192.0.2.10", 24); });
+    expect_event("ip link set rwtmv0 down", [](const Views& v) { return by_name(v, "rwtmv0")->operstate == "down"; });
 
     std::string diff;
     EXPECT_TRUE(converges_to_kernel(std::chrono::milliseconds(3000), &diff)) << diff;
@@ -390,8 +379,7 @@ TEST_F(NetnsWatcher, MasterNameIsAssembled) {
     EXPECT_FALSE(by_name(v, "rwt0")->slave) << "bridge ports are not bond slaves";
     EXPECT_FALSE(by_name(v, "rwtbr0")->bond);
     EXPECT_EQ(by_name(v, "rwtbr0")->kind, "bridge");
-    expect_event("ip link set rwt0 nomaster",
-                 [](const Views& v2) { return by_name(v2, "rwt0")->master.empty(); });
+    expect_event("ip link set rwt0 nomaster", [](const Views& v2) { return by_name(v2, "rwt0")->master.empty(); });
 }
 
 TEST_F(NetnsWatcher, EnobufsOverrunResyncsToKernelTruth) {
@@ -419,8 +407,9 @@ TEST_F(NetnsWatcher, EnobufsOverrunResyncsToKernelTruth) {
 
     // Now overrun a running watcher: the view must still end where the kernel ends.
     std::vector<std::string> churn;
-    for (int i = 0; i < 600; i += 2) churn.push_back("addr del 10.77." + std::to_string(i / 250) + "." +
-                                                     std::to_string(i % 250 + 1) + "/32 dev rwt0");
+    for (int i = 0; i < 600; i += 2)
+        churn.push_back("addr del 10.77." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) +
+                        "/32 dev rwt0");
     for (int i = 0; i < 200; ++i) churn.push_back("addr add 10.78.0." + std::to_string(i + 1) + "/32 dev rwt0");
     churn.push_back("link set rwt0 mtu 4000");
     ASSERT_TRUE(ip_batch(churn));

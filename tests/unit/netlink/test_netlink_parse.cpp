@@ -26,7 +26,7 @@ namespace {
 
 // One message under construction; the bytes live in libnl's buffer until copied out.
 class Msg {
- public:
+public:
     explicit Msg(int type) : m_(nlmsg_alloc_simple(type, 0)) {}
 
     static Msg link(int ifindex, const char* name, unsigned flags = IFF_UP) {
@@ -85,7 +85,7 @@ class Msg {
         return w;
     }
 
- private:
+private:
     Msg& check(int err) {
         EXPECT_EQ(err, 0);
         return *this;
@@ -109,8 +109,7 @@ Msg bond_msg(int ifindex, const char* name, uint8_t mode, uint32_t active_slave)
 }
 
 // A physical NIC enslaved to a bond carries IFLA_INFO_SLAVE_KIND but no IFLA_INFO_KIND.
-Msg slave_msg(int ifindex, const char* name, int master, uint8_t state, uint8_t mii,
-              uint32_t failures) {
+Msg slave_msg(int ifindex, const char* name, int master, uint8_t state, uint8_t mii, uint32_t failures) {
     Msg m = Msg::link(ifindex, name);
     m.u8(IFLA_OPERSTATE, mii == 0 ? IF_OPER_UP : IF_OPER_DOWN).u8(IFLA_CARRIER, mii == 0);
     m.u32(IFLA_MTU, 9000).u32(IFLA_MASTER, static_cast<uint32_t>(master));
@@ -336,8 +335,7 @@ TEST(ParseLink, OverlongHardwareAddressIsDropped) {
     unsigned char ib[20];
     for (unsigned char i = 0; i < 20; ++i) ib[i] = i;
     m.raw(IFLA_ADDRESS, ib, 20);
-    EXPECT_EQ(parse_link_message(m.hdr())->mac,
-              "00:01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13")
+    EXPECT_EQ(parse_link_message(m.hdr())->mac, "00:01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13")
         << "IPoIB has 20-byte addresses";
     unsigned char big[40] = {};
     Msg m2 = Msg::link(3, "x");
@@ -370,9 +368,9 @@ TEST(ParseAddr, Ipv6FromAddressAttribute) {
 }
 
 TEST(ParseAddr, ScopeNames) {
-    const std::pair<int, const char*> scopes[] = {
-        {RT_SCOPE_UNIVERSE, "global"}, {RT_SCOPE_SITE, "site"}, {RT_SCOPE_LINK, "link"},
-        {RT_SCOPE_HOST, "host"},       {RT_SCOPE_NOWHERE, "nowhere"}, {100, "100"}};
+    const std::pair<int, const char*> scopes[] = {{RT_SCOPE_UNIVERSE, "global"}, {RT_SCOPE_SITE, "site"},
+                                                  {RT_SCOPE_LINK, "link"},       {RT_SCOPE_HOST, "host"},
+                                                  {RT_SCOPE_NOWHERE, "nowhere"}, {100, "100"}};
     for (auto [scope, name] : scopes) {
         Msg m = Msg::addr(AF_INET, 1, 8, scope);
         m.ip(IFA_LOCAL, AF_INET, "127.0.0.1");
@@ -432,8 +430,8 @@ TEST(ParseAddr, Rejects) {
 TEST(Assemble, BondWithTwoSlavesEndToEnd) {
     std::vector<Link> links;
     // Dump order is not ifindex order on every kernel; feed them shuffled.
-    for (const Msg& m : {slave_msg(4, "enp1s0f1np1", 5, 1, 2, 3), bond_msg(5, "bond0", 1, 3),
-                         Msg::link(1, "lo"), slave_msg(3, "enp1s0f0np0", 5, 0, 0, 0)})
+    for (const Msg& m : {slave_msg(4, "enp1s0f1np1", 5, 1, 2, 3), bond_msg(5, "bond0", 1, 3), Msg::link(1, "lo"),
+                         slave_msg(3, "enp1s0f0np0", 5, 0, 0, 0)})
         links.push_back(*parse_link_message(m.hdr()));
     std::vector<std::pair<int, Address>> addrs;
     {
@@ -507,8 +505,7 @@ TEST(Assemble, DuplicateIfindexKeepsTheLaterLink) {
 
 TEST(Assemble, IsIdempotent) {
     std::vector<Link> links;
-    for (const Msg& m : {bond_msg(5, "bond0", 1, 3), slave_msg(3, "a", 5, 0, 0, 0),
-                         slave_msg(4, "b", 5, 1, 0, 0)})
+    for (const Msg& m : {bond_msg(5, "bond0", 1, 3), slave_msg(3, "a", 5, 0, 0, 0), slave_msg(4, "b", 5, 1, 0, 0)})
         links.push_back(*parse_link_message(m.hdr()));
     Address a{.family = AF_INET, .address = "10.0.0.1", .prefixlen = 24, .scope = "global"};
     auto once = assemble_links(links, {{5, a}});
@@ -574,6 +571,6 @@ TEST(ParseFuzz, RandomMutationsNeverCrash) {
     EXPECT_LE(view.size(), survivors.size());
     EXPECT_GT(parsed, 0u);
     EXPECT_GT(rejected, 0u);
-    std::printf("fuzz: %zu mutated messages parsed, %zu rejected, %zu links assembled\n", parsed,
-                rejected, view.size());
+    std::printf("fuzz: %zu mutated messages parsed, %zu rejected, %zu links assembled\n", parsed, rejected,
+                view.size());
 }

@@ -42,10 +42,11 @@ struct PeerRoutesTest : ::testing::Test {
     std::shared_ptr<Config> cfg = std::make_shared<Config>();
     Source source;
     ProbeStore probe_store;
-    ProbeScheduler scheduler{cfg,
-                             ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, Deadline) { return ProbeResult{}; },
-                                                .hello = [](const PeerConfig&, SteadyClock::time_point) { return PeerState{}; }},
-                             probe_store, log};
+    ProbeScheduler scheduler{
+        cfg,
+        ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, Deadline) { return ProbeResult{}; },
+                           .hello = [](const PeerConfig&, SteadyClock::time_point) { return PeerState{}; }},
+        probe_store, log};
     SessionHost sessions;
     std::unique_ptr<api::ApiServer> server;
     std::unique_ptr<httplib::Client> cli;
@@ -59,9 +60,15 @@ struct PeerRoutesTest : ::testing::Test {
             return std::make_pair(json{{"reason", "protocol_error"}, {"detail", r.value("id", "")}},
                                   std::function<ProbeResult()>{});
         };
-        api::add_peer_routes(*server, {.snapshots = source, .config = cfg, .token_hex = kToken, .no_probing = "",
-                                       .data_port = 9880, .scheduler = scheduler, .sessions = sessions,
-                                       .session_kinds = {{"/api/v1/peer/rdma", "RDMA", refuse}}, .log = log});
+        api::add_peer_routes(*server, {.snapshots = source,
+                                       .config = cfg,
+                                       .token_hex = kToken,
+                                       .no_probing = "",
+                                       .data_port = 9880,
+                                       .scheduler = scheduler,
+                                       .sessions = sessions,
+                                       .session_kinds = {{"/api/v1/peer/rdma", "RDMA", refuse}},
+                                       .log = log});
         server->start();
         cli = std::make_unique<httplib::Client>("127.0.0.1", server->port());
     }

@@ -121,7 +121,8 @@ TEST(RailResolve, UtilisationAndRateOfARailHoweverItIsNamed) {
         EXPECT_EQ(rail_rate_bps(s, r), 200e9);
         EXPECT_EQ(rail_netdev(s, r), "enp1s0f1np1");
     }
-    PeerConfig peer{.name = "b", .address = "10.0.0.2:9879",
+    PeerConfig peer{.name = "b",
+                    .address = "10.0.0.2:9879",
                     .rails = {rail("192.168.100.12", "", "", "192.168.100.11"), named[2]}};
     auto busiest = probe_utilisation(s, peer, nullptr);
     ASSERT_TRUE(busiest) << "a run over all rails is as busy as the busiest";
@@ -152,8 +153,8 @@ json request(const std::string& kind, uint32_t size, uint64_t iterations, double
                                             {"gid_index", -1},
                                             {"address", "192.168.100.11"},
                                             {"endpoints", json::array({json::object()})}}})) {
-    return json{{"kind", kind},     {"message_size", size}, {"iterations", iterations},
-                {"seconds", seconds}, {"timeout", 10.0},     {"rails", rails}};
+    return json{{"kind", kind},       {"message_size", size}, {"iterations", iterations},
+                {"seconds", seconds}, {"timeout", 10.0},      {"rails", rails}};
 }
 
 }  // namespace
@@ -178,9 +179,8 @@ TEST(RdmaSession, ThePassiveSideGrantsNoMoreThanItsOwnBudget) {
               "bad_target: a bandwidth run of 100 messages per stream; this daemon grants timed runs only");
     EXPECT_EQ(refused(request("tcp_bw", 65536, 0, 1)),
               "bad_target: kind must be rdma_write_bw, rdma_write_lat or rdma_multirail_bw");
-    auto five_qps = json::array({json{{"name", "rail0"},
-                                      {"address", "192.168.100.11"},
-                                      {"endpoints", json::array({{}, {}, {}, {}, {}})}}});
+    auto five_qps = json::array(
+        {json{{"name", "rail0"}, {"address", "192.168.100.11"}, {"endpoints", json::array({{}, {}, {}, {}, {}})}}});
     EXPECT_EQ(refused(request("rdma_write_bw", 65536, 0, 1, five_qps)),
               "bad_target: rail rail0: 5 QPs; this daemon grants up to 2");
     auto two_rails = json::array({five_qps[0], five_qps[0]});
@@ -212,9 +212,8 @@ TEST(RdmaSession, MalformedRequestsAndMissingDevicesAreNamed) {
     auto no_rails = request("rdma_write_lat", 2, 10, 0);
     no_rails.erase("rails");
     EXPECT_EQ(refused(no_rails), "protocol_error: rails missing");
-    auto elsewhere = json::array({json{{"name", "rail0"},
-                                       {"address", "10.0.0.1"},
-                                       {"endpoints", json::array({json::object()})}}});
+    auto elsewhere = json::array(
+        {json{{"name", "rail0"}, {"address", "10.0.0.1"}, {"endpoints", json::array({json::object()})}}});
     EXPECT_EQ(refused(request("rdma_write_lat", 2, 10, 0, elsewhere)).substr(0, 47),
               "device_not_found: rail rail0: no RoCE v2 GID ho");
     // An endpoint info that does not parse is named before any device is touched.
@@ -231,9 +230,8 @@ TEST(RdmaSession, MalformedRequestsAndMissingDevicesAreNamed) {
     remote.addr = 0x1000;
     remote.size = 4096;
     remote.active_mtu = 4096;
-    auto good = json::array({json{{"name", "rail0"},
-                                  {"address", "192.168.100.11"},
-                                  {"endpoints", json::array({json(remote)})}}});
+    auto good = json::array(
+        {json{{"name", "rail0"}, {"address", "192.168.100.11"}, {"endpoints", json::array({json(remote)})}}});
     r = refused(request("rdma_write_lat", 2, 10, 0, good));
     EXPECT_EQ(r.substr(0, 30), "device_not_found: rail rail0: ") << r;
     EXPECT_NE(r.find("rocep1s0f0"), std::string::npos) << r;
@@ -393,8 +391,8 @@ TEST(SessionEnd, RequestAndGrantedIdRoundTrip) {
         return SessionReply{json{{"ended", true}}, "", ""};
     };
     EXPECT_EQ(granted_session(json{{"rails", json::array()}, {"session", "0123456789abcdef"}}), "0123456789abcdef");
-    EXPECT_EQ(granted_session(json{{"rails", json::array()}}), "");   // a CLI's passive side names none
-    EXPECT_EQ(granted_session(json{{"session", 42}}), "");            // not a string: none
+    EXPECT_EQ(granted_session(json{{"rails", json::array()}}), "");  // a CLI's passive side names none
+    EXPECT_EQ(granted_session(json{{"session", 42}}), "");           // not a string: none
     EXPECT_EQ(granted_session(json::array()), "");
     end_session(exchange, "");
     EXPECT_TRUE(sent.empty()) << "nothing is sent without an id";

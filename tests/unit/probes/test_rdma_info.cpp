@@ -70,12 +70,24 @@ TEST(RdmaInfo, GarbageIsAnErrorNeverACrash) {
         const char* says;
     };
     const Case cases[] = {
-        {"device", "", "device"},           {"device", 3, "device"},        {"port", 0, "port"},
-        {"port", 256, "port"},              {"port", "1", "port"},          {"gid_index", -2, "gid_index"},
-        {"gid_index", 1.5, "gid_index"},    {"gid", "fe80::1", "gid"},      {"gid", nullptr, "gid"},
-        {"qpn", 1 << 24, "qpn"},            {"qpn", -1, "qpn"},             {"psn", 1 << 24, "psn"},
-        {"rkey", 1ull << 32, "rkey"},       {"rkey", true, "rkey"},         {"size", -5, "size"},
-        {"active_mtu", 1500, "active_mtu"}, {"active_mtu", 8192, "active_mtu"}, {"addr", "0x10", "addr"},
+        {"device", "", "device"},
+        {"device", 3, "device"},
+        {"port", 0, "port"},
+        {"port", 256, "port"},
+        {"port", "1", "port"},
+        {"gid_index", -2, "gid_index"},
+        {"gid_index", 1.5, "gid_index"},
+        {"gid", "fe80::1", "gid"},
+        {"gid", nullptr, "gid"},
+        {"qpn", 1 << 24, "qpn"},
+        {"qpn", -1, "qpn"},
+        {"psn", 1 << 24, "psn"},
+        {"rkey", 1ull << 32, "rkey"},
+        {"rkey", true, "rkey"},
+        {"size", -5, "size"},
+        {"active_mtu", 1500, "active_mtu"},
+        {"active_mtu", 8192, "active_mtu"},
+        {"addr", "0x10", "addr"},
         {"gid_type", json::array(), "gid_type"},
     };
     for (const auto& c : cases) {
@@ -85,8 +97,8 @@ TEST(RdmaInfo, GarbageIsAnErrorNeverACrash) {
         EXPECT_FALSE(p.info) << c.key << "=" << c.value.dump();
         EXPECT_NE(p.error.find(c.says), std::string::npos) << p.error;
     }
-    for (const char* key : {"device", "port", "gid_index", "gid", "gid_type", "qpn", "psn", "rkey", "addr", "size",
-                            "active_mtu"}) {
+    for (const char* key :
+         {"device", "port", "gid_index", "gid", "gid_type", "qpn", "psn", "rkey", "addr", "size", "active_mtu"}) {
         json j = good;
         j.erase(key);
         const auto p = parse_endpoint_info(j);

@@ -30,23 +30,23 @@ TEST(LatencyStats, TenSamplesDropTwoEvenMedian) {
     EXPECT_EQ(s.samples, 10u);
     EXPECT_EQ(s.used, 8u);
     EXPECT_DOUBLE_EQ(s.min, 1);
-    EXPECT_DOUBLE_EQ(s.max, 10);          // the true maximum, not perftest's sorted[m] (9)
-    EXPECT_DOUBLE_EQ(s.typical, 4.5);     // (sorted[4] + sorted[3]) / 2 = (5 + 4) / 2
-    EXPECT_DOUBLE_EQ(s.mean, 4.5);        // 36 / 8
+    EXPECT_DOUBLE_EQ(s.max, 10);                          // the true maximum, not perftest's sorted[m] (9)
+    EXPECT_DOUBLE_EQ(s.typical, 4.5);                     // (sorted[4] + sorted[3]) / 2 = (5 + 4) / 2
+    EXPECT_DOUBLE_EQ(s.mean, 4.5);                        // 36 / 8
     EXPECT_NEAR(s.stddev, std::sqrt(42.0 / 8.0), 1e-12);  // squared deviations sum to 42
-    EXPECT_DOUBLE_EQ(s.p99, 9);           // sorted[ceil(7.92)] = sorted[8]: a dropped sample
-    EXPECT_DOUBLE_EQ(s.p99_9, 9);         // sorted[ceil(7.992)] = sorted[8]
+    EXPECT_DOUBLE_EQ(s.p99, 9);                           // sorted[ceil(7.92)] = sorted[8]: a dropped sample
+    EXPECT_DOUBLE_EQ(s.p99_9, 9);                         // sorted[ceil(7.992)] = sorted[8]
 }
 
 TEST(LatencyStats, OddUsedCountMedianIsMiddle) {
     // 1..205: m = 203, odd
     const auto s = latency_stats(one_to(205));
     EXPECT_EQ(s.used, 203u);
-    EXPECT_DOUBLE_EQ(s.typical, 102);     // sorted[101]
-    EXPECT_DOUBLE_EQ(s.mean, 102);        // mean of 1..203
+    EXPECT_DOUBLE_EQ(s.typical, 102);                                      // sorted[101]
+    EXPECT_DOUBLE_EQ(s.mean, 102);                                         // mean of 1..203
     EXPECT_NEAR(s.stddev, std::sqrt((203.0 * 203.0 - 1.0) / 12.0), 1e-9);  // uniform 1..m
-    EXPECT_DOUBLE_EQ(s.p99, 202);         // sorted[ceil(200.97)] = sorted[201]
-    EXPECT_DOUBLE_EQ(s.p99_9, 204);       // sorted[ceil(202.797)] = sorted[203]
+    EXPECT_DOUBLE_EQ(s.p99, 202);                                          // sorted[ceil(200.97)] = sorted[201]
+    EXPECT_DOUBLE_EQ(s.p99_9, 204);                                        // sorted[ceil(202.797)] = sorted[203]
     EXPECT_DOUBLE_EQ(s.max, 205);
 }
 
@@ -54,9 +54,9 @@ TEST(LatencyStats, ThousandUsedSamples) {
     // 1..1002: m = 1000
     const auto s = latency_stats(one_to(1002));
     EXPECT_EQ(s.used, 1000u);
-    EXPECT_DOUBLE_EQ(s.typical, 500.5);   // (sorted[500] + sorted[499]) / 2
-    EXPECT_DOUBLE_EQ(s.p99, 991);         // sorted[990]
-    EXPECT_DOUBLE_EQ(s.p99_9, 1000);      // sorted[999]
+    EXPECT_DOUBLE_EQ(s.typical, 500.5);  // (sorted[500] + sorted[499]) / 2
+    EXPECT_DOUBLE_EQ(s.p99, 991);        // sorted[990]
+    EXPECT_DOUBLE_EQ(s.p99_9, 1000);     // sorted[999]
     EXPECT_DOUBLE_EQ(s.min, 1);
     EXPECT_DOUBLE_EQ(s.max, 1002);
 }
@@ -70,11 +70,11 @@ TEST(LatencyStats, TinyInputsDoNotIndexPastTheEnd) {
     const auto one = latency_stats({3e-6});
     EXPECT_EQ(one.used, 1u);
     EXPECT_DOUBLE_EQ(one.typical, 3e-6);
-    EXPECT_DOUBLE_EQ(one.p99, 3e-6);      // ceil(0.99) = 1, clamped to the last index
+    EXPECT_DOUBLE_EQ(one.p99, 3e-6);  // ceil(0.99) = 1, clamped to the last index
     EXPECT_DOUBLE_EQ(one.stddev, 0);
 
     const auto two = latency_stats({4, 2});
-    EXPECT_EQ(two.used, 2u);              // no tail dropped for n <= 2
+    EXPECT_EQ(two.used, 2u);  // no tail dropped for n <= 2
     EXPECT_DOUBLE_EQ(two.typical, 3);
     EXPECT_DOUBLE_EQ(two.mean, 3);
     EXPECT_DOUBLE_EQ(two.stddev, 1);
@@ -84,7 +84,7 @@ TEST(LatencyStats, TinyInputsDoNotIndexPastTheEnd) {
     EXPECT_EQ(three.used, 1u);
     EXPECT_DOUBLE_EQ(three.typical, 1);
     EXPECT_DOUBLE_EQ(three.mean, 1);
-    EXPECT_DOUBLE_EQ(three.p99, 2);       // sorted[1]
+    EXPECT_DOUBLE_EQ(three.p99, 2);  // sorted[1]
     EXPECT_DOUBLE_EQ(three.max, 100);
 }
 

@@ -53,9 +53,9 @@ constexpr const char* kAddrA = "10.201.0.1";
 constexpr const char* kAddrB = "10.201.0.2";
 constexpr const char* kBlackholed = "10.201.0.99";
 constexpr const char* kUnreachable = "10.202.0.7";
-constexpr const char* kFloodA = "10.201.0.3";   // more addresses in A, for floods beside the prober
+constexpr const char* kFloodA = "10.201.0.3";  // more addresses in A, for floods beside the prober
 constexpr const char* kFloodA2 = "10.201.0.4";
-constexpr const char* kOtherB = "10.201.0.5";   // a second address of B's, for where the server binds
+constexpr const char* kOtherB = "10.201.0.5";  // a second address of B's, for where the server binds
 
 using rocewatch::testing::Namespaces;
 
@@ -69,7 +69,9 @@ const Namespaces& namespaces() {
         auto run = rocewatch::testing::run_command;
         if (!run("ip link set lo up", &s.error) ||
             !run("ip link add rwp0 address 02:00:00:00:01:01 type veth peer name rwp1 address 02:00:00:00:01:02 "
-                 "netns " + b, &s.error) ||
+                 "netns " +
+                     b,
+                 &s.error) ||
             !run(std::string("ip addr add ") + kAddrA + "/24 dev rwp0 && ip link set rwp0 up", &s.error) ||
             !run(in_b + "ip link set lo up", &s.error) ||
             !run(in_b + "ip addr add " + kAddrB + "/24 dev rwp1", &s.error) ||
@@ -160,7 +162,7 @@ int raw_connect(uint16_t port) {
 // opens a new one the moment the server closes one, as an attacker would: nothing sent,
 // no token needed to connect.
 class IdleFlood {
- public:
+public:
     IdleFlood(const char* source, uint16_t port, size_t count)
         : source_(source), port_(port), count_(count), thread_([this] { run(); }) {}
     ~IdleFlood() {
@@ -169,7 +171,7 @@ class IdleFlood {
     }
     uint64_t opened() const { return opened_; }
 
- private:
+private:
     int open_one() const {
         const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         sockaddr_in local{}, peer{};
@@ -226,7 +228,7 @@ bool read_exact(int fd, uint8_t* p, size_t n) {
 }
 
 class TcpProbeNetns : public ::testing::Test {
- protected:
+protected:
     void SetUp() override {
         ROCEWATCH_REQUIRE_ROOT();
         const auto& ns = namespaces();

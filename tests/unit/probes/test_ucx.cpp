@@ -69,7 +69,11 @@ TEST(UcxInfo, ParseErrorsNameTheField) {
         {"address empty", [](json& j) { j["worker_address"] = ""; }, "worker_address: empty"},
         {"address too long", [](json& j) { j["worker_address"] = std::string(2 * kUcxMaxWorkerAddress + 2, 'a'); },
          "worker_address: too long"},
-        {"address as bytes", [](json& j) { j["worker_address"] = json::array({1, 2}); }, "worker_address: not a string"},
+        {"address as bytes",
+         [](json& j) {
+             j["worker_address"] = json::array({1, 2});
+         },
+         "worker_address: not a string"},
         {"rkey missing", [](json& j) { j.erase("rkey"); }, "rkey: missing"},
         {"rkey too long", [](json& j) { j["rkey"] = std::string(2 * kUcxMaxRkey + 2, '0'); }, "rkey: too long"},
         {"addr negative", [](json& j) { j["addr"] = -1; }, "addr: out of range"},
@@ -237,7 +241,8 @@ TEST(UcxEndpoint, LoopbackPutLatencyAndBandwidth) {
 
     UcxLatSettings ls;
     ls.iterations = 200;
-    auto serve = std::async(std::launch::async, [&] { return ucx_put_lat_serve(eb, ea.info(), ls, Deadline::after(5s)); });
+    auto serve = std::async(std::launch::async,
+                            [&] { return ucx_put_lat_serve(eb, ea.info(), ls, Deadline::after(5s)); });
     const auto lat = ucx_put_lat(ea, eb.info(), ls, Deadline::after(5s));
     const auto lat_served = serve.get();
     ASSERT_TRUE(lat.success) << lat.reason << ": " << lat.detail;

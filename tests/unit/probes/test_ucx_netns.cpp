@@ -153,8 +153,8 @@ Child spawn(int netns_fd, const std::function<int(int)>& body) {
         // was mounted in: give the child its own mount namespace and a fresh sysfs, as
         // `ip netns exec` does.
         if (::setns(netns_fd, CLONE_NEWNET) == 0 && ::unshare(CLONE_NEWNS) == 0 &&
-            ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
-            ::umount2("/sys", MNT_DETACH) == 0 && ::mount("sysfs", "/sys", "sysfs", 0, nullptr) == 0) {
+            ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 && ::umount2("/sys", MNT_DETACH) == 0 &&
+            ::mount("sysfs", "/sys", "sysfs", 0, nullptr) == 0) {
             try {
                 rc = body(sv[1]);
             } catch (...) {
@@ -259,7 +259,7 @@ int client_main(int fd) {
 }
 
 class UcxProbeNetns : public ::testing::Test {
- protected:
+protected:
     void SetUp() override {
         ROCEWATCH_REQUIRE_ROOT();
         const auto& ns = namespaces();
@@ -460,7 +460,8 @@ TEST_F(UcxProbeNetns, LinkDownMidBandwidth) {
     const std::string up = std::string("ip -o link show ") + kDevA + " | grep -q 'state UP' && " + in_b +
                            "ip -o link show " + kDevB + " | grep -q 'state UP'";
     for (int i = 0; i < 50 && std::system(up.c_str()) != 0; ++i) std::this_thread::sleep_for(100ms);
-    EXPECT_TRUE(run_command(std::string("ip neigh flush dev ") + kDevA + " && " + in_b + "ip neigh flush dev " + kDevB, &err))
+    EXPECT_TRUE(
+        run_command(std::string("ip neigh flush dev ") + kDevA + " && " + in_b + "ip neigh flush dev " + kDevB, &err))
         << err;
 }
 

@@ -43,13 +43,21 @@ inline RdmaDevice rail(int i, const std::string& ip, const std::string& hex) {
     p.hw_counters = {{"np_cnp_sent", 0}, {"rp_cnp_handled", 0}, {"local_ack_timeout_err", 0}};
     p.active_mtu = 4096;
     p.max_mtu = 4096;
-    return RdmaDevice{.name = "rocep1s0f" + std::to_string(i), .driver = "mlx5_core",
-                      .netdevs = {netdev}, .ports = {p}};
+    return RdmaDevice{.name = "rocep1s0f" + std::to_string(i),
+                      .driver = "mlx5_core",
+                      .netdevs = {netdev},
+                      .ports = {p}};
 }
 
 inline Link netdev(int ifindex, const std::string& name, uint32_t mtu, std::vector<Address> addrs = {}) {
-    return Link{.ifindex = ifindex, .name = name, .operstate = "up", .admin_up = true, .carrier = true,
-                .carrier_changes = 2, .mtu = mtu, .addresses = std::move(addrs)};
+    return Link{.ifindex = ifindex,
+                .name = name,
+                .operstate = "up",
+                .admin_up = true,
+                .carrier = true,
+                .carrier_changes = 2,
+                .mtu = mtu,
+                .addresses = std::move(addrs)};
 }
 
 inline Address v4(const std::string& a, int prefixlen, const std::string& scope = "global") {
@@ -106,8 +114,11 @@ inline Snapshot bonded_spark() {
     Snapshot s = healthy_spark();
     Link bond = netdev(10, "bond0", 9000, {v4("192.168.100.11", 24)});
     bond.kind = "bond";
-    bond.bond = BondInfo{.mode = "balance-xor", .miimon = 100, .xmit_hash_policy = "layer3+4",
-                         .active_slave = "", .slaves = {"enp1s0f0np0", "enp1s0f1np1"}};
+    bond.bond = BondInfo{.mode = "balance-xor",
+                         .miimon = 100,
+                         .xmit_hash_policy = "layer3+4",
+                         .active_slave = "",
+                         .slaves = {"enp1s0f0np0", "enp1s0f1np1"}};
     s.links.push_back(bond);
     for (const char* name : {"enp1s0f0np0", "enp1s0f1np1"}) {
         Link& l = link_of(s, name);

@@ -12,7 +12,11 @@ const TimePoint t0 = TimePoint{} + std::chrono::hours(24 * 365 * 50);
 
 Finding finding(const std::string& rule, const std::string& object, Severity sev = Severity::warning,
                 const std::string& summary = "something is wrong") {
-    return {.rule = rule, .object = object, .severity = sev, .summary = summary, .action = "fix it",
+    return {.rule = rule,
+            .object = object,
+            .severity = sev,
+            .summary = summary,
+            .action = "fix it",
             .details = {{"actual", "1"}}};
 }
 
@@ -25,8 +29,7 @@ Config with(const std::string& rule, seconds for_duration, seconds clear_after) 
 
 std::vector<std::string> transitions(const AlertTracker& t) {
     std::vector<std::string> out;
-    for (const auto& h : *t.history())
-        out.push_back(h.object + ":" + to_string(h.from) + "->" + to_string(h.to));
+    for (const auto& h : *t.history()) out.push_back(h.object + ":" + to_string(h.from) + "->" + to_string(h.to));
     return out;
 }
 
@@ -223,14 +226,19 @@ TEST(Alerts, FromJsonBoundsHistoryByTheGivenLimit) {
 
 TEST(Alerts, FromJsonRejectsWhatItDoesNotUnderstand) {
     EXPECT_THROW(AlertTracker::from_json(nlohmann::json::array(), 10), std::runtime_error);
-    EXPECT_THROW(AlertTracker::from_json({{"version", 99}, {"alerts", nlohmann::json::array()},
-                                          {"history", nlohmann::json::array()}}, 10),
+    EXPECT_THROW(AlertTracker::from_json(
+                     {{"version", 99}, {"alerts", nlohmann::json::array()}, {"history", nlohmann::json::array()}}, 10),
                  std::runtime_error);
     auto j = AlertTracker().to_json();
     j["alerts"].push_back({{"rule", "mtu_low"}});  // missing fields
     EXPECT_THROW(AlertTracker::from_json(j, 10), std::runtime_error);
     j = AlertTracker().to_json();
-    j["alerts"].push_back({{"rule", "mtu_low"}, {"object", "x"}, {"severity", "fatal"}, {"state", "firing"},
-                           {"since_ms", 0}, {"first_seen_ms", 0}, {"last_seen_ms", 0}});
+    j["alerts"].push_back({{"rule", "mtu_low"},
+                           {"object", "x"},
+                           {"severity", "fatal"},
+                           {"state", "firing"},
+                           {"since_ms", 0},
+                           {"first_seen_ms", 0},
+                           {"last_seen_ms", 0}});
     EXPECT_THROW(AlertTracker::from_json(j, 10), std::runtime_error);
 }

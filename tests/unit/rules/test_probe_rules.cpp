@@ -17,10 +17,12 @@ struct ProbeRules : ::testing::Test {
     ProbeBook book;
 
     void SetUp() override {
-        c.peers = {PeerConfig{.name = "spark-b", .address = "10.0.0.2:9879",
+        c.peers = {PeerConfig{.name = "spark-b",
+                              .address = "10.0.0.2:9879",
                               .rails = {{"rail0", "enp1s0f0np0", "10.1.0.1", "10.1.0.2", "rocep1s0f0", "rocep1s0f0"}}}};
         RdmaPort port{.port = 1, .rate_gbps = 100.0, .netdev = "enp1s0f0np0"};
-        port.gids.push_back({.index = 3, .gid = "::ffff:10.1.0.1", .type = "RoCE v2", .netdev = "enp1s0f0np0", .ipv4 = "10.1.0.1"});
+        port.gids.push_back(
+            {.index = 3, .gid = "::ffff:10.1.0.1", .type = "RoCE v2", .netdev = "enp1s0f0np0", .ipv4 = "10.1.0.1"});
         s.devices.push_back(RdmaDevice{.name = "rocep1s0f0", .ports = {port}});
         s.links.push_back(Link{.ifindex = 2, .name = "enp1s0f0np0", .mtu = 9000});
         s.host.ucx_version = "1.16.0";
@@ -75,7 +77,8 @@ TEST_F(ProbeRules, BandwidthLowOverAllRailsIsAgainstTheirSum) {
     // A NIXL run between two DGX Spark nodes: 105 of 200 Gbps over two 100G rails.
     c.peers[0].rails.push_back({"rail1", "", "10.2.0.1", "10.2.0.2", "", ""});  // found by its address
     RdmaPort port{.port = 1, .rate_gbps = 100.0, .netdev = "enp1s0f1np1"};
-    port.gids.push_back({.index = 3, .gid = "::ffff:10.2.0.1", .type = "RoCE v2", .netdev = "enp1s0f1np1", .ipv4 = "10.2.0.1"});
+    port.gids.push_back(
+        {.index = 3, .gid = "::ffff:10.2.0.1", .type = "RoCE v2", .netdev = "enp1s0f1np1", .ipv4 = "10.2.0.1"});
     s.devices.push_back(RdmaDevice{.name = "rocep1s0f1", .ports = {port}});
     for (auto kind : {ProbeKind::rdma_multirail_bw, ProbeKind::ucx_put_bw}) {
         auto r = result(kind, true, "", "");
@@ -119,9 +122,7 @@ TEST_F(ProbeRules, LatencyThresholdPerKind) {
     auto f = judge("probe_latency_high");
     ASSERT_EQ(f.size(), 1u);
     EXPECT_EQ(f[0].object, "spark-b/rail0:rdma_write_lat");
-    EXPECT_NE(f[0].summary.find("above 20 us (probes.rdma_lat.latency_threshold)"),
-              std::string::npos)
-        << f[0].summary;
+    EXPECT_NE(f[0].summary.find("above 20 us (probes.rdma_lat.latency_threshold)"), std::string::npos) << f[0].summary;
     rdma.latency->p99 = 9e-6;
     book.add(rdma);
     EXPECT_TRUE(judge("probe_latency_high").empty());
@@ -213,7 +214,8 @@ TEST_F(ProbeRules, RailImbalanceOfAUcxRunNamesItsLanesAndTheUcxKnobs) {
 }
 
 TEST_F(ProbeRules, UcxVersionMismatchFromTheHello) {
-    book.peers["spark-b"] = PeerState{.name = "spark-b", .hello_ok = true,
+    book.peers["spark-b"] = PeerState{.name = "spark-b",
+                                      .hello_ok = true,
                                       .hello = PeerHello{.version = "0.1.0", .ucx_version = "1.15.0"}};
     EXPECT_EQ(judge("ucx_version_mismatch").size(), 1u);
     book.peers["spark-b"].hello->ucx_version = "1.16.0";

@@ -112,7 +112,12 @@ void expect_set_aside(const std::string& text, const std::string& why, const Sta
 
 TEST(StateStore, TruncatedFileIsSetAside) { expect_set_aside("{\"alerts\": [", "not valid JSON"); }
 
-TEST(StateStore, GarbageIsSetAside) { expect_set_aside(std::string("\x7f" "ELF\0\xff\xfe junk", 12), "not valid JSON"); }
+TEST(StateStore, GarbageIsSetAside) {
+    expect_set_aside(std::string("\x7f"
+                                 "ELF\0\xff\xfe junk",
+                                 12),
+                     "not valid JSON");
+}
 
 TEST(StateStore, EmptyFileIsSetAside) { expect_set_aside("", "is empty"); }
 
@@ -204,8 +209,11 @@ TEST(StateStore, AlertTrackerSurvivesARestart) {
     TempDir d;
     AlertTracker t;
     const auto now = TimePoint{} + std::chrono::hours(24 * 365 * 50);
-    t.update({{.rule = "gid_on_bond", .object = "rocep1s0f0/1", .severity = Severity::critical,
-               .summary = "GIDs on bond0", .action = "ip link set enp1s0f0np0 nomaster"}},
+    t.update({{.rule = "gid_on_bond",
+               .object = "rocep1s0f0/1",
+               .severity = Severity::critical,
+               .summary = "GIDs on bond0",
+               .action = "ip link set enp1s0f0np0 nomaster"}},
              Config{}, now);
     std::string err;
     ASSERT_TRUE(StateStore(d.path()).save(t.to_json(), &err)) << err;

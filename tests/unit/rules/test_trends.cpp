@@ -126,7 +126,7 @@ TEST(Trends, WindowIncreaseCoversTheWholeWindow) {
         auto s = one_port({{"port_rcv_errors", values[i]}});
         tr.apply(s, t0 + seconds(10 * i));
         inc.push_back(port(s).window_increase.count("port_rcv_errors") ? port(s).window_increase.at("port_rcv_errors")
-                                                                        : 999);
+                                                                       : 999);
     }
     // t0: no baseline. t10..t60: baseline t0 (=0). t70: baseline t10 (=1) -> 4 - 1.
     EXPECT_EQ(inc, (std::vector<uint64_t>{999, 1, 1, 3, 3, 3, 3, 3}));

@@ -19,7 +19,9 @@ using rocewatch::testing::fixtures_dir;
 
 namespace {
 
-std::filesystem::path sysfs_fixture(const std::string& name) { return std::filesystem::path(fixtures_dir()) / "sysfs" / name; }
+std::filesystem::path sysfs_fixture(const std::string& name) {
+    return std::filesystem::path(fixtures_dir()) / "sysfs" / name;
+}
 
 const RdmaDevice& device(const SysfsReadResult& r, const std::string& name) {
     auto it = std::find_if(r.devices.begin(), r.devices.end(), [&](const RdmaDevice& d) { return d.name == name; });
@@ -36,7 +38,8 @@ const GidEntry* gid(const RdmaPort& p, int index) {
 // A scratch sysfs root for cases no committed fixture holds.
 struct ScratchTree {
     std::filesystem::path root;
-    explicit ScratchTree(const std::string& name) : root(std::filesystem::path(::testing::TempDir()) / ("rw_sysfs_" + name)) {
+    explicit ScratchTree(const std::string& name)
+        : root(std::filesystem::path(::testing::TempDir()) / ("rw_sysfs_" + name)) {
         std::filesystem::remove_all(root);
     }
     ~ScratchTree() {
@@ -50,7 +53,8 @@ struct ScratchTree {
 };
 
 bool has_error_about(const SysfsReadResult& r, const std::string& fragment) {
-    return std::any_of(r.errors.begin(), r.errors.end(), [&](const SysfsError& e) { return e.text().find(fragment) != std::string::npos; });
+    return std::any_of(r.errors.begin(), r.errors.end(),
+                       [&](const SysfsError& e) { return e.text().find(fragment) != std::string::npos; });
 }
 
 GidEntry roce_gid(int index, const std::string& ipv4, const std::string& type = "RoCE v2",
@@ -472,8 +476,9 @@ TEST(SysfsRead, FilesThatBlockedBeforeAreNotOpenedAgain) {
     t.write(port + "counters/b", "2\n");
     const std::string b = (t.root / port / "counters/b").string();
     auto progress = std::make_shared<ReadProgress>();
-    const auto r = read_rdma_devices(
-        t.root, SysfsReadOptions{.skip = std::make_shared<const std::set<std::string>>(std::set{b}), .progress = progress});
+    const auto r = read_rdma_devices(t.root, SysfsReadOptions{.skip = std::make_shared<const std::set<std::string>>(
+                                                                  std::set{b}),
+                                                              .progress = progress});
     EXPECT_EQ(r.devices.at(0).ports.at(0).counters, (std::map<std::string, uint64_t>{{"a", 1}}));
     EXPECT_EQ(r.read_errors, 1u);
     EXPECT_TRUE(has_error_about(r, "counters/b: skipped: an earlier read of it blocked"));
@@ -577,7 +582,8 @@ TEST(SysfsGid, PreferenceOrderThenLowestIndex) {
 // ---------------------------------------------------------------- host facts
 
 TEST(SysfsHost, DgxSpark) {
-    const auto h = read_host_info(sysfs_fixture("dgx-spark"), std::filesystem::path(fixtures_dir()) / "procfs" / "dgx-spark");
+    const auto h = read_host_info(sysfs_fixture("dgx-spark"),
+                                  std::filesystem::path(fixtures_dir()) / "procfs" / "dgx-spark");
     EXPECT_EQ(h.hostname, "spark-02");
     EXPECT_TRUE(h.nvidia_gpu_present) << "GB10 at 000f:01:00.0, class 0x030200";
     EXPECT_FALSE(h.nvidia_peermem_loaded) << "GPUDirect RDMA unavailable on this tree";
