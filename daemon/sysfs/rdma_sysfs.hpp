@@ -57,9 +57,9 @@ struct SysfsReadResult {
 // (a read of a wedged mlx5 counter can take minutes) can name the file that blocked.
 class ReadProgress {
 public:
-    void enter(const std::filesystem::path& p) {
+    void enter(std::string_view p) {
         std::lock_guard lock(mu_);
-        path_ = p.string();
+        path_.assign(p);  // reuses the capacity: this runs before every open
     }
     [[nodiscard]] std::string current() const {
         std::lock_guard lock(mu_);
