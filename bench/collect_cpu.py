@@ -2,7 +2,7 @@
 """What collection costs in CPU and syscalls: rocewatchd builds (collecting every second) and
 node_exporter 1.5.0 (infiniband, bonding, netclass; scraped every 15 s, as Prometheus would)
 running at the same time on the same tree, so machine load hits them alike. Counts that do not
-depend on load: CPU seconds from /proc/<pid>/stat over whole collection cycles, and syscalls per
+depend on load: CPU seconds (cgroup cpuacct, else /proc/<pid>/stat) over whole collection cycles, and syscalls per
 cycle from `strace -c -f` attached to each rocewatchd in turn.
 
     sudo ROCEWATCHD_BASE=/work/main/build/daemon/rocewatchd ROCEWATCHD=build/daemon/rocewatchd \\
@@ -25,10 +25,38 @@ TICK = os.sysconf("SC_CLK_TCK")
 GENERATION = re.compile(rb"^rocewatch_snapshot_generation (\d+)", re.M)
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+class Cpu:
+    """CPU seconds one process (every thread, those that come and go too) has used: from a
+    cgroup-v1 cpuacct group of its own (nanoseconds) where there is one, else from
+    /proc/<pid>/stat (clock ticks, too coarse for a short window at 3 NICs)."""
+
+    ROOT = "/sys/fs/cgroup/cpuacct"
+
+    def __init__(self, pid, tag):
+        self.pid, self.group = pid, None
+        if os.access(f"{self.ROOT}/cgroup.procs", os.W_OK):
+            self.group = f"{self.ROOT}/rw-bench-{os.getpid()}-{tag}"
+            os.mkdir(self.group)
+            with open(f"{self.group}/cgroup.procs", "w") as f:
+                f.write(str(pid))
+
+    def seconds(self):
+        if self.group:
+            with open(f"{self.group}/cpuacct.usage") as f:
+                return int(f.read()) / 1e9
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+
+    def close(self):
+        """After the process has exited: removes the group (only the one this made)."""
+        if self.group:
+            for _ in range(50):
+                try:
+                    os.rmdir(self.group)
+                    return
+                except OSError:
+                    time.sleep(0.1)
 
 
 def get(port, path):
@@ -73,17 +101,20 @@ def measure(tree, builds, a, cfg):
                                "--collector.infiniband", "--collector.bonding", "--collector.netclass",
                                f"--path.sysfs={sysfs}", f"--web.listen-address=127.0.0.1:{ne_port}"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        daemons = {}
+        daemons, cpus = {}, {}
         try:
             for i, (name, binary) in enumerate(builds.items()):
                 os.environ["ROCEWATCHD"] = binary
                 d = rwtest.Daemon(netns=ns, sysfs=sysfs, procfs=procfs, config=cfg, port=9960 + i,
                                   extra=["--log-level", "warn"])
                 daemons[name] = d.__enter__()
+            cpus["ne"] = Cpu(ne.pid, "ne")
+            for k, d in daemons.items():
+                cpus[k] = Cpu(d.proc.pid, k)
             time.sleep(3)  # past start-up and the first full read
-            cpu0 = {k: cpu_seconds(d.proc.pid) for k, d in daemons.items()}
+            cpu0 = {k: cpus[k].seconds() for k in daemons}
             gen0 = {k: generation(ns, d.port) for k, d in daemons.items()}
-            ne0 = cpu_seconds(ne.pid)
+            ne0 = cpus["ne"].seconds()
             t0 = time.monotonic()
             scrapes = 0
             while time.monotonic() - t0 < a.window:
@@ -92,17 +123,19 @@ def measure(tree, builds, a, cfg):
                 scrapes += 1
                 time.sleep(max(0.0, t0 + 15 * scrapes - time.monotonic()))
             wall = time.monotonic() - t0
-            ne_cpu = cpu_seconds(ne.pid) - ne0
+            ne_cpu = cpus["ne"].seconds() - ne0
             rows = {}
             for k, d in daemons.items():
                 cycles = generation(ns, d.port) - gen0[k]
-                rows[k] = (cpu_seconds(d.proc.pid) - cpu0[k], cycles)
+                rows[k] = (cpus[k].seconds() - cpu0[k], cycles)
             sc = {k: syscalls(ns, d.proc.pid, d.port, a.strace) for k, d in daemons.items()} if a.strace else {}
         finally:
             for d in daemons.values():
                 d.__exit__(None, None, None)
             ne.terminate()
             ne.wait()
+            for c in cpus.values():
+                c.close()
     print(f"\n{tree}: {n} NICs, {wall:.0f} s window, node_exporter scraped {scrapes}x (every 15 s)")
     print(f"  node_exporter          {ne_cpu * 60 / wall:6.3f} CPU-s/min")
     for k, (cpu, cycles) in rows.items():

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -93,7 +94,9 @@ std::string join(std::string_view dir, std::string_view name) {
 
 struct FdCloser {
     int fd;
-    ~FdCloser() { ::close(fd); }
+    ~FdCloser() {
+        if (fd >= 0) ::close(fd);
+    }
 };
 
 // A directory held open, so that what lies under it is opened relative to it (openat) and
@@ -127,8 +130,15 @@ struct Entry {
 // error instead of an exception, so one bad file never costs the rest of the device.
 class Reader {
 public:
-    Reader(SysfsReadResult& result, const SysfsReadOptions& opts)
-        : result_(result), opts_(opts), buf_(kMaxFileBytes + 1), dents_(32 * 1024) {}
+    // refresh: start the file cache afresh (see SysfsFileCache).
+    Reader(SysfsReadResult& result, const SysfsReadOptions& opts, bool refresh = false)
+        : result_(result), opts_(opts), buf_(kMaxFileBytes + 1), dents_(32 * 1024) {
+        if (!opts.files) return;
+        cache_lock_ = std::unique_lock(opts.files->mutex(), std::try_to_lock);
+        if (!cache_lock_.owns_lock()) return;
+        cache_ = opts.files.get();
+        if (refresh) cache_->clear();
+    }
 
     void error(std::string_view path, const std::string& reason) {
         ++result_.read_errors;
@@ -166,6 +176,9 @@ public:
         if (!dir.is_open()) return FileText{.status = ReadStatus::missing, .why = errno_text(ENOENT)};
         if (auto why = unreadable_kind(d_type)) return FileText{.why = std::move(*why)};
         if (opts_.progress) opts_.progress->enter(path_);
+        if (cache_) {
+            if (auto f = read_cached(); f) return std::move(*f);
+        }
         return read_at(dir.fd(), name.c_str(), d_type == DT_REG);
     }
 
@@ -249,6 +262,23 @@ public:
     }
 
 private:
+    // The file at path_ through the fd kept from an earlier read: nullopt when there is
+    // none, or when it fails now (a device gone, a counter turned EINVAL): then it is
+    // dropped and opened afresh, which reports what is wrong.
+    std::optional<FileText> read_cached() {
+        const int fd = cache_->find(path_);
+        if (fd < 0) return std::nullopt;
+        ssize_t n = 0;
+        do {
+            n = ::pread(fd, buf_.data(), buf_.size(), 0);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0 || static_cast<std::size_t>(n) > kMaxFileBytes) {
+            cache_->forget(path_);
+            return std::nullopt;
+        }
+        return FileText{.status = ReadStatus::ok, .text = std::string_view(buf_.data(), static_cast<std::size_t>(n))};
+    }
+
     // Plain POSIX read: sysfs attributes can fail on read() itself (EINVAL for empty GID
     // slots, EINVAL/EPERM for some ConnectX-7 counters), and we need that errno. O_NONBLOCK
     // and the S_ISREG check keep a FIFO or a device node from blocking the collector: sysfs
@@ -264,7 +294,7 @@ private:
             r.why = errno_text(err);
             return r;
         }
-        const FdCloser closer{fd};
+        FdCloser closer{fd};
         if (!known_regular) {
             struct stat st {};
             if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -289,6 +319,7 @@ private:
         }
         r.text = std::string_view(buf_.data(), static_cast<std::size_t>(n));
         r.status = ReadStatus::ok;
+        if (cache_ && cache_->keep(path_, fd)) closer.fd = -1;
         return r;
     }
 
@@ -298,6 +329,8 @@ private:
     std::string path_;        // of the file being read; reused
     std::vector<char> buf_;   // one read's text; reused
     std::vector<char> dents_; // one getdents64's entries; reused
+    std::unique_lock<std::mutex> cache_lock_;
+    SysfsFileCache* cache_ = nullptr;  // set while this reader holds the cache's lock
 };
 
 void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std::map<std::string, uint64_t>& out,
@@ -500,11 +533,39 @@ std::optional<uint64_t> parse_u64_counter(std::string_view text) {
 
 // ---------------------------------------------------------------- reading a sysfs tree
 
+SysfsFileCache::SysfsFileCache() {
+    rlimit lim{};
+    const rlim_t soft = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
+    max_fds_ = soft == RLIM_INFINITY ? 1U << 16 : static_cast<std::size_t>(soft / 2);
+}
+
+int SysfsFileCache::find(const std::string& path) const {
+    const auto it = fds_.find(path);
+    return it == fds_.end() ? -1 : it->second;
+}
+
+bool SysfsFileCache::keep(const std::string& path, int fd) {
+    if (fds_.size() >= max_fds_) return false;
+    return fds_.try_emplace(path, fd).second;
+}
+
+void SysfsFileCache::forget(const std::string& path) {
+    if (auto it = fds_.find(path); it != fds_.end()) {
+        ::close(it->second);
+        fds_.erase(it);
+    }
+}
+
+void SysfsFileCache::clear() {
+    for (const auto& [path, fd] : fds_) ::close(fd);
+    fds_.clear();
+}
+
 bool is_lag_device_name(std::string_view name) { return name.find("_bond") != std::string_view::npos; }
 
 SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOptions& opts) {
     SysfsReadResult result;
-    Reader rd(result, opts);
+    Reader rd(result, opts, /*refresh=*/opts.gids);
     const Dir root = rd.open_root(sysfs_root.string());
     const Dir class_dir = rd.open_dir(root, "class/infiniband");
     // list() sorts the names; devices come out in the same order.

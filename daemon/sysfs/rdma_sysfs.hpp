@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,35 @@ private:
     std::string path_;
 };
 
+// Files held open from one read to the next, so that a counter costs one pread at offset 0
+// (sysfs renders the attribute afresh for each read from 0) instead of a path lookup, an
+// open, a read and a close: most of what collection cost (issue 14). Shared by the reads
+// of one collector; a read that finds it busy (an earlier read still stuck in the kernel)
+// goes without it. A read with gids (after netlink events, and now and then) starts it
+// afresh, so a file replaced in a tree is seen again by then. Holds at most max_fds files.
+class SysfsFileCache {
+public:
+    // Half the soft RLIMIT_NOFILE: sockets, probes and verbs need the rest.
+    SysfsFileCache();
+    explicit SysfsFileCache(std::size_t max_fds) : max_fds_(max_fds) {}
+    SysfsFileCache(const SysfsFileCache&) = delete;
+    SysfsFileCache& operator=(const SysfsFileCache&) = delete;
+    ~SysfsFileCache() { clear(); }
+
+    // Only with mutex() held.
+    [[nodiscard]] int find(const std::string& path) const;
+    [[nodiscard]] bool keep(const std::string& path, int fd);  // false: full, the caller closes fd
+    void forget(const std::string& path);
+    void clear();
+    [[nodiscard]] std::size_t size() const { return fds_.size(); }
+    [[nodiscard]] std::mutex& mutex() { return mu_; }
+
+private:
+    std::mutex mu_;
+    std::unordered_map<std::string, int> fds_;
+    std::size_t max_fds_;
+};
+
 // Reads <sysfs_root>/class/infiniband/*. A host without that directory has no RDMA, which is
 // a normal state: empty result, no errors. An unreadable or garbled file skips that one
 // value and is counted; a file the driver simply does not provide is not an error.
@@ -92,6 +122,8 @@ struct SysfsReadOptions {
     std::shared_ptr<const std::set<std::string>> skip;
     // Told each file before it is opened; may be null.
     std::shared_ptr<ReadProgress> progress;
+    // Files kept open between reads; may be null (every file opened and closed each read).
+    std::shared_ptr<SysfsFileCache> files;
 };
 
 [[nodiscard]] SysfsReadResult read_rdma_devices(const std::filesystem::path& sysfs_root,
