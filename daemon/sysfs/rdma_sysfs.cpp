@@ -146,6 +146,10 @@ public:
             result_.errors.push_back({std::string(path), reason});
     }
 
+    // GID tables are read now and then, not every cycle, and are long (mlx5: 255 slots a
+    // port): holding their files open would only crowd out the counters.
+    void keep_files_open(bool on) { keep_open_ = on; }
+
     // The file the last read was on, for messages about its text.
     [[nodiscard]] const std::string& path() const { return path_; }
 
@@ -319,7 +323,7 @@ private:
         }
         r.text = std::string_view(buf_.data(), static_cast<std::size_t>(n));
         r.status = ReadStatus::ok;
-        if (cache_ && cache_->keep(path_, fd)) closer.fd = -1;
+        if (cache_ && keep_open_ && cache_->keep(path_, fd)) closer.fd = -1;
         return r;
     }
 
@@ -331,6 +335,7 @@ private:
     std::vector<char> dents_; // one getdents64's entries; reused
     std::unique_lock<std::mutex> cache_lock_;
     SysfsFileCache* cache_ = nullptr;  // set while this reader holds the cache's lock
+    bool keep_open_ = true;
 };
 
 void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std::map<std::string, uint64_t>& out,
@@ -355,6 +360,7 @@ void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
     // On InfiniBand ports a GID has no netdev and ndevs/<idx> fails with EINVAL by design.
     const bool expect_ndev = port.link_layer == "Ethernet";
 
+    rd.keep_files_open(false);
     for (const auto& [idx, entry] : rd.numbered(gids)) {
         auto text = rd.optional_text(gids, entry.name, entry.type);
         if (!text) continue;
@@ -384,6 +390,7 @@ void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
         }
         port.gids.push_back(std::move(e));
     }
+    rd.keep_files_open(true);
 }
 
 RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice& dev, const SysfsReadOptions& opts) {

@@ -698,3 +698,16 @@ TEST(SysfsFileCache, ABlockedFileIsSkippedEvenWhenKeptOpen) {
     EXPECT_EQ(r.devices.at(0).ports.at(0).counters, (std::map<std::string, uint64_t>{{"a", 1}}));
     EXPECT_TRUE(has_error_about(r, "counters/b: skipped: an earlier read of it blocked"));
 }
+
+TEST(SysfsFileCache, GidTablesAreNotKeptOpen) {
+    ScratchTree t("cache_gids");
+    t.write(kCachePort + "counters/a", "1\n");
+    t.write(kCachePort + "link_layer", "Ethernet\n");
+    t.write(kCachePort + "gids/0", "fe80:0000:0000:0000:32c5:99ff:fe3e:6a13\n");
+    t.write(kCachePort + "gid_attrs/types/0", "RoCE v2\n");
+    t.write(kCachePort + "gid_attrs/ndevs/0", "eth0\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    const auto r = read_rdma_devices(t.root, {.files = files});
+    EXPECT_EQ(r.devices.at(0).ports.at(0).gids.size(), 1u);
+    EXPECT_EQ(files->size(), 2u) << "counters/a and link_layer only";
+}
