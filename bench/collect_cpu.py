@@ -6,7 +6,7 @@ depend on load: CPU seconds (cgroup cpuacct, else /proc/<pid>/stat) over whole c
 cycle from `strace -c -f` attached to each rocewatchd in turn.
 
     sudo ROCEWATCHD_BASE=/work/main/build/daemon/rocewatchd ROCEWATCHD=build/daemon/rocewatchd \\
-         bench/collect_cpu.py [--window 60] [--strace 5] TREE...
+         bench/collect_cpu.py [--window 60] [--strace 5] [--interval 1s] TREE...
 TREE is "spark" (the committed DGX Spark fixture) or a directory from bench/make_nic_tree.py.
 """
 import argparse
@@ -92,7 +92,7 @@ def nic_count(sysfs):
     return len(os.listdir(f"{sysfs}/class/infiniband"))
 
 
-def measure(tree, builds, a, cfg):
+def measure(tree, builds, a, cfg):  # noqa: C901 (one bench run, read top to bottom)
     sysfs, procfs = tree_paths(tree)
     n = nic_count(sysfs)
     with rwtest.Netns("cpu") as ns:
@@ -140,7 +140,7 @@ def measure(tree, builds, a, cfg):
     print(f"  node_exporter          {ne_cpu * 60 / wall:6.3f} CPU-s/min")
     for k, (cpu, cycles) in rows.items():
         per = cpu / max(1, cycles)
-        line = (f"  rocewatchd {k:5} 1 s   {cpu * 60 / wall:6.3f} CPU-s/min  {per * 1e3:7.2f} ms/cycle "
+        line = (f"  rocewatchd {k:5} {a.interval:4} {cpu * 60 / wall:6.3f} CPU-s/min  {per * 1e3:7.2f} ms/cycle "
                 f"({per * 100:.2f}% of a core at 1 s; {cycles} cycles)")
         if k in sc:
             calls, cyc = sc[k]
@@ -155,6 +155,7 @@ def measure(tree, builds, a, cfg):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--window", type=float, default=60)
+    ap.add_argument("--interval", default="1s", help="rocewatchd's collection interval")
     ap.add_argument("--strace", type=float, default=5, help="seconds of strace per build (0: none)")
     ap.add_argument("trees", nargs="+")
     a = ap.parse_args()
@@ -163,7 +164,7 @@ def main():
         builds["base"] = os.environ["ROCEWATCHD_BASE"]
     builds["new"] = os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd")
     cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-    cfg.write('[daemon]\ninterval = "1s"\n')
+    cfg.write(f'[daemon]\ninterval = "{a.interval}"\n')
     cfg.close()
     try:
         for tree in a.trees:

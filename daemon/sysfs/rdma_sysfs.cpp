@@ -101,30 +101,31 @@ struct FdCloser {
 
 // A directory held open, so that what lies under it is opened relative to it (openat) and
 // the kernel resolves one path component instead of the whole path from the root: path
-// lookup was most of what collection cost. The path is kept for messages and the skip list.
+// lookup was most of what collection cost. Below the root it is opened only when first
+// needed (Reader::fd): with its files kept open and its listing known, not at all. The
+// path is kept for messages and the skip list. A parent outlives its children.
 class Dir {
 public:
-    Dir(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    static constexpr int kUnopened = -2;
+    explicit Dir(const std::string& root) : fd_(kUnopened), path_(root), name_(root) {}
+    Dir(const Dir& parent, std::string name)
+        : fd_(kUnopened), path_(join(parent.path(), name)), parent_(&parent), name_(std::move(name)) {}
     Dir(const Dir&) = delete;
     Dir& operator=(const Dir&) = delete;
-    Dir(Dir&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
-    Dir& operator=(Dir&&) = delete;
     ~Dir() {
         if (fd_ >= 0) ::close(fd_);
     }
-    [[nodiscard]] bool is_open() const { return fd_ >= 0; }
-    [[nodiscard]] int fd() const { return fd_; }
     [[nodiscard]] const std::string& path() const { return path_; }
 
 private:
-    int fd_;
+    friend class Reader;
+    mutable int fd_;  // kUnopened until tried; -1 when absent or unreadable
     std::string path_;
+    const Dir* parent_ = nullptr;
+    std::string name_;  // relative to parent_, may be several components
 };
 
-struct Entry {
-    std::string name;
-    unsigned char type = DT_UNKNOWN;  // d_type from the listing
-};
+using Entry = SysfsDirEntry;
 
 // Walks one sysfs tree, turning every unreadable or garbled value into a counted, recorded
 // error instead of an exception, so one bad file never costs the rest of the device.
@@ -153,20 +154,14 @@ public:
     // The file the last read was on, for messages about its text.
     [[nodiscard]] const std::string& path() const { return path_; }
 
-    Dir open_root(const std::string& path) {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 && errno != ENOENT && errno != ENOTDIR) error(path, errno_text(errno));
-        return Dir(fd, path);
-    }
-
-    // `name` may be several components. An absent directory is closed and not an error:
-    // whatever is read under it is simply missing.
-    Dir open_dir(const Dir& parent, const std::string& name) {
-        std::string path = join(parent.path(), name);
-        if (!parent.is_open()) return Dir(-1, std::move(path));
-        const int fd = ::openat(parent.fd(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 && errno != ENOENT && errno != ENOTDIR) error(path, errno_text(errno));
-        return Dir(fd, std::move(path));
+    // The directory's fd, opened now if it was not yet. An absent directory is not an
+    // error: whatever is read under it is simply missing (-1).
+    int fd(const Dir& d) {
+        if (d.fd_ != Dir::kUnopened) return d.fd_;
+        const int parent = d.parent_ ? fd(*d.parent_) : AT_FDCWD;  // a root: its path as given
+        d.fd_ = parent == -1 ? -1 : ::openat(parent, d.name_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d.fd_ < 0 && parent != -1 && errno != ENOENT && errno != ENOTDIR) error(d.path(), errno_text(errno));
+        return d.fd_;
     }
 
     // Every open goes through here: a file that blocked an earlier read is not tried again,
@@ -177,13 +172,14 @@ public:
         path_.append(name);
         if (opts_.skip && opts_.skip->contains(path_))
             return FileText{.status = ReadStatus::failed, .why = "skipped: an earlier read of it blocked"};
-        if (!dir.is_open()) return FileText{.status = ReadStatus::missing, .why = errno_text(ENOENT)};
         if (auto why = unreadable_kind(d_type)) return FileText{.why = std::move(*why)};
         if (opts_.progress) opts_.progress->enter(path_);
         if (cache_) {
             if (auto f = read_cached(); f) return std::move(*f);
         }
-        return read_at(dir.fd(), name.c_str(), d_type == DT_REG);
+        const int dfd = fd(dir);
+        if (dfd < 0) return FileText{.status = ReadStatus::missing, .why = errno_text(ENOENT)};
+        return read_at(dfd, name.c_str(), d_type == DT_REG);
     }
 
     // Trimmed text of a file the driver may or may not provide: nullopt when absent
@@ -232,12 +228,19 @@ public:
         return v;
     }
 
-    // Entries of a directory, sorted by name; an absent directory is simply empty.
-    std::vector<Entry> list(const Dir& dir) {
+    // Entries of a directory, sorted by name; an absent directory is simply empty. A
+    // cacheable listing is kept with the files until the cache starts afresh: what a
+    // device's directories hold does not change while it exists.
+    std::vector<Entry> list(const Dir& dir, bool cacheable = true) {
+        const bool keep = cache_ && keep_open_ && cacheable;
+        if (keep) {
+            if (const auto* known = cache_->listing(dir.path())) return *known;
+        }
         std::vector<Entry> out;
-        if (!dir.is_open()) return out;
+        const int dfd = fd(dir);
+        if (dfd < 0) return out;
         for (;;) {
-            const ssize_t n = ::getdents64(dir.fd(), dents_.data(), dents_.size());
+            const ssize_t n = ::getdents64(dfd, dents_.data(), dents_.size());
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) error(dir.path(), errno_text(errno));
             if (n <= 0) break;
@@ -249,6 +252,7 @@ public:
             }
         }
         std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+        if (keep) cache_->keep_listing(dir.path(), out);
         return out;
     }
 
@@ -340,7 +344,7 @@ private:
 
 void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std::map<std::string, uint64_t>& out,
                       uint64_t& dropped) {
-    const Dir dir = rd.open_dir(port, name);
+    const Dir dir(port, name);
     for (const auto& e : rd.list(dir)) {
         // mlx5 keeps its stats cache lifetime (ms, writable) among the hw_counters.
         if (e.name == "lifespan") continue;
@@ -353,10 +357,12 @@ void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std:
 }
 
 void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
-    const Dir gids = rd.open_dir(port_dir, "gids");
+    const Dir gids(port_dir, "gids");
     // Kernels before gid_attrs existed give no types at all: unknown, not an error.
-    const Dir types = rd.open_dir(port_dir, "gid_attrs/types");
-    const Dir ndevs = rd.open_dir(port_dir, "gid_attrs/ndevs");
+    const Dir types(port_dir, "gid_attrs/types");
+    const Dir ndevs(port_dir, "gid_attrs/ndevs");
+    const bool have_types = rd.fd(types) >= 0;
+    const bool have_ndevs = rd.fd(ndevs) >= 0;
     // On InfiniBand ports a GID has no netdev and ndevs/<idx> fails with EINVAL by design.
     const bool expect_ndev = port.link_layer == "Ethernet";
 
@@ -379,8 +385,8 @@ void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
         e.index = static_cast<int>(idx);
         e.gid = std::string(*text);  // before the next read reuses the buffer
         e.ipv4 = ipv4_from_gid(e.gid);
-        if (types.is_open()) e.type = rd.required_text(types, entry.name);
-        if (ndevs.is_open()) {
+        if (have_types) e.type = rd.required_text(types, entry.name);
+        if (have_ndevs) {
             if (expect_ndev) {
                 e.netdev = rd.required_text(ndevs, entry.name);
             } else {
@@ -441,7 +447,7 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
 // The driver's name: the last component of where device/driver points. Unbound: empty, no error.
 std::string read_driver(Reader& rd, const Dir& dir) {
     char target[PATH_MAX];
-    const ssize_t n = ::readlinkat(dir.fd(), "device/driver", target, sizeof target - 1);
+    const ssize_t n = ::readlinkat(rd.fd(dir), "device/driver", target, sizeof target - 1);
     if (n < 0) {
         if (errno != ENOENT) rd.error(join(dir.path(), "device/driver"), errno_text(errno));
         return {};
@@ -454,7 +460,7 @@ std::string read_driver(Reader& rd, const Dir& dir) {
 RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name, const SysfsReadOptions& opts) {
     RdmaDevice d;
     d.name = name;
-    const Dir dir = rd.open_dir(class_dir, name);
+    const Dir dir(class_dir, name);
     d.node_guid = rd.text_or_empty(dir, "node_guid");
     d.sys_image_guid = rd.text_or_empty(dir, "sys_image_guid");
     d.fw_ver = rd.text_or_empty(dir, "fw_ver");
@@ -463,10 +469,10 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
     d.node_type = rd.text_or_empty(dir, "node_type");
 
     struct stat st {};
-    const bool has_device = dir.is_open() && ::fstatat(dir.fd(), "device", &st, AT_SYMLINK_NOFOLLOW) == 0;
+    const bool has_device = rd.fd(dir) >= 0 && ::fstatat(rd.fd(dir), "device", &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (has_device) {
         d.driver = read_driver(rd, dir);
-        for (auto& e : rd.list(rd.open_dir(dir, "device/net"))) d.netdevs.push_back(std::move(e.name));
+        for (auto& e : rd.list(Dir(dir, "device/net"))) d.netdevs.push_back(std::move(e.name));
     }
     // Soft-RoCE has no parent bus device; the kernel names its netdev in `parent` instead.
     const FileText parent = rd.read(dir, "parent");
@@ -477,9 +483,9 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
         rd.error(rd.path(), parent.why);
     if (!has_device && (has_parent || name.starts_with("rxe"))) d.driver = "rxe";
 
-    const Dir ports = rd.open_dir(dir, "ports");
+    const Dir ports(dir, "ports");
     for (const auto& [number, entry] : rd.numbered(ports))
-        d.ports.push_back(read_port(rd, rd.open_dir(ports, entry.name), number, d, opts));
+        d.ports.push_back(read_port(rd, Dir(ports, entry.name), number, d, opts));
     return d;
 }
 
@@ -566,6 +572,16 @@ void SysfsFileCache::forget(const std::string& path) {
 void SysfsFileCache::clear() {
     for (const auto& [path, fd] : fds_) ::close(fd);
     fds_.clear();
+    listings_.clear();
+}
+
+const std::vector<SysfsDirEntry>* SysfsFileCache::listing(const std::string& dir) const {
+    const auto it = listings_.find(dir);
+    return it == listings_.end() ? nullptr : &it->second;
+}
+
+void SysfsFileCache::keep_listing(const std::string& dir, std::vector<SysfsDirEntry> entries) {
+    listings_.insert_or_assign(dir, std::move(entries));
 }
 
 bool is_lag_device_name(std::string_view name) { return name.find("_bond") != std::string_view::npos; }
@@ -573,10 +589,11 @@ bool is_lag_device_name(std::string_view name) { return name.find("_bond") != st
 SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOptions& opts) {
     SysfsReadResult result;
     Reader rd(result, opts, /*refresh=*/opts.gids);
-    const Dir root = rd.open_root(sysfs_root.string());
-    const Dir class_dir = rd.open_dir(root, "class/infiniband");
-    // list() sorts the names; devices come out in the same order.
-    for (const auto& e : rd.list(class_dir)) result.devices.push_back(read_device(rd, class_dir, e.name, opts));
+    const Dir root(sysfs_root.string());
+    const Dir class_dir(root, "class/infiniband");
+    // list() sorts the names; devices come out in the same order. Devices come and go:
+    // their list is read every time.
+    for (const auto& e : rd.list(class_dir, /*cacheable=*/false)) result.devices.push_back(read_device(rd, class_dir, e.name, opts));
     return result;
 }
 
@@ -615,14 +632,14 @@ HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root,
     // Host facts are best effort (see the header): errors are not reported.
     SysfsReadResult ignored;
     Reader rd(ignored, opts);
-    const Dir proc = rd.open_root(procfs_root.string());
+    const Dir proc(procfs_root.string());
     if (FileText f = rd.read(proc, "sys/kernel/hostname"); f.status == ReadStatus::ok)
         h.hostname = std::string(trim(f.text));
 
     // Display controllers are PCI class 0x03xx (0x0300 VGA, 0x0302 3D: data-centre GPUs).
     // This runs every cycle over every PCI function: the class is read only for NVIDIA's.
-    const Dir root = rd.open_root(sysfs_root.string());
-    const Dir pci = rd.open_dir(root, "bus/pci/devices");
+    const Dir root(sysfs_root.string());
+    const Dir pci(root, "bus/pci/devices");
     for (const auto& e : rd.list(pci)) {
         const FileText vendor = rd.read(pci, e.name + "/vendor");
         if (vendor.status != ReadStatus::ok) continue;
@@ -636,7 +653,7 @@ HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root,
         }
     }
     struct stat st {};
-    h.nvidia_peermem_loaded = root.is_open() && ::fstatat(root.fd(), "module/nvidia_peermem", &st, 0) == 0 &&
+    h.nvidia_peermem_loaded = rd.fd(root) >= 0 && ::fstatat(rd.fd(root), "module/nvidia_peermem", &st, 0) == 0 &&
                               S_ISDIR(st.st_mode);
     return h;
 }

@@ -72,6 +72,11 @@ private:
     std::string path_;
 };
 
+struct SysfsDirEntry {
+    std::string name;
+    unsigned char type = 0;  // d_type from the listing (DT_UNKNOWN: 0)
+};
+
 // Files held open from one read to the next, so that a counter costs one pread at offset 0
 // (sysfs renders the attribute afresh for each read from 0) instead of a path lookup, an
 // open, a read and a close: most of what collection cost (issue 14). Shared by the reads
@@ -91,6 +96,9 @@ public:
     [[nodiscard]] int find(const std::string& path) const;
     [[nodiscard]] bool keep(const std::string& path, int fd);  // false: full, the caller closes fd
     void forget(const std::string& path);
+    // Directory listings, kept alike (the list of devices excepted): null when unknown.
+    [[nodiscard]] const std::vector<SysfsDirEntry>* listing(const std::string& dir) const;
+    void keep_listing(const std::string& dir, std::vector<SysfsDirEntry> entries);
     void clear();
     [[nodiscard]] std::size_t size() const { return fds_.size(); }
     [[nodiscard]] std::mutex& mutex() { return mu_; }
@@ -98,6 +106,7 @@ public:
 private:
     std::mutex mu_;
     std::unordered_map<std::string, int> fds_;
+    std::unordered_map<std::string, std::vector<SysfsDirEntry>> listings_;
     std::size_t max_fds_;
 };
 

@@ -711,3 +711,19 @@ TEST(SysfsFileCache, GidTablesAreNotKeptOpen) {
     EXPECT_EQ(r.devices.at(0).ports.at(0).gids.size(), 1u);
     EXPECT_EQ(files->size(), 2u) << "counters/a and link_layer only";
 }
+
+// A device's directories do not change while it exists: their listings are kept with the
+// files, and a read with GIDs (after a netlink event, and now and then) lists them again.
+TEST(SysfsFileCache, ListingsAreKeptUntilAReadWithGids) {
+    ScratchTree t("cache_listing");
+    t.write(kCachePort + "counters/a", "1\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    (void)read_rdma_devices(t.root, {.files = files});
+    t.write(kCachePort + "counters/b", "2\n");
+    t.write("class/infiniband/mlx5_1/ports/1/counters/a", "3\n");
+    auto r = read_rdma_devices(t.root, {.gids = false, .files = files});
+    EXPECT_EQ(r.devices.size(), 2u) << "the list of devices is read every time";
+    EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 1u);
+    r = read_rdma_devices(t.root, {.gids = true, .files = files});
+    EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 2u);
+}
