@@ -237,7 +237,7 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids) {
     auto reading = std::make_shared<Reading>();
     if (blocked_.size() >= kMaxBlockedReads) return gave_up(*reading, std::chrono::milliseconds::zero());
 
-    const SysfsReadOptions opts{.gids = read_gids, .skip = skip_, .progress = reading->progress};
+    const SysfsReadOptions opts{.gids = read_gids, .skip = skip_, .progress = reading->progress, .files = sysfs_files_};
     try {
         std::thread([reading, cfg, opts, last = last_, src = src_] {
             FileRead r = read_files_now(cfg, opts, last, src);

@@ -114,6 +114,8 @@ private:
     // are on are skipped until they return.
     std::vector<std::shared_ptr<Reading>> blocked_;
     std::shared_ptr<const std::set<std::string>> skip_ = std::make_shared<const std::set<std::string>>();
+    // sysfs files kept open between cycles: a counter costs one pread (issue 14).
+    std::shared_ptr<SysfsFileCache> sysfs_files_ = std::make_shared<SysfsFileCache>();
     std::map<std::string, TimePoint> last_success_;      // by collector name
     std::unordered_set<std::string> logged_unreadable_;  // each unreadable file is logged once
     std::atomic<bool> stop_requested_{false};            // ends a wait on a blocked read

@@ -2,7 +2,9 @@
 #include "daemon/sysfs/rdma_sysfs.hpp"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -10,9 +12,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <charconv>
 #include <cmath>
 #include <system_error>
+#include <utility>
 
 namespace rocewatch {
 
@@ -48,9 +52,10 @@ bool parse_in6(std::string_view text, in6_addr& out) {
 
 enum class ReadStatus { ok, missing, failed };
 
+// What one read gave. text points into the reader's buffer: it lives until the next read.
 struct FileText {
     ReadStatus status = ReadStatus::failed;
-    std::string text;
+    std::string_view text;
     std::string why;  // when failed
 };
 
@@ -64,91 +69,139 @@ const char* file_kind(mode_t mode) {
     return "not a regular file";
 }
 
-// Plain POSIX read: sysfs attributes can fail on read() itself (EINVAL for empty GID slots,
-// EINVAL/EPERM for some ConnectX-7 counters), and we need that errno, not a stream state.
-// O_NONBLOCK and the S_ISREG check keep a FIFO or a device node from blocking the collector:
-// sysfs attributes are always regular files, so anything else is skipped unread.
-FileText read_file(const fs::path& path) {
-    FileText r;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
-        const int err = errno;
-        // ENOTDIR: a path component is a file; for us that is the same as absent.
-        r.status = (err == ENOENT || err == ENOTDIR) ? ReadStatus::missing : ReadStatus::failed;
-        r.why = errno_text(err);
-        return r;
+// What a directory entry's type says about reading it, before anything is opened: a FIFO
+// or a device node in a listing is skipped unopened. Empty when the file has to be opened.
+std::optional<std::string> unreadable_kind(unsigned char d_type) {
+    switch (d_type) {
+        case DT_DIR: return errno_text(EISDIR);
+        case DT_FIFO: return std::string("skipped: ") + file_kind(S_IFIFO);
+        case DT_CHR: return std::string("skipped: ") + file_kind(S_IFCHR);
+        case DT_BLK: return std::string("skipped: ") + file_kind(S_IFBLK);
+        case DT_SOCK: return std::string("skipped: ") + file_kind(S_IFSOCK);
+        default: return std::nullopt;
     }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        r.why = S_ISDIR(st.st_mode) ? errno_text(EISDIR) : std::string("skipped: ") + file_kind(st.st_mode);
-        ::close(fd);
-        return r;
-    }
-    // sysfs reports 4096 for every attribute and procfs 0; only a stray real file is larger.
-    if (static_cast<std::size_t>(st.st_size) > kMaxFileBytes) {
-        r.why = "skipped: larger than " + std::to_string(kMaxFileBytes / 1024) + " KiB";
-        ::close(fd);
-        return r;
-    }
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            r.why = errno_text(errno);
-            ::close(fd);
-            return r;
-        }
-        if (n == 0) break;
-        r.text.append(buf, static_cast<std::size_t>(n));
-        if (r.text.size() > kMaxFileBytes) {
-            r.why = "skipped: larger than " + std::to_string(kMaxFileBytes / 1024) + " KiB";
-            r.text.clear();
-            ::close(fd);
-            return r;
-        }
-    }
-    ::close(fd);
-    r.status = ReadStatus::ok;
-    return r;
 }
+
+// "a" + "b" as fs::path's operator/ joins them, without building an fs::path.
+std::string join(std::string_view dir, std::string_view name) {
+    std::string s;
+    s.reserve(dir.size() + 1 + name.size());
+    s.append(dir);
+    if (!s.empty() && s.back() != '/') s += '/';
+    s.append(name);
+    return s;
+}
+
+struct FdCloser {
+    int fd;
+    ~FdCloser() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+// A directory held open, so that what lies under it is opened relative to it (openat) and
+// the kernel resolves one path component instead of the whole path from the root: path
+// lookup was most of what collection cost. Below the root it is opened only when first
+// needed (Reader::fd): with its files kept open and its listing known, not at all. The
+// path is kept for messages and the skip list. A parent outlives its children.
+class Dir {
+public:
+    static constexpr int kUnopened = -2;
+    explicit Dir(const std::string& root) : fd_(kUnopened), path_(root), name_(root) {}
+    Dir(const Dir& parent, std::string name)
+        : fd_(kUnopened), path_(join(parent.path(), name)), parent_(&parent), name_(std::move(name)) {}
+    Dir(const Dir&) = delete;
+    Dir& operator=(const Dir&) = delete;
+    ~Dir() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    [[nodiscard]] const std::string& path() const { return path_; }
+
+private:
+    friend class Reader;
+    mutable int fd_;  // kUnopened until tried; -1 when absent or unreadable
+    std::string path_;
+    const Dir* parent_ = nullptr;
+    std::string name_;  // relative to parent_, may be several components
+};
+
+using Entry = SysfsDirEntry;
 
 // Walks one sysfs tree, turning every unreadable or garbled value into a counted, recorded
 // error instead of an exception, so one bad file never costs the rest of the device.
 class Reader {
 public:
-    Reader(SysfsReadResult& result, const SysfsReadOptions& opts) : result_(result), opts_(opts) {}
+    // refresh: start the file cache afresh (see SysfsFileCache).
+    Reader(SysfsReadResult& result, const SysfsReadOptions& opts, bool refresh = false)
+        : result_(result), opts_(opts), buf_(kMaxFileBytes + 1), dents_(32 * 1024) {
+        if (!opts.files) return;
+        cache_lock_ = std::unique_lock(opts.files->mutex(), std::try_to_lock);
+        if (!cache_lock_.owns_lock()) return;
+        cache_ = opts.files.get();
+        if (refresh) cache_->clear();
+    }
 
-    void error(const fs::path& path, const std::string& reason) {
+    void error(std::string_view path, const std::string& reason) {
         ++result_.read_errors;
         if (result_.errors.size() < SysfsReadResult::kMaxErrorMessages)
-            result_.errors.push_back({path.string(), reason});
+            result_.errors.push_back({std::string(path), reason});
+    }
+
+    // GID tables are read now and then, not every cycle, and are long (mlx5: 255 slots a
+    // port): holding their files open would only crowd out the counters.
+    void keep_files_open(bool on) { keep_open_ = on; }
+
+    // The file the last read was on, for messages about its text.
+    [[nodiscard]] const std::string& path() const { return path_; }
+
+    // The directory's fd, opened now if it was not yet. An absent directory is not an
+    // error: whatever is read under it is simply missing (-1).
+    int fd(const Dir& d) {
+        if (d.fd_ != Dir::kUnopened) return d.fd_;
+        const int parent = d.parent_ ? fd(*d.parent_) : AT_FDCWD;  // a root: its path as given
+        d.fd_ = parent == -1 ? -1 : ::openat(parent, d.name_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d.fd_ < 0 && parent != -1 && errno != ENOENT && errno != ENOTDIR) error(d.path(), errno_text(errno));
+        return d.fd_;
     }
 
     // Every open goes through here: a file that blocked an earlier read is not tried again,
     // and the caller can see which file a read is on.
-    FileText read(const fs::path& path) {
-        if (opts_.skip && opts_.skip->contains(path.string()))
+    FileText read(const Dir& dir, const std::string& name, unsigned char d_type = DT_UNKNOWN) {
+        path_.assign(dir.path());
+        if (!path_.empty() && path_.back() != '/') path_ += '/';
+        path_.append(name);
+        if (opts_.skip && opts_.skip->contains(path_))
             return FileText{.status = ReadStatus::failed, .why = "skipped: an earlier read of it blocked"};
-        if (opts_.progress) opts_.progress->enter(path);
-        return read_file(path);
+        if (auto why = unreadable_kind(d_type)) return FileText{.why = std::move(*why)};
+        if (opts_.progress) opts_.progress->enter(path_);
+        if (cache_) {
+            if (auto f = read_cached(); f) return std::move(*f);
+        }
+        const int dfd = fd(dir);
+        if (dfd < 0) return FileText{.status = ReadStatus::missing, .why = errno_text(ENOENT)};
+        return read_at(dfd, name.c_str(), d_type == DT_REG);
     }
 
     // Trimmed text of a file the driver may or may not provide: nullopt when absent
-    // (no error) or unreadable (recorded).
-    std::optional<std::string> optional_text(const fs::path& path) {
-        FileText f = read(path);
-        if (f.status == ReadStatus::ok) return std::string(trim(f.text));
-        if (f.status == ReadStatus::failed) error(path, f.why);
+    // (no error) or unreadable (recorded). Valid until the next read.
+    std::optional<std::string_view> optional_text(const Dir& dir, const std::string& name,
+                                                  unsigned char d_type = DT_UNKNOWN) {
+        FileText f = read(dir, name, d_type);
+        if (f.status == ReadStatus::ok) return trim(f.text);
+        if (f.status == ReadStatus::failed) error(path_, f.why);
         return std::nullopt;
     }
 
+    std::string text_or_empty(const Dir& dir, const std::string& name) {
+        return std::string(optional_text(dir, name).value_or(""));
+    }
+
     // Like optional_text, but the file is expected here, so its absence is recorded too.
-    std::optional<std::string> required_text(const fs::path& path) {
-        FileText f = read(path);
+    std::string required_text(const Dir& dir, const std::string& name) {
+        FileText f = read(dir, name);
         if (f.status == ReadStatus::ok) return std::string(trim(f.text));
-        error(path, f.status == ReadStatus::missing ? "missing" : f.why);
-        return std::nullopt;
+        error(path_, f.status == ReadStatus::missing ? "missing" : f.why);
+        return {};
     }
 
     // One more series for the port being read, while its budget lasts.
@@ -159,101 +212,170 @@ public:
     }
     void start_port() { series_left_ = opts_.max_series_per_port; }
 
-    std::optional<uint64_t> counter(const fs::path& path) {
-        auto text = optional_text(path);
+    std::optional<uint64_t> counter(const Dir& dir, const Entry& e) {
+        auto text = optional_text(dir, e.name, e.type);
         if (!text) return std::nullopt;
         auto v = parse_u64_counter(*text);
-        if (!v) error(path, "not a counter: " + excerpt(*text));
+        if (!v) error(path_, "not a counter: " + excerpt(*text));
         return v;
     }
 
-    std::optional<std::pair<int, std::string>> enum_value(const fs::path& path) {
-        auto text = optional_text(path);
+    std::optional<std::pair<int, std::string>> enum_value(const Dir& dir, const std::string& name) {
+        auto text = optional_text(dir, name);
         if (!text) return std::nullopt;
         auto v = parse_enum_line(*text);
-        if (!v) error(path, "expected '<number>: <name>', got " + excerpt(*text));
+        if (!v) error(path_, "expected '<number>: <name>', got " + excerpt(*text));
         return v;
     }
 
-    // Entry names of a directory, sorted; an absent directory is simply empty.
-    std::vector<std::string> list(const fs::path& dir) {
-        std::vector<std::string> names;
-        std::error_code ec;
-        fs::directory_iterator it(dir, ec);
-        if (ec) {
-            if (ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-                error(dir, ec.message());
-            return names;
+    // Entries of a directory, sorted by name; an absent directory is simply empty. A
+    // cacheable listing is kept with the files until the cache starts afresh: what a
+    // device's directories hold does not change while it exists.
+    std::vector<Entry> list(const Dir& dir, bool cacheable = true) {
+        const bool keep = cache_ && keep_open_ && cacheable;
+        if (keep) {
+            if (const auto* known = cache_->listing(dir.path())) return *known;
         }
-        for (; it != fs::directory_iterator(); it.increment(ec)) {
-            if (ec) break;
-            names.push_back(it->path().filename().string());
+        std::vector<Entry> out;
+        const int dfd = fd(dir);
+        if (dfd < 0) return out;
+        for (;;) {
+            const ssize_t n = ::getdents64(dfd, dents_.data(), dents_.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) error(dir.path(), errno_text(errno));
+            if (n <= 0) break;
+            for (ssize_t off = 0; off < n;) {
+                const auto* d = reinterpret_cast<const dirent64*>(dents_.data() + off);
+                off += d->d_reclen;
+                const std::string_view name(d->d_name);
+                if (name != "." && name != "..") out.push_back({std::string(name), d->d_type});
+            }
         }
-        if (ec) error(dir, ec.message());
-        std::sort(names.begin(), names.end());
-        return names;
+        std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+        if (keep) cache_->keep_listing(dir.path(), out);
+        return out;
     }
 
     // Entries whose names are non-negative numbers (ports, GID slots), in numeric order.
-    std::vector<std::pair<uint32_t, std::string>> numbered(const fs::path& dir) {
-        std::vector<std::pair<uint32_t, std::string>> out;
-        for (auto& name : list(dir)) {
+    std::vector<std::pair<uint32_t, Entry>> numbered(const Dir& dir) {
+        std::vector<std::pair<uint32_t, Entry>> out;
+        for (auto& e : list(dir)) {
             uint32_t n = 0;
-            const auto* end = name.data() + name.size();
-            auto [p, ec] = std::from_chars(name.data(), end, n);
-            if (ec == std::errc() && p == end) out.emplace_back(n, name);
+            const auto* end = e.name.data() + e.name.size();
+            auto [p, ec] = std::from_chars(e.name.data(), end, n);
+            if (ec == std::errc() && p == end) out.emplace_back(n, std::move(e));
         }
-        std::sort(out.begin(), out.end());
+        std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         return out;
     }
 
 private:
+    // The file at path_ through the fd kept from an earlier read: nullopt when there is
+    // none, or when it fails now (a device gone, a counter turned EINVAL): then it is
+    // dropped and opened afresh, which reports what is wrong.
+    std::optional<FileText> read_cached() {
+        const int fd = cache_->find(path_);
+        if (fd < 0) return std::nullopt;
+        ssize_t n = 0;
+        do {
+            n = ::pread(fd, buf_.data(), buf_.size(), 0);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0 || static_cast<std::size_t>(n) > kMaxFileBytes) {
+            cache_->forget(path_);
+            return std::nullopt;
+        }
+        return FileText{.status = ReadStatus::ok, .text = std::string_view(buf_.data(), static_cast<std::size_t>(n))};
+    }
+
+    // Plain POSIX read: sysfs attributes can fail on read() itself (EINVAL for empty GID
+    // slots, EINVAL/EPERM for some ConnectX-7 counters), and we need that errno. O_NONBLOCK
+    // and the S_ISREG check keep a FIFO or a device node from blocking the collector: sysfs
+    // attributes are always regular files, so anything else is skipped unread. A listing
+    // that already said "regular file" spares the fstat.
+    FileText read_at(int dirfd, const char* name, bool known_regular) {
+        FileText r;
+        const int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+            const int err = errno;
+            // ENOTDIR: a path component is a file; for us that is the same as absent.
+            r.status = (err == ENOENT || err == ENOTDIR) ? ReadStatus::missing : ReadStatus::failed;
+            r.why = errno_text(err);
+            return r;
+        }
+        FdCloser closer{fd};
+        if (!known_regular) {
+            struct stat st {};
+            if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+                r.why = S_ISDIR(st.st_mode) ? errno_text(EISDIR) : std::string("skipped: ") + file_kind(st.st_mode);
+                return r;
+            }
+        }
+        // One read: sysfs hands over a whole attribute (a page at most) in one read, and a
+        // regular file gives less than asked only at its end, so no second read for EOF.
+        // The buffer is one byte over the limit, so a full buffer means "too large".
+        ssize_t n = 0;
+        do {
+            n = ::read(fd, buf_.data(), buf_.size());
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            r.why = errno_text(errno);
+            return r;
+        }
+        if (static_cast<std::size_t>(n) > kMaxFileBytes) {
+            r.why = "skipped: larger than " + std::to_string(kMaxFileBytes / 1024) + " KiB";
+            return r;
+        }
+        r.text = std::string_view(buf_.data(), static_cast<std::size_t>(n));
+        r.status = ReadStatus::ok;
+        if (cache_ && keep_open_ && cache_->keep(path_, fd)) closer.fd = -1;
+        return r;
+    }
+
     SysfsReadResult& result_;
     const SysfsReadOptions& opts_;
     std::size_t series_left_ = 0;
+    std::string path_;         // of the file being read; reused
+    std::vector<char> buf_;    // one read's text; reused
+    std::vector<char> dents_;  // one getdents64's entries; reused
+    std::unique_lock<std::mutex> cache_lock_;
+    SysfsFileCache* cache_ = nullptr;  // set while this reader holds the cache's lock
+    bool keep_open_ = true;
 };
 
-bool path_exists(const fs::path& p) {
-    std::error_code ec;
-    return fs::exists(fs::symlink_status(p, ec));
-}
-
-bool is_dir(const fs::path& p) {
-    std::error_code ec;
-    return fs::is_directory(p, ec);
-}
-
-void read_counter_dir(Reader& rd, const fs::path& dir, std::map<std::string, uint64_t>& out, uint64_t& dropped) {
-    for (auto& name : rd.list(dir)) {
+void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std::map<std::string, uint64_t>& out,
+                      uint64_t& dropped) {
+    const Dir dir(port, name);
+    for (const auto& e : rd.list(dir)) {
         // mlx5 keeps its stats cache lifetime (ms, writable) among the hw_counters.
-        if (name == "lifespan") continue;
+        if (e.name == "lifespan") continue;
         if (!rd.take_series()) {
             ++dropped;  // not even read: the cap bounds the work as well as the series
             continue;
         }
-        if (auto v = rd.counter(dir / name)) out[name] = *v;
+        if (auto v = rd.counter(dir, e)) out[e.name] = *v;
     }
 }
 
-void read_gids(Reader& rd, const fs::path& port_dir, RdmaPort& port) {
-    const fs::path types_dir = port_dir / "gid_attrs" / "types";
-    const fs::path ndevs_dir = port_dir / "gid_attrs" / "ndevs";
+void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
+    const Dir gids(port_dir, "gids");
     // Kernels before gid_attrs existed give no types at all: unknown, not an error.
-    const bool have_types = is_dir(types_dir);
-    const bool have_ndevs = is_dir(ndevs_dir);
+    const Dir types(port_dir, "gid_attrs/types");
+    const Dir ndevs(port_dir, "gid_attrs/ndevs");
+    const bool have_types = rd.fd(types) >= 0;
+    const bool have_ndevs = rd.fd(ndevs) >= 0;
     // On InfiniBand ports a GID has no netdev and ndevs/<idx> fails with EINVAL by design.
     const bool expect_ndev = port.link_layer == "Ethernet";
 
-    for (auto& [idx, name] : rd.numbered(port_dir / "gids")) {
-        const fs::path gid_path = port_dir / "gids" / name;
-        auto gid = rd.optional_text(gid_path);
-        if (!gid) continue;
-        if (!is_valid_gid(*gid)) {
-            rd.error(gid_path, "not a GID: " + excerpt(*gid));
+    rd.keep_files_open(false);
+    for (const auto& [idx, entry] : rd.numbered(gids)) {
+        auto text = rd.optional_text(gids, entry.name, entry.type);
+        if (!text) continue;
+        if (!is_valid_gid(*text)) {
+            rd.error(rd.path(), "not a GID: " + excerpt(*text));
             continue;
         }
         // Empty slots: their attrs fail with EINVAL on real kernels, so never touch them.
-        if (is_zero_gid(*gid)) continue;
+        if (is_zero_gid(*text)) continue;
         if (!rd.take_series()) {
             ++port.gids_dropped;
             continue;
@@ -261,46 +383,46 @@ void read_gids(Reader& rd, const fs::path& port_dir, RdmaPort& port) {
 
         GidEntry e;
         e.index = static_cast<int>(idx);
-        e.gid = *gid;
-        e.ipv4 = ipv4_from_gid(*gid);
-        if (have_types) e.type = rd.required_text(types_dir / name).value_or("");
+        e.gid = std::string(*text);  // before the next read reuses the buffer
+        e.ipv4 = ipv4_from_gid(e.gid);
+        if (have_types) e.type = rd.required_text(types, entry.name);
         if (have_ndevs) {
             if (expect_ndev) {
-                e.netdev = rd.required_text(ndevs_dir / name).value_or("");
+                e.netdev = rd.required_text(ndevs, entry.name);
             } else {
-                FileText f = rd.read(ndevs_dir / name);
+                FileText f = rd.read(ndevs, entry.name);
                 if (f.status == ReadStatus::ok) e.netdev = std::string(trim(f.text));
             }
         }
         port.gids.push_back(std::move(e));
     }
+    rd.keep_files_open(true);
 }
 
-RdmaPort read_port(Reader& rd, const fs::path& dir, uint32_t number, const RdmaDevice& dev,
-                   const SysfsReadOptions& opts) {
+RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice& dev, const SysfsReadOptions& opts) {
     RdmaPort p;
     p.port = number;
-    if (auto v = rd.enum_value(dir / "state")) {
+    if (auto v = rd.enum_value(dir, "state")) {
         p.state = v->first;
         p.state_name = v->second;
     }
-    if (auto v = rd.enum_value(dir / "phys_state")) {
+    if (auto v = rd.enum_value(dir, "phys_state")) {
         p.phys_state = v->first;
         p.phys_state_name = v->second;
     }
-    if (auto text = rd.optional_text(dir / "rate")) {
+    if (auto text = rd.optional_text(dir, "rate")) {
         if (auto g = parse_rate_gbps(*text)) {
             p.rate_gbps = g;
-            p.rate_text = *text;
+            p.rate_text = std::string(*text);
         } else {
-            rd.error(dir / "rate", "expected '<n> Gb/sec (...)', got " + excerpt(*text));
+            rd.error(rd.path(), "expected '<n> Gb/sec (...)', got " + excerpt(*text));
         }
     }
-    p.link_layer = rd.optional_text(dir / "link_layer").value_or("");
+    p.link_layer = rd.text_or_empty(dir, "link_layer");
 
     rd.start_port();
-    read_counter_dir(rd, dir / "counters", p.counters, p.counters_dropped);
-    read_counter_dir(rd, dir / "hw_counters", p.hw_counters, p.counters_dropped);
+    read_counter_dir(rd, dir, "counters", p.counters, p.counters_dropped);
+    read_counter_dir(rd, dir, "hw_counters", p.hw_counters, p.counters_dropped);
     // The PMA data counters count 4-byte words (x4 wraps only after 2^64 bytes: years at 400G).
     if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end()) p.xmit_bytes = it->second * 4;
     if (auto it = p.counters.find("port_rcv_data"); it != p.counters.end()) p.rcv_bytes = it->second * 4;
@@ -322,36 +444,48 @@ RdmaPort read_port(Reader& rd, const fs::path& dir, uint32_t number, const RdmaD
     return p;
 }
 
-RdmaDevice read_device(Reader& rd, const fs::path& dir, const std::string& name, const SysfsReadOptions& opts) {
+// The driver's name: the last component of where device/driver points. Unbound: empty, no error.
+std::string read_driver(Reader& rd, const Dir& dir) {
+    char target[PATH_MAX];
+    const ssize_t n = ::readlinkat(rd.fd(dir), "device/driver", target, sizeof target - 1);
+    if (n < 0) {
+        if (errno != ENOENT) rd.error(join(dir.path(), "device/driver"), errno_text(errno));
+        return {};
+    }
+    const std::string_view t(target, static_cast<std::size_t>(n));
+    const auto slash = t.rfind('/');
+    return std::string(slash == std::string_view::npos ? t : t.substr(slash + 1));
+}
+
+RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name, const SysfsReadOptions& opts) {
     RdmaDevice d;
     d.name = name;
-    d.node_guid = rd.optional_text(dir / "node_guid").value_or("");
-    d.sys_image_guid = rd.optional_text(dir / "sys_image_guid").value_or("");
-    d.fw_ver = rd.optional_text(dir / "fw_ver").value_or("");
-    d.board_id = rd.optional_text(dir / "board_id").value_or("");
-    d.hca_type = rd.optional_text(dir / "hca_type").value_or("");
-    d.node_type = rd.optional_text(dir / "node_type").value_or("");
+    const Dir dir(class_dir, name);
+    d.node_guid = rd.text_or_empty(dir, "node_guid");
+    d.sys_image_guid = rd.text_or_empty(dir, "sys_image_guid");
+    d.fw_ver = rd.text_or_empty(dir, "fw_ver");
+    d.board_id = rd.text_or_empty(dir, "board_id");
+    d.hca_type = rd.text_or_empty(dir, "hca_type");
+    d.node_type = rd.text_or_empty(dir, "node_type");
 
-    const fs::path device = dir / "device";
-    const bool has_device = path_exists(device);
+    struct stat st {};
+    const bool has_device = rd.fd(dir) >= 0 && ::fstatat(rd.fd(dir), "device", &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (has_device) {
-        std::error_code ec;
-        const fs::path target = fs::read_symlink(device / "driver", ec);
-        if (!ec)
-            d.driver = target.filename().string();
-        else if (ec != std::errc::no_such_file_or_directory)  // unbound: no driver, no error
-            rd.error(device / "driver", ec.message());
-        d.netdevs = rd.list(device / "net");
+        d.driver = read_driver(rd, dir);
+        for (auto& e : rd.list(Dir(dir, "device/net"))) d.netdevs.push_back(std::move(e.name));
     }
     // Soft-RoCE has no parent bus device; the kernel names its netdev in `parent` instead.
-    const bool has_parent = path_exists(dir / "parent");
-    if (has_parent) {
-        if (auto parent = rd.optional_text(dir / "parent"); parent && !parent->empty()) d.netdevs = {*parent};
-    }
+    const FileText parent = rd.read(dir, "parent");
+    const bool has_parent = parent.status != ReadStatus::missing;
+    if (parent.status == ReadStatus::ok && !trim(parent.text).empty())
+        d.netdevs = {std::string(trim(parent.text))};
+    else if (parent.status == ReadStatus::failed)
+        rd.error(rd.path(), parent.why);
     if (!has_device && (has_parent || name.starts_with("rxe"))) d.driver = "rxe";
 
-    for (auto& [number, port_name] : rd.numbered(dir / "ports"))
-        d.ports.push_back(read_port(rd, dir / "ports" / port_name, number, d, opts));
+    const Dir ports(dir, "ports");
+    for (const auto& [number, entry] : rd.numbered(ports))
+        d.ports.push_back(read_port(rd, Dir(ports, entry.name), number, d, opts));
     return d;
 }
 
@@ -412,14 +546,55 @@ std::optional<uint64_t> parse_u64_counter(std::string_view text) {
 
 // ---------------------------------------------------------------- reading a sysfs tree
 
+SysfsFileCache::SysfsFileCache() {
+    rlimit lim{};
+    const rlim_t soft = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
+    max_fds_ = soft == RLIM_INFINITY ? 1U << 16 : static_cast<std::size_t>(soft / 2);
+}
+
+int SysfsFileCache::find(const std::string& path) const {
+    const auto it = fds_.find(path);
+    return it == fds_.end() ? -1 : it->second;
+}
+
+bool SysfsFileCache::keep(const std::string& path, int fd) {
+    if (fds_.size() >= max_fds_) return false;
+    return fds_.try_emplace(path, fd).second;
+}
+
+void SysfsFileCache::forget(const std::string& path) {
+    if (auto it = fds_.find(path); it != fds_.end()) {
+        ::close(it->second);
+        fds_.erase(it);
+    }
+}
+
+void SysfsFileCache::clear() {
+    for (const auto& [path, fd] : fds_) ::close(fd);
+    fds_.clear();
+    listings_.clear();
+}
+
+const std::vector<SysfsDirEntry>* SysfsFileCache::listing(const std::string& dir) const {
+    const auto it = listings_.find(dir);
+    return it == listings_.end() ? nullptr : &it->second;
+}
+
+void SysfsFileCache::keep_listing(const std::string& dir, std::vector<SysfsDirEntry> entries) {
+    listings_.insert_or_assign(dir, std::move(entries));
+}
+
 bool is_lag_device_name(std::string_view name) { return name.find("_bond") != std::string_view::npos; }
 
 SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOptions& opts) {
     SysfsReadResult result;
-    Reader rd(result, opts);
-    const fs::path class_dir = sysfs_root / "class" / "infiniband";
-    for (auto& name : rd.list(class_dir)) result.devices.push_back(read_device(rd, class_dir / name, name, opts));
-    // list() sorted the names already; devices come out in the same order.
+    Reader rd(result, opts, /*refresh=*/opts.gids);
+    const Dir root(sysfs_root.string());
+    const Dir class_dir(root, "class/infiniband");
+    // list() sorts the names; devices come out in the same order. Devices come and go:
+    // their list is read every time.
+    for (const auto& e : rd.list(class_dir, /*cacheable=*/false))
+        result.devices.push_back(read_device(rd, class_dir, e.name, opts));
     return result;
 }
 
@@ -458,23 +633,29 @@ HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root,
     // Host facts are best effort (see the header): errors are not reported.
     SysfsReadResult ignored;
     Reader rd(ignored, opts);
-    if (FileText f = rd.read(procfs_root / "sys" / "kernel" / "hostname"); f.status == ReadStatus::ok)
+    const Dir proc(procfs_root.string());
+    if (FileText f = rd.read(proc, "sys/kernel/hostname"); f.status == ReadStatus::ok)
         h.hostname = std::string(trim(f.text));
 
     // Display controllers are PCI class 0x03xx (0x0300 VGA, 0x0302 3D: data-centre GPUs).
-    const fs::path pci = sysfs_root / "bus" / "pci" / "devices";
-    for (auto& name : rd.list(pci)) {
-        const FileText vendor = rd.read(pci / name / "vendor");
-        const FileText cls = rd.read(pci / name / "class");
-        if (vendor.status != ReadStatus::ok || cls.status != ReadStatus::ok) continue;
+    // This runs every cycle over every PCI function: the class is read only for NVIDIA's.
+    const Dir root(sysfs_root.string());
+    const Dir pci(root, "bus/pci/devices");
+    for (const auto& e : rd.list(pci)) {
+        const FileText vendor = rd.read(pci, e.name + "/vendor");
+        if (vendor.status != ReadStatus::ok) continue;
         std::string v(trim(vendor.text));
         std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-        if (v == "0x10de" && trim(cls.text).starts_with("0x03")) {
+        if (v != "0x10de") continue;
+        const FileText cls = rd.read(pci, e.name + "/class");
+        if (cls.status == ReadStatus::ok && trim(cls.text).starts_with("0x03")) {
             h.nvidia_gpu_present = true;
             break;
         }
     }
-    h.nvidia_peermem_loaded = is_dir(sysfs_root / "module" / "nvidia_peermem");
+    struct stat st {};
+    h.nvidia_peermem_loaded = rd.fd(root) >= 0 && ::fstatat(rd.fd(root), "module/nvidia_peermem", &st, 0) == 0 &&
+                              S_ISDIR(st.st_mode);
     return h;
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,9 +58,9 @@ struct SysfsReadResult {
 // (a read of a wedged mlx5 counter can take minutes) can name the file that blocked.
 class ReadProgress {
 public:
-    void enter(const std::filesystem::path& p) {
+    void enter(std::string_view p) {
         std::lock_guard lock(mu_);
-        path_ = p.string();
+        path_.assign(p);  // reuses the capacity: this runs before every open
     }
     [[nodiscard]] std::string current() const {
         std::lock_guard lock(mu_);
@@ -69,6 +70,44 @@ public:
 private:
     mutable std::mutex mu_;
     std::string path_;
+};
+
+struct SysfsDirEntry {
+    std::string name;
+    unsigned char type = 0;  // d_type from the listing (DT_UNKNOWN: 0)
+};
+
+// Files held open from one read to the next, so that a counter costs one pread at offset 0
+// (sysfs renders the attribute afresh for each read from 0) instead of a path lookup, an
+// open, a read and a close: most of what collection cost (issue 14). Shared by the reads
+// of one collector; a read that finds it busy (an earlier read still stuck in the kernel)
+// goes without it. A read with gids (after netlink events, and now and then) starts it
+// afresh, so a file replaced in a tree is seen again by then. Holds at most max_fds files.
+class SysfsFileCache {
+public:
+    // Half the soft RLIMIT_NOFILE: sockets, probes and verbs need the rest.
+    SysfsFileCache();
+    explicit SysfsFileCache(std::size_t max_fds) : max_fds_(max_fds) {}
+    SysfsFileCache(const SysfsFileCache&) = delete;
+    SysfsFileCache& operator=(const SysfsFileCache&) = delete;
+    ~SysfsFileCache() { clear(); }
+
+    // Only with mutex() held.
+    [[nodiscard]] int find(const std::string& path) const;
+    [[nodiscard]] bool keep(const std::string& path, int fd);  // false: full, the caller closes fd
+    void forget(const std::string& path);
+    // Directory listings, kept alike (the list of devices excepted): null when unknown.
+    [[nodiscard]] const std::vector<SysfsDirEntry>* listing(const std::string& dir) const;
+    void keep_listing(const std::string& dir, std::vector<SysfsDirEntry> entries);
+    void clear();
+    [[nodiscard]] std::size_t size() const { return fds_.size(); }
+    [[nodiscard]] std::mutex& mutex() { return mu_; }
+
+private:
+    std::mutex mu_;
+    std::unordered_map<std::string, int> fds_;
+    std::unordered_map<std::string, std::vector<SysfsDirEntry>> listings_;
+    std::size_t max_fds_;
 };
 
 // Reads <sysfs_root>/class/infiniband/*. A host without that directory has no RDMA, which is
@@ -92,6 +131,8 @@ struct SysfsReadOptions {
     std::shared_ptr<const std::set<std::string>> skip;
     // Told each file before it is opened; may be null.
     std::shared_ptr<ReadProgress> progress;
+    // Files kept open between reads; may be null (every file opened and closed each read).
+    std::shared_ptr<SysfsFileCache> files;
 };
 
 [[nodiscard]] SysfsReadResult read_rdma_devices(const std::filesystem::path& sysfs_root,

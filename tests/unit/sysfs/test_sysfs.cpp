@@ -638,3 +638,99 @@ TEST(Verbs, DevicesVerbsDoesNotKnowAreLeftAlone) {
         }
     }
 }
+
+// ---------------------------------------------------------------- files kept open between reads
+
+namespace {
+const std::string kCachePort = "class/infiniband/mlx5_0/ports/1/";
+
+uint64_t counter_a(const SysfsReadResult& r) { return r.devices.at(0).ports.at(0).counters.at("a"); }
+}  // namespace
+
+TEST(SysfsFileCache, KeptFilesShowWhatIsWrittenToThemSince) {
+    ScratchTree t("cache_inplace");
+    t.write(kCachePort + "counters/a", "1\n");
+    t.write(kCachePort + "state", "4: ACTIVE\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.files = files})), 1u);
+    EXPECT_GE(files->size(), 2u) << "the files read are kept open";
+    t.write(kCachePort + "counters/a", "2\n");  // in place, as sysfs changes a value
+    const auto r = read_rdma_devices(t.root, {.gids = false, .files = files});
+    EXPECT_EQ(counter_a(r), 2u) << "a kept file is read again from its start";
+    EXPECT_EQ(r.devices.at(0).ports.at(0).state_name, "ACTIVE");
+    EXPECT_EQ(r.read_errors, 0u);
+}
+
+TEST(SysfsFileCache, AReadWithGidsStartsAfreshAndSeesReplacedFiles) {
+    ScratchTree t("cache_replaced");
+    t.write(kCachePort + "counters/a", "1\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.files = files})), 1u);
+    t.write(kCachePort + "counters/a.new", "7\n");
+    std::filesystem::rename(t.root / kCachePort / "counters/a.new", t.root / kCachePort / "counters/a");
+    EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.gids = true, .files = files})), 7u);
+}
+
+TEST(SysfsFileCache, HoldsNoMoreThanItsLimitAndReadsTheRestAsBefore) {
+    ScratchTree t("cache_bound");
+    for (int i = 0; i < 5; ++i) t.write(kCachePort + "counters/c" + std::to_string(i), std::to_string(i) + "\n");
+    auto files = std::make_shared<SysfsFileCache>(2);
+    for (int round = 0; round < 2; ++round) {
+        const auto r = read_rdma_devices(t.root, {.gids = round == 0, .files = files});
+        EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 5u);
+        EXPECT_EQ(r.devices.at(0).ports.at(0).counters.at("c4"), 4u);
+        EXPECT_EQ(files->size(), 2u);
+    }
+}
+
+TEST(SysfsFileCache, AReadThatFindsItBusyGoesWithoutIt) {
+    ScratchTree t("cache_busy");
+    t.write(kCachePort + "counters/a", "3\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    std::lock_guard held(files->mutex());  // as by a read still stuck in the kernel
+    EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.files = files})), 3u);
+    EXPECT_EQ(files->size(), 0u);
+}
+
+TEST(SysfsFileCache, ABlockedFileIsSkippedEvenWhenKeptOpen) {
+    ScratchTree t("cache_skip");
+    t.write(kCachePort + "counters/a", "1\n");
+    t.write(kCachePort + "counters/b", "2\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    (void)read_rdma_devices(t.root, {.files = files});
+    const std::string b = (t.root / kCachePort / "counters/b").string();
+    const auto r = read_rdma_devices(t.root, {.gids = false,
+                                              .skip = std::make_shared<const std::set<std::string>>(std::set{b}),
+                                              .files = files});
+    EXPECT_EQ(r.devices.at(0).ports.at(0).counters, (std::map<std::string, uint64_t>{{"a", 1}}));
+    EXPECT_TRUE(has_error_about(r, "counters/b: skipped: an earlier read of it blocked"));
+}
+
+TEST(SysfsFileCache, GidTablesAreNotKeptOpen) {
+    ScratchTree t("cache_gids");
+    t.write(kCachePort + "counters/a", "1\n");
+    t.write(kCachePort + "link_layer", "Ethernet\n");
+    t.write(kCachePort + "gids/0", "fe80:0000:0000:0000:32c5:99ff:fe3e:6a13\n");
+    t.write(kCachePort + "gid_attrs/types/0", "RoCE v2\n");
+    t.write(kCachePort + "gid_attrs/ndevs/0", "eth0\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    const auto r = read_rdma_devices(t.root, {.files = files});
+    EXPECT_EQ(r.devices.at(0).ports.at(0).gids.size(), 1u);
+    EXPECT_EQ(files->size(), 2u) << "counters/a and link_layer only";
+}
+
+// A device's directories do not change while it exists: their listings are kept with the
+// files, and a read with GIDs (after a netlink event, and now and then) lists them again.
+TEST(SysfsFileCache, ListingsAreKeptUntilAReadWithGids) {
+    ScratchTree t("cache_listing");
+    t.write(kCachePort + "counters/a", "1\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    (void)read_rdma_devices(t.root, {.files = files});
+    t.write(kCachePort + "counters/b", "2\n");
+    t.write("class/infiniband/mlx5_1/ports/1/counters/a", "3\n");
+    auto r = read_rdma_devices(t.root, {.gids = false, .files = files});
+    EXPECT_EQ(r.devices.size(), 2u) << "the list of devices is read every time";
+    EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 1u);
+    r = read_rdma_devices(t.root, {.gids = true, .files = files});
+    EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 2u);
+}

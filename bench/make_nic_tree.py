@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Writes an N-NIC mlx5 sysfs tree (and its procfs) for the collection benchmarks, built from
+the same pieces as the committed DGX Spark fixture, with mlx5's real 255-slot GID tables.
+
+    bench/make_nic_tree.py N OUTDIR      -> OUTDIR/sysfs, OUTDIR/procfs
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "sysfs"))
+import make_fixtures as mf  # noqa: E402
+
+
+def make_tree(n, out):
+    mf.GID_SLOTS = 255  # the fixture trims the all-zero tail; a real mlx5 port has it
+    root, proc = f"{out}/sysfs", f"{out}/procfs"
+    if os.path.lexists(out):
+        raise SystemExit(f"{out} exists; give a new directory")
+    mf.write(f"{root}/bus/pci/drivers/mlx5_core/uevent", "DRIVER=mlx5_core\n")
+    for i in range(n):
+        bus, fn = divmod(i, 2)
+        pci = f"0000:{bus + 1:02x}:00.{fn}"
+        pdev = f"devices/pci0000:00/0000:00:{bus:02x}.0/{pci}"
+        name, netdev = f"mlx5_{i}", f"enp{bus + 1}s0f{fn}np{fn}"
+        mac = "30:c5:99:%02x:%02x:%02x" % (i >> 16 & 0xFF, i >> 8 & 0xFF, i & 0xFF)
+        guid = "30c5:9903:00%02x:%04x" % (i >> 16 & 0xFF, i & 0xFFFF)
+        ipv4 = f"10.{i // 250}.{i % 250}.11"
+        mf.write(f"{root}/{pdev}/vendor", "0x15b3\n")
+        mf.write(f"{root}/{pdev}/class", "0x020000\n")
+        mf.link(f"{root}/{pdev}/driver", "../../../../bus/pci/drivers/mlx5_core")
+        mf.write(f"{root}/{pdev}/net/{netdev}/address", mac + "\n")
+        mf.link(f"{root}/bus/pci/devices/{pci}", f"../../../{pdev}")
+        mf.link(f"{root}/class/net/{netdev}", f"../../{pdev}/net/{netdev}")
+        ibdev = f"{pdev}/infiniband/{name}"
+        mf.write_mlx5_device(f"{root}/{ibdev}", name, guid, mac, netdev, ipv4, 100 + i, 90 + i)
+        mf.link(f"{root}/{ibdev}/device", "../..")
+        mf.link(f"{root}/class/infiniband/{name}", f"../../{ibdev}")
+    mf.write(f"{proc}/sys/kernel/hostname", f"bench-{n}nic\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    make_tree(int(sys.argv[1]), sys.argv[2])
