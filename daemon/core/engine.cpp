@@ -20,6 +20,8 @@ namespace {
 constexpr auto kGidRefresh = std::chrono::seconds(60);
 // Reads still blocked before the engine stops starting new ones: each holds a thread.
 constexpr std::size_t kMaxBlockedReads = 4;
+// A cycle's file reads that keep making progress are waited for this long in all.
+constexpr std::chrono::seconds kMaxCycleRead{60};
 // Unreadable files logged per cycle, and remembered as logged, at most.
 constexpr std::size_t kMaxLoggedPerCycle = 10;
 constexpr std::size_t kMaxLoggedFiles = 4096;
@@ -253,18 +255,31 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids) {
         return r;
     }
 
-    // Short slices, so that stop() is never kept waiting for a read.
-    const auto until = reading->started + deadline;
+    // Short slices, so that stop() is never kept waiting for a read. The deadline is for one
+    // file: a read that keeps entering new files is slow, not stuck, and is waited for up to
+    // kMaxCycleRead in all.
+    auto stalled_since = reading->started;
+    uint64_t seen = reading->progress->entered();
+    const auto cap = reading->started + std::max<SteadyClock::duration>(deadline, kMaxCycleRead);
     std::unique_lock lock(reading->mu);
-    while (!reading->done && !stop_requested_ && SteadyClock::now() < until)
-        reading->cv.wait_until(lock, std::min(until, SteadyClock::now() + std::chrono::milliseconds(50)));
+    while (!reading->done && !stop_requested_) {
+        const auto now = SteadyClock::now();
+        if (const uint64_t e = reading->progress->entered(); e != seen) {
+            seen = e;
+            stalled_since = now;
+        }
+        const auto until = std::min(stalled_since + deadline, cap);
+        if (now >= until) break;
+        reading->cv.wait_until(lock, std::min(until, now + std::chrono::milliseconds(50)));
+    }
     if (reading->done) {
         FileRead r = std::move(reading->result);
         if (r.gids_read) gids_read_at_ = reading->started;
         return r;
     }
     lock.unlock();
-    reading->blocked_on = reading->progress->current();
+    const bool stuck = SteadyClock::now() - stalled_since >= deadline;
+    if (stuck) reading->blocked_on = reading->progress->current();
     blocked_.push_back(reading);
     if (!stop_requested_ && !reading->blocked_on.empty()) {
         auto skip = std::make_shared<std::set<std::string>>(*skip_);
@@ -284,10 +299,12 @@ Engine::FileRead Engine::gave_up(const Reading& r, std::chrono::milliseconds wai
         out.devices = without_counters(last_->devices);
         out.host = last_->host;
     }
-    std::string why = waited.count() > 0
-                          ? "reading " + r.blocked_on + " did not return within " + std::to_string(waited.count()) +
-                                " ms; skipped until it does"
-                          : std::to_string(blocked_.size()) + " earlier reads are still blocked; no new read started";
+    std::string why = waited.count() == 0
+                          ? std::to_string(blocked_.size()) + " earlier reads are still blocked; no new read started"
+                      : r.blocked_on.empty() ? "the file reads, still going, took more than " +
+                                                   std::to_string(kMaxCycleRead.count()) + " s"
+                                             : "reading " + r.blocked_on + " did not return within " +
+                                                   std::to_string(waited.count()) + " ms; skipped until it does";
     why += last_ ? "; devices and host facts are from an earlier collection, counters left out"
                  : "; no devices read yet";
     out.sysfs.last_error = why;

@@ -61,15 +61,23 @@ public:
     void enter(std::string_view p) {
         std::lock_guard lock(mu_);
         path_.assign(p);  // reuses the capacity: this runs before every open
+        ++entered_;
     }
     [[nodiscard]] std::string current() const {
         std::lock_guard lock(mu_);
         return path_;
     }
+    // How many files the read has entered: a read whose count still moves is slow, not stuck
+    // (a GID table of 1,024 files under emulation takes seconds and is fine).
+    [[nodiscard]] uint64_t entered() const {
+        std::lock_guard lock(mu_);
+        return entered_;
+    }
 
 private:
     mutable std::mutex mu_;
     std::string path_;
+    uint64_t entered_ = 0;
 };
 
 struct SysfsDirEntry {

@@ -162,6 +162,29 @@ struct BlockingRead {
     }
 };
 
+// A read that is slow but keeps going (a GID table of 1,024 files under emulation) is waited
+// for: the deadline is for one file that does not return, not for the whole cycle.
+TEST_F(EngineTest, SlowReadThatKeepsProgressingIsNotCutShort) {
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark";
+    cfg->daemon.procfs_root = rocewatch::testing::fixtures_dir() + "/procfs/dgx-spark";
+    cfg->daemon.state_dir.clear();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    src.read_sysfs = [](const fs::path& root, const SysfsReadOptions& o) {
+        for (int i = 0; i < 20; ++i) {  // 1 s in all, 50 ms a file, against a 300 ms deadline
+            o.progress->enter("/sys/class/infiniband/rocep1s0f0/ports/1/gids/" + std::to_string(i));
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return read_rdma_devices(root, o);
+    };
+    src.read_deadline = std::chrono::milliseconds(300);
+    Engine engine(cfg, std::move(src), store, log);
+    auto snap = engine.collect_once();
+    EXPECT_TRUE(snap->collectors.at(0).success) << snap->collectors.at(0).last_error;
+    EXPECT_EQ(snap->devices.size(), 3u);
+    EXPECT_FALSE(find_device(*snap, "rocep1s0f0")->ports.at(0).counters.empty());
+}
+
 TEST_F(EngineTest, BlockedReadEndsTheCycleAtItsDeadlineAndIsSkippedUntilItReturns) {
     auto fake = std::make_shared<BlockingRead>();
     fake->path = "/sys/class/infiniband/rocep1s0f0/ports/1/hw_counters/out_of_buffer";
