@@ -8,7 +8,6 @@
 
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
-#include "util/json_uint.hpp"
 
 namespace rocewatch {
 namespace {
@@ -254,14 +253,13 @@ RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& li
         const auto kind = session_kind(req.value("kind", std::string()));
         if (!kind) return refuse(reason::bad_target, "kind must be rdma_write_bw, rdma_write_lat or rdma_multirail_bw");
         const bool lat = *kind == ProbeKind::rdma_write_lat;
-        const auto size_j = json_uint_or<uint32_t>(req, "message_size", 0);
-        const auto iterations_j = json_uint_or<uint64_t>(req, "iterations", 0);
-        if (!size_j || !iterations_j)
-            return refuse(reason::protocol_error, "message_size and iterations must be non-negative integers in range");
-        const uint32_t size = *size_j;
-        const uint64_t iterations = *iterations_j;
-        const auto seconds = req.value("seconds", 0.0);
-        const auto timeout = req.value("timeout", 0.0);
+        std::string bad;
+        const auto ask = read_session_ask(req, bad);
+        if (!ask) return refuse(reason::protocol_error, bad);
+        const uint32_t size = ask->message_size;
+        const uint64_t iterations = ask->iterations;
+        const double seconds = ask->seconds;
+        const double timeout = ask->timeout;
         const SessionBudget budget{limits.max_message_size, limits.max_lat_iterations, limits.max_bw_seconds,
                                    limits.max_bw_iterations};
         if (auto why = session_over_budget(lat, size, iterations, seconds, budget); !why.empty())

@@ -1,4 +1,5 @@
 #include "probes/session.hpp"
+#include "util/json_uint.hpp"
 
 namespace rocewatch {
 namespace {
@@ -29,6 +30,19 @@ void end_session(const SessionExchange& exchange, const std::string& id) {
 std::string end_session_request(const nlohmann::json& request) {
     const auto it = request.is_object() ? request.find("end_session") : request.end();
     return it != request.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::optional<SessionAsk> read_session_ask(const nlohmann::json& request, std::string& why) {
+    const auto size = json_uint_or<uint32_t>(request, "message_size", 0);
+    const auto iterations = json_uint_or<uint64_t>(request, "iterations", 0);
+    if (!size || !iterations) {
+        why = "message_size and iterations must be non-negative integers in range";
+        return std::nullopt;
+    }
+    return SessionAsk{.message_size = *size,
+                      .iterations = *iterations,
+                      .seconds = request.value("seconds", 0.0),
+                      .timeout = request.value("timeout", 0.0)};
 }
 
 std::string session_over_budget(bool latency, uint32_t size, uint64_t iterations, double seconds,

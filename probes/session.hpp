@@ -48,6 +48,19 @@ struct SessionBudget {
     uint64_t max_bw_iterations = 0;  // a counted one, per stream (0: timed runs only)
 };
 
+// The run a peer's session request asks for, as the passive side reads it.
+struct SessionAsk {
+    uint32_t message_size = 0;
+    uint64_t iterations = 0;  // bandwidth: 0 = a timed run
+    double seconds = 0;
+    double timeout = 0;
+};
+
+// Reads a session request's message_size, iterations, seconds and timeout; nullopt (with `why`)
+// when a whole number is a float, negative or out of its range: such a number never reaches a
+// cast or a budget check.
+std::optional<SessionAsk> read_session_ask(const nlohmann::json& request, std::string& why);
+
 // Why a latency (`latency`) or bandwidth run of `size`-byte messages, `iterations` long
 // (bandwidth: 0 = timed, `seconds` long), is more than `b` grants; "" when it is within.
 std::string session_over_budget(bool latency, uint32_t size, uint64_t iterations, double seconds,

@@ -19,7 +19,6 @@
 #include "api/probe_view.hpp"
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
-#include "util/json_uint.hpp"
 
 extern char** environ;
 
@@ -251,14 +250,13 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
         const SessionBudget b = lat ? SessionBudget{cfg.probes.ucx_lat.size, cfg.probes.ucx_lat.count, 0, 0}
                                     : SessionBudget{cfg.probes.ucx_bw.message_size, 0,
                                                     seconds(cfg.probes.ucx_bw.duration), 0};
-        const auto size_j = json_uint_or<uint32_t>(req, "message_size", 0);
-        const auto iterations_j = json_uint_or<uint64_t>(req, "iterations", 0);
-        if (!size_j || !iterations_j)
-            return refuse(reason::protocol_error, "message_size and iterations must be non-negative integers in range");
-        const uint32_t size = *size_j;
-        const uint64_t iterations = *iterations_j;
-        const auto secs = req.value("seconds", 0.0);
-        const auto timeout = req.value("timeout", 0.0);
+        std::string bad;
+        const auto ask = read_session_ask(req, bad);
+        if (!ask) return refuse(reason::protocol_error, bad);
+        const uint32_t size = ask->message_size;
+        const uint64_t iterations = ask->iterations;
+        const double secs = ask->seconds;
+        const double timeout = ask->timeout;
         if (auto why = session_over_budget(lat, size, iterations, secs, b); !why.empty())
             return refuse(reason::bad_target, why);
         if (timeout <= 0 || !req.contains("endpoint"))
