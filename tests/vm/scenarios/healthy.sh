@@ -92,7 +92,7 @@ if start_daemon; then
     status=$(query_daemon /api/v1/status)
     check_eq "rocewatchd: devices and ports up (kernel: $(ls /sys/class/infiniband | tr '\n' ' '))" \
         "$(ls /sys/class/infiniband | wc -l) 2" "$(jq -r '"\(.counts.devices) \(.counts.ports_up)"' <<<"$status")"
-    check_eq "rocewatchd: every collector succeeded" "sysfs=true verbs=true netlink=true host=true" \
+    check_eq "rocewatchd: every collector succeeded" "sysfs=true verbs=true netlink=true host=true state=true" \
         "$(jq -r '[.collectors[] | "\(.name)=\(.success)"] | join(" ")' <<<"$status")"
     for rail in "${RAILS[@]}"; do
         dev=${RAIL_RXE[$rail]}
