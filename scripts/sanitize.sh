@@ -37,7 +37,7 @@ for stage in "${stages[@]}"; do
       setup build-asan -Db_sanitize=address,undefined -Dcpp_args=-fsanitize=float-cast-overflow
       ninja -C build-asan -j"${JOBS:-2}"
       echo "asan build: $((SECONDS - start)) s"; start=$SECONDS
-      CI=${CI:-true} meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 \
+      ROCEWATCH_SANITIZER=asan CI=${CI:-true} meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 \
         --suite unit --suite netns --suite e2e --timeout-multiplier 3 || rc=1
       ;;
     tsan)

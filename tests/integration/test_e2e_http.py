@@ -114,7 +114,14 @@ def check_attack(t, port, slow, idle, seconds):
         opened = a.opened
     what = f"{slow} slow + {idle} idle connections ({opened} opened)"
     t.check(not bad, f"{what}: every /metrics scrape answered 200 ({len(lat)} scrapes, not ok: {bad[:5]})")
-    t.check(p(lat, 0.99) < 0.100, f"{what}: /metrics p99 {p(lat, 0.99) * 1000:.1f} ms < 100 ms "
+    # The bound is for the daemon as it ships. Built with a sanitizer (scripts/sanitize.sh sets
+    # ROCEWATCH_SANITIZER) every allocation and access costs several times more, so there the
+    # test holds a looser bound: it still fails on a server whose workers wait on slow clients
+    # (seconds), not on the instrumentation's overhead.
+    bound = 0.500 if os.environ.get("ROCEWATCH_SANITIZER") else 0.100
+    if bound != 0.100:
+        print(f"under {os.environ['ROCEWATCH_SANITIZER']}: p99 bound {bound * 1000:.0f} ms instead of 100 ms")
+    t.check(p(lat, 0.99) < bound, f"{what}: /metrics p99 {p(lat, 0.99) * 1000:.1f} ms < {bound * 1000:.0f} ms "
                                   f"(p50 {p(lat, 0.5) * 1000:.1f} ms, max {max(lat) * 1000:.1f} ms)")
 
 
