@@ -524,8 +524,17 @@ def growth_criteria(rows):
         return [("enough samples to judge growth", False, f"{len(rows)} samples")]
     early, late = window(rows, 0.2, 0.4), window(rows, 0.8, 1.0)
     rss_e, rss_l = median(r["rss_kib"] for r in early), median(r["rss_kib"] for r in late)
-    out = [("RSS bounded (late median <= early + max(4 MiB, 10%))", rss_l <= rss_e + max(4096, rss_e // 10),
-            f"{rss_e} -> {rss_l} KiB")]
+    sanitizer = os.environ.get("ROCEWATCH_SANITIZER")
+    if sanitizer:
+        # ASan holds freed memory in its quarantine (256 MiB by default) and never gives its
+        # shadow back, so RSS climbs for reasons that are not ours; under a sanitizer the leak
+        # check is LeakSanitizer at exit (judged in soak() from the exit codes), and RSS is
+        # judged by the plain build's soak in the e2e suite.
+        out = [(f"RSS reported (not judged under {sanitizer}: LeakSanitizer at exit is the leak check)", True,
+                f"{rss_e} -> {rss_l} KiB")]
+    else:
+        out = [("RSS bounded (late median <= early + max(4 MiB, 10%))", rss_l <= rss_e + max(4096, rss_e // 10),
+                f"{rss_e} -> {rss_l} KiB")]
     for key, slack in (("fds", 4), ("threads", 2), ("series", 40)):
         e, l = max(r[key] for r in early), max(r[key] for r in late)
         out.append((f"{key} bounded (late max <= early max + {slack})", l <= e + slack, f"{e} -> {l}"))
@@ -623,16 +632,23 @@ def soak(args, na, nb, work):
     b = Node("b", nb, work, args.rocewatchd, f"{fx}/sysfs/dgx-spark", f"{fx}/procfs/dgx-spark", PORT_B,
              os.path.join(work, "state-b"))
     a = Node("a", na, work, args.rocewatchd, sysfs_a, f"{fx}/procfs/dgx-spark", PORT_A, state_a, peers)
+    ok = False
     try:
         b.start()
         a.start()
-        return run_and_judge(args, a, b, Sysfs(sysfs_a), state_a)
+        ok = run_and_judge(args, a, b, Sysfs(sysfs_a), state_a)
     finally:
         codes = (a.stop(), b.stop())
         print(f"stopped: A {codes[0]}, B {codes[1]}")
         a.log.close()
         b.log.close()
         subprocess.run(["umount", "-l", state_a])
+    # A clean stop is part of the verdict: SIGTERM exits 0, and under ASan a leak found by
+    # LeakSanitizer at exit makes the exit code non-zero.
+    clean = codes == (0, 0)
+    print(f"  {'PASS' if clean else 'FAIL'} both daemons stop cleanly on SIGTERM (exit 0; under ASan, "
+          f"no leak at exit): A {codes[0]}, B {codes[1]}")
+    return ok and clean
 
 
 def run_and_judge(args, a, b, sysfs, tmpfs):
