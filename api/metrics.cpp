@@ -3,8 +3,11 @@
 
 #include "api/json_view.hpp"
 #include "api/probe_view.hpp"
+#include "daemon/model/config.hpp"
 
 #include <deque>
+#include <optional>
+#include <regex>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
@@ -80,14 +83,69 @@ void rdma_families(Builder& bld, const Snapshot& s) {
                            "Bytes transmitted by the RDMA port (port_xmit_data x 4).");
     auto& rx = bld.counter("rocewatch_rdma_port_data_received_bytes_total",
                            "Bytes received by the RDMA port (port_rcv_data x 4).");
-    auto& tx_rate = bld.gauge("rocewatch_rdma_port_transmit_bytes_per_second",
-                              "Transmit rate of the RDMA port over the last collection interval.");
-    auto& rx_rate = bld.gauge("rocewatch_rdma_port_receive_bytes_per_second",
-                              "Receive rate of the RDMA port over the last collection interval.");
+    // The well-known counters/ files, each its own family named as node_exporter's infiniband
+    // collector names it (node_infiniband_[port_]X -> rocewatch_rdma_port_X), so one query
+    // serves both; port_xmit_data/port_rcv_data are the byte families above. Every other
+    // counters/ file stays in the generic family, as read.
+    struct Named {
+        const char* file;
+        MetricFamily* fam;
+    };
+    const auto named = [&](const char* file, const char* name, const char* help) {
+        return Named{file, &bld.counter(name, help)};
+    };
+    const Named known[] = {
+        named("excessive_buffer_overrun_errors", "rocewatch_rdma_port_excessive_buffer_overrun_errors_total",
+              "Times the port's receive buffer overran (excessive_buffer_overrun_errors)."),
+        named("link_downed", "rocewatch_rdma_port_link_downed_total",
+              "Times the link error recovery failed and the link went down (link_downed)."),
+        named("link_error_recovery", "rocewatch_rdma_port_link_error_recovery_total",
+              "Successful link error recoveries (link_error_recovery)."),
+        named("local_link_integrity_errors", "rocewatch_rdma_port_local_link_integrity_errors_total",
+              "Local physical errors past their threshold (local_link_integrity_errors)."),
+        named("multicast_rcv_packets", "rocewatch_rdma_port_multicast_packets_received_total",
+              "Multicast packets received (multicast_rcv_packets)."),
+        named("multicast_xmit_packets", "rocewatch_rdma_port_multicast_packets_transmitted_total",
+              "Multicast packets transmitted (multicast_xmit_packets)."),
+        named("port_rcv_constraint_errors", "rocewatch_rdma_port_constraint_errors_received_total",
+              "Received packets discarded for constraints (port_rcv_constraint_errors)."),
+        named("port_xmit_constraint_errors", "rocewatch_rdma_port_constraint_errors_transmitted_total",
+              "Packets not transmitted for constraints (port_xmit_constraint_errors)."),
+        named("port_xmit_discards", "rocewatch_rdma_port_discards_transmitted_total",
+              "Outbound packets discarded (port_xmit_discards)."),
+        named("port_rcv_errors", "rocewatch_rdma_port_errors_received_total",
+              "Received packets with errors (port_rcv_errors)."),
+        named("port_rcv_packets", "rocewatch_rdma_port_packets_received_total",
+              "Packets received, all of them (port_rcv_packets)."),
+        named("port_xmit_packets", "rocewatch_rdma_port_packets_transmitted_total",
+              "Packets transmitted, all of them (port_xmit_packets)."),
+        named("port_rcv_remote_physical_errors", "rocewatch_rdma_port_receive_remote_physical_errors_total",
+              "Received packets marked with the EBP delimiter (port_rcv_remote_physical_errors)."),
+        named("port_rcv_switch_relay_errors", "rocewatch_rdma_port_receive_switch_relay_errors_total",
+              "Received packets discarded because they could not be relayed (port_rcv_switch_relay_errors)."),
+        named("port_xmit_wait", "rocewatch_rdma_port_transmit_wait_total",
+              "Ticks the port had data to send but no credits (port_xmit_wait)."),
+        named("symbol_error", "rocewatch_rdma_port_symbol_error_total",
+              "Minor link errors on any lane (symbol_error)."),
+        named("unicast_rcv_packets", "rocewatch_rdma_port_unicast_packets_received_total",
+              "Unicast packets received (unicast_rcv_packets)."),
+        named("unicast_xmit_packets", "rocewatch_rdma_port_unicast_packets_transmitted_total",
+              "Unicast packets transmitted (unicast_xmit_packets)."),
+        named("VL15_dropped", "rocewatch_rdma_port_vl15_dropped_total",
+              "Incoming VL15 packets dropped for lack of buffers (VL15_dropped)."),
+    };
+    const auto known_family = [&](const std::string& file) -> MetricFamily* {
+        if (file == "port_xmit_data" || file == "port_rcv_data") return nullptr;  // the byte families
+        for (const auto& k : known)
+            if (file == k.file) return k.fam;
+        return nullptr;
+    };
+    const auto is_data_words = [](const std::string& file) {
+        return file == "port_xmit_data" || file == "port_rcv_data";
+    };
     // Plural "counters": promtool's lint refuses a type name ("_counter_") inside a metric name.
-    auto& counters =
-        bld.counter("rocewatch_rdma_port_counters_total",
-                    "RDMA port counter from counters/, raw value as read (data counters in 4-byte words).");
+    auto& counters = bld.counter("rocewatch_rdma_port_counters_total",
+                                 "RDMA port counter from counters/ that has no family of its own, raw value as read.");
     auto& hw = bld.counter("rocewatch_rdma_port_hw_counters_total",
                            "RDMA port driver counter from hw_counters/, raw value.");
     auto& gid = bld.gauge("rocewatch_rdma_gid_info", "Populated GID table entry; always 1.");
@@ -120,10 +178,13 @@ void rdma_families(Builder& bld, const Snapshot& s) {
             if (p.max_mtu) add(mmtu, dp, *p.max_mtu);
             if (p.xmit_bytes) add(tx, dp, static_cast<double>(*p.xmit_bytes));
             if (p.rcv_bytes) add(rx, dp, static_cast<double>(*p.rcv_bytes));
-            if (auto it = p.rates.find("port_xmit_data"); it != p.rates.end()) add(tx_rate, dp, it->second);
-            if (auto it = p.rates.find("port_rcv_data"); it != p.rates.end()) add(rx_rate, dp, it->second);
-            for (const auto& [name, v] : p.counters)
-                add(counters, {{"device", d.name}, {"port", port}, {"counter", name}}, static_cast<double>(v));
+            for (const auto& [name, v] : p.counters) {
+                if (is_data_words(name)) continue;
+                if (MetricFamily* f = known_family(name))
+                    add(*f, dp, static_cast<double>(v));
+                else
+                    add(counters, {{"device", d.name}, {"port", port}, {"counter", name}}, static_cast<double>(v));
+            }
             for (const auto& [name, v] : p.hw_counters)
                 if (is_counter_name(name))
                     add(hw, {{"device", d.name}, {"port", port}, {"counter", name}}, static_cast<double>(v));
@@ -138,12 +199,28 @@ void rdma_families(Builder& bld, const Snapshot& s) {
                     1);
             add(dropped, dp, static_cast<double>(p.counters_dropped + p.gids_dropped));
             if (p.roce_v2_ipv4_gid_index)
-                add(roce_gid,
-                    {{"device", d.name}, {"port", port}, {"netdev", p.netdev}, {"address", p.roce_v2_ipv4_address}},
+                add(roce_gid, {{"device", d.name}, {"port", port}, {"address", p.roce_v2_ipv4_address}},
                     *p.roce_v2_ipv4_gid_index);
         }
     }
 }
+
+// [metrics] netdev_include/netdev_exclude, compiled once per render (the config loader has
+// refused a regex that does not compile).
+class NetdevFilter {
+public:
+    explicit NetdevFilter(const MetricsConfig& m) {
+        if (!m.netdev_include.empty()) include_.emplace(m.netdev_include, std::regex::ECMAScript | std::regex::nosubs);
+        if (!m.netdev_exclude.empty()) exclude_.emplace(m.netdev_exclude, std::regex::ECMAScript | std::regex::nosubs);
+    }
+    bool operator()(const std::string& name) const {
+        if (include_ && !std::regex_search(name, *include_)) return false;
+        return !(exclude_ && std::regex_search(name, *exclude_));
+    }
+
+private:
+    std::optional<std::regex> include_, exclude_;
+};
 
 void link_families(Builder& bld, const Snapshot& s) {
     auto& info = bld.gauge("rocewatch_link_info", "Network interface metadata; always 1.");
@@ -153,9 +230,11 @@ void link_families(Builder& bld, const Snapshot& s) {
     auto& changes = bld.counter("rocewatch_link_carrier_changes_total",
                                 "Carrier changes the kernel counted on the interface.");
     auto& mtu = bld.gauge("rocewatch_link_mtu_bytes", "Interface MTU in bytes.");
+    const NetdevFilter netdev_exported(s.config ? s.config->metrics : MetricsConfig{});
     for (const auto& l : s.links) {
-        const Labels i = {{"interface", l.name}};
-        add(info, {{"interface", l.name}, {"kind", l.kind}, {"mac", l.mac}, {"master", l.master}}, 1);
+        if (!netdev_exported(l.name)) continue;
+        const Labels i = {{"netdev", l.name}};
+        add(info, {{"netdev", l.name}, {"kind", l.kind}, {"mac", l.mac}, {"master", l.master}}, 1);
         add(up, i, b(l.operstate == "up"));
         add(admin, i, b(l.admin_up));
         add(carrier, i, b(l.carrier));
@@ -185,7 +264,7 @@ void bond_families(Builder& bld, const Snapshot& s) {
             const Link* sl = find_link(s, name);
             if (!sl || !sl->slave) continue;
             const auto& si = *sl->slave;
-            const Labels bi = {{"bond", l.name}, {"interface", name}};
+            const Labels bi = {{"bond", l.name}, {"netdev", name}};
             const bool is_up = si.mii_status == "up";
             n_up += is_up ? 1 : 0;
             add(mii_up, bi, b(is_up));

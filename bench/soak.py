@@ -117,7 +117,7 @@ def get_json(base, path):
 
 
 def history_key(h):
-    return (h["at"], h["rule"], h["object"], h["from"], h["to"])
+    return (h["changed_at"], h["rule"], h["object"], h["from"], h["to"])
 
 
 def rfc3339_ms(ms):
@@ -397,7 +397,10 @@ class Soak:
         with self.sysfs.lock:
             low = random.randint(0, max(0, self.sysfs.read(c) // 2))
             self.sysfs.write(c, low)
-            line = f'rocewatch_rdma_port_counters_total{{device="{dev}",port="{port}",counter="{c}"}} {low}\n'
+            # Each of these has its own family since the metric names were aligned with node_exporter.
+            fam, value = {"port_xmit_data": ("data_transmitted_bytes", low * 4), "link_downed": ("link_downed", low),
+                          "symbol_error": ("symbol_error", low)}[c]
+            line = f'rocewatch_rdma_port_{fam}_total{{device="{dev}",port="{port}"}} {value}\n'
             seen = self.within(lambda: line in http(self.a.base + "/metrics")[1], 10)
         time.sleep(3)
         obj = f"{dev}/{port}:{c}"

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <regex>
 #include <span>
 
 #include <arpa/inet.h>
@@ -324,6 +325,24 @@ const KeySpec<DaemonConfig> kDaemonKeys[] = {
     {"http_timeout",
      [](const Field& f, DaemonConfig& d) { assign(d.http_timeout, f.duration(kMinHttpTimeout, kMaxHttpTimeout)); }},
     {"history_limit", [](const Field& f, DaemonConfig& d) { assign(d.history_limit, f.integer(0, kMaxHistory)); }},
+};
+
+// A regex for std::regex (ECMAScript), refused here when it does not compile, so that the
+// exporter never meets a bad one.
+void set_regex(const Field& f, std::string& target) {
+    auto v = f.string();
+    if (!v) return;
+    try {
+        (void)std::regex(*v, std::regex::ECMAScript);
+        target = *v;
+    } catch (const std::regex_error& e) {
+        f.fail(in_quotes(*v) + " is not a regular expression: " + e.what());
+    }
+}
+
+const KeySpec<MetricsConfig> kMetricsKeys[] = {
+    {"netdev_include", [](const Field& f, MetricsConfig& m) { set_regex(f, m.netdev_include); }},
+    {"netdev_exclude", [](const Field& f, MetricsConfig& m) { set_regex(f, m.netdev_exclude); }},
 };
 
 const KeySpec<ExpectConfig> kExpectKeys[] = {
@@ -678,6 +697,8 @@ const SectionSpec kSections[] = {
                   Config& c) { load_keys<DaemonConfig>(t, p, kDaemonKeys, c.daemon, e); }},
     {"expect", [](const toml::table& t, const std::string& p, Errors& e,
                   Config& c) { load_keys<ExpectConfig>(t, p, kExpectKeys, c.expect, e); }},
+    {"metrics", [](const toml::table& t, const std::string& p, Errors& e,
+                   Config& c) { load_keys<MetricsConfig>(t, p, kMetricsKeys, c.metrics, e); }},
     {"thresholds", [](const toml::table& t, const std::string& p, Errors& e,
                       Config& c) { load_keys<Thresholds>(t, p, kThresholdKeys, c.thresholds, e); }},
     {"rules", load_rules},

@@ -382,6 +382,11 @@ nlohmann::json config_to_json(const Config& c) {
              {"ignore_devices", e.ignore_devices},
              {"interfaces", e.interfaces},
          }},
+        {"metrics",
+         {
+             {"netdev_include", c.metrics.netdev_include},
+             {"netdev_exclude", c.metrics.netdev_exclude},
+         }},
         {"thresholds",
          {
              {"symbol_error_per_hour", t.symbol_error_per_hour},

@@ -161,6 +161,7 @@ void ProbeScheduler::plan(SteadyClock::time_point now) {
     for (const auto& peer : cur_->peers) names.insert(peer.name);
     store_.update([&](ProbeBook& b) {
         std::erase_if(b.results, [&](const auto& kv) { return !names.count(kv.first.peer); });
+        std::erase_if(b.latency_totals, [&](const auto& kv) { return !names.count(kv.first.peer); });
         std::erase_if(b.peers, [&](const auto& kv) { return !names.count(kv.first); });
     });
 }

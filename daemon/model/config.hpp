@@ -159,9 +159,19 @@ struct PeerConfig {
     std::vector<PeerRailConfig> rails;
 };
 
+// [metrics]: what /metrics exports. Netdev filters as node_exporter's
+// --collector.netclass.ignored-devices: ECMAScript regexes searched in the name (anchor them
+// with ^ and $ for a whole-name match); "" = no filter. A netdev goes out when it matches the
+// include (or there is none) and does not match the exclude.
+struct MetricsConfig {
+    std::string netdev_include;
+    std::string netdev_exclude;
+};
+
 struct Config {
     std::string source;  // file it came from, "" for defaults
     DaemonConfig daemon;
+    MetricsConfig metrics;
     ExpectConfig expect;
     Thresholds thresholds;
     std::map<std::string, RuleSettings> rules;  // by rule id; absent = defaults

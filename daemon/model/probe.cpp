@@ -88,7 +88,13 @@ const ProbeResult* ProbeBook::latest(const ProbeKey& k) const {
 }
 
 void ProbeBook::add(ProbeResult r) {
-    auto& h = results[ProbeKey{r.peer, r.rail, r.kind}];
+    const ProbeKey key{r.peer, r.rail, r.kind};
+    if (r.success && r.latency) {
+        auto& t = latency_totals[key];
+        t.count += r.latency->used;
+        t.sum += r.latency->mean * static_cast<double>(r.latency->used);
+    }
+    auto& h = results[key];
     if (!probe_ran(r) && !h.empty() && !probe_ran(h.back()) && h.back().reason == r.reason) {
         const auto it = h.back().info.find("repeated");
         const unsigned long before = it == h.back().info.end() ? 1 : std::strtoul(it->second.c_str(), nullptr, 10);

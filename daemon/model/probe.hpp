@@ -124,6 +124,13 @@ struct PeerState {
 
 // Probe results of a node: the latest per (peer, rail, kind) and a short history. Immutable
 // once published; the scheduler builds a new book for every result.
+// Every latency sample a (peer, rail, kind) has counted since the daemon started: what a
+// Prometheus summary's _count and _sum must be (monotonic) for rate() to mean anything.
+struct LatencyTotals {
+    uint64_t count = 0;  // used samples of every successful latency run
+    double sum = 0;      // their sum, in seconds
+};
+
 struct ProbeBook {
     static constexpr size_t kHistoryLimit = 20;
 
@@ -131,6 +138,7 @@ struct ProbeBook {
     std::string disabled_reason;                          // why it is off ("" when enabled)
     std::map<ProbeKey, std::deque<ProbeResult>> results;  // oldest first, at most kHistoryLimit
     std::map<std::string, PeerState> peers;               // by peer name
+    std::map<ProbeKey, LatencyTotals> latency_totals;     // cumulative since start, never reset
 
     // The newest result for a key, nullptr when none.
     const ProbeResult* latest(const ProbeKey& k) const;

@@ -97,8 +97,8 @@ def check_bad_name(t, work):
             code, metrics = fetch(ns, 9881, "/metrics")
             ok, out = promtool_ok(metrics)
             t.check(code == 200 and ok, f"bad name: promtool check metrics passes {out[:300]}")
-            t.check(b'interface="v\\\\xff\\\\xfe"' in metrics, "bad name: the link's series is there, its bytes escaped")
-            t.check(b'interface="ok0"' in metrics, "bad name: the other links' series are there")
+            t.check(b'netdev="v\\\\xff\\\\xfe"' in metrics, "bad name: the link's series is there, its bytes escaped")
+            t.check(b'netdev="ok0"' in metrics, "bad name: the other links' series are there")
             for path in ("/api/v1/interfaces", "/api/v1/status", "/api/v1/devices", "/api/v1/bonds"):
                 code, body = fetch(ns, 9881, path)
                 try:

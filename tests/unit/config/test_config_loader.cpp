@@ -791,3 +791,19 @@ TEST(ConfigFile, BadValuesFixture) {
               "bad-values.toml:14: rules.port_down.severity: \"fatal\" is not a severity (info, warning, critical)");
     EXPECT_TRUE(errors[6].starts_with("bad-values.toml:15: rules.port_down.clear_after: \"-1m\" is not a duration"));
 }
+
+// [metrics] netdev filters: a regex that does not compile is an error naming file, line and
+// key, never a surprise at the first scrape.
+TEST(ConfigMetrics, NetdevFilters) {
+    auto r = parse_config("[metrics]\nnetdev_include = \"^(en|ib)\"\nnetdev_exclude = \"^(veth|cali)\"\n", "t.toml");
+    ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+    EXPECT_EQ(r.config->metrics.netdev_include, "^(en|ib)");
+    EXPECT_EQ(r.config->metrics.netdev_exclude, "^(veth|cali)");
+    EXPECT_EQ(parse_config("", "t.toml").config->metrics.netdev_exclude, "") << "the default excludes nothing";
+    const auto bad = errors_of("[metrics]\n\nnetdev_exclude = \"^(veth\"\n");
+    ASSERT_EQ(bad.size(), 1u);
+    EXPECT_EQ(bad[0].rfind("t.toml:3: metrics.netdev_exclude: \"^(veth\" is not a regular expression", 0), 0u)
+        << bad[0];
+    EXPECT_EQ(errors_of("[metrics]\nnetdev_include = 5\n"),
+              (Lines{"t.toml:2: metrics.netdev_include: expected a string, got an integer"}));
+}

@@ -114,13 +114,13 @@ if start_daemon; then
             "rocewatch_rdma_port_max_mtu_bytes{$labels} 4096" \
             "rocewatch_rdma_port_rate_bytes_per_second{$labels} 12500000000" \
             "rocewatch_rdma_port_info{$labels,link_layer=\"Ethernet\",netdev=\"$rail\"} 1" \
-            "rocewatch_rdma_port_roce_v2_gid_index{$labels,netdev=\"$rail\",address=\"$ip\"} 1" \
+            "rocewatch_rdma_port_roce_v2_gid_index{$labels,address=\"$ip\"} 1" \
             "rocewatch_rdma_port_hw_counters_total{$labels,counter=\"sent_pkts\"} $(hw_counter "$dev" sent_pkts)" \
             "rocewatch_rdma_port_hw_counters_total{$labels,counter=\"rcvd_pkts\"} $(hw_counter "$dev" rcvd_pkts)" \
             "rocewatch_rdma_port_hw_counters_total{$labels,counter=\"link_downed\"} 0" \
-            "rocewatch_link_mtu_bytes{interface=\"$rail\"} 9000" \
-            "rocewatch_link_up{interface=\"$rail\"} 1" \
-            "rocewatch_link_carrier{interface=\"$rail\"} 1"
+            "rocewatch_link_mtu_bytes{netdev=\"$rail\"} 9000" \
+            "rocewatch_link_up{netdev=\"$rail\"} 1" \
+            "rocewatch_link_carrier{netdev=\"$rail\"} 1"
         # rxe has no counters/ directory: no series, never a 0
         expect_no_metric "rocewatch_rdma_port_counters_total{$labels"
         expect_no_metric "rocewatch_rdma_port_data_transmitted_bytes_total{$labels"
