@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
+#include <regex>
 
 namespace rocewatch::api {
 
@@ -56,7 +59,7 @@ json port_json(const RdmaPort& p) {
         {"phys_state", opt(p.phys_state)},
         {"phys_state_name", p.phys_state_name},
         {"up", p.state ? json(*p.state == 4) : json(nullptr)},
-        {"rate_gbps", opt(p.rate_gbps)},
+        {"rate_bytes_per_second", p.rate_gbps ? json(*p.rate_gbps * 1e9 / 8) : json(nullptr)},
         {"rate_text", p.rate_text},
         {"link_layer", p.link_layer},
         {"netdev", p.netdev.empty() ? json(nullptr) : json(p.netdev)},
@@ -90,7 +93,22 @@ json device_object(const RdmaDevice& d) {
 // Every list document carries the generation and time it was cut from, so a client
 // comparing two answers knows whether they came from the same collection.
 json envelope(const Snapshot& s, const char* key, json items) {
-    return {{"generation", s.generation}, {"collected_at", time_or_null(s.collected_at)}, {key, std::move(items)}};
+    return {{"api_version", kApiVersion},
+            {"generation", s.generation},
+            {"collected_at", time_or_null(s.collected_at)},
+            {key, std::move(items)}};
+}
+
+// A decimal number as the rules write them with num(): optional minus, digits, optional
+// fraction and exponent. Hex, names and "5m" are not.
+std::optional<double> as_number(const std::string& v) {
+    static const std::regex kNumber(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?)",
+                                    std::regex::ECMAScript | std::regex::nosubs);
+    if (v.empty() || v.size() > 32 || !std::regex_match(v, kNumber)) return std::nullopt;
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (end != v.c_str() + v.size() || !std::isfinite(d)) return std::nullopt;
+    return d;
 }
 
 json alert_object(const Alert& a) {
@@ -100,13 +118,34 @@ json alert_object(const Alert& a) {
             {"state", to_string(a.state)},
             {"summary", a.summary},
             {"action", a.action},
-            {"details", a.details},
-            {"since", time_or_null(a.since)},
-            {"first_seen", time_or_null(a.first_seen)},
-            {"last_seen", time_or_null(a.last_seen)}};
+            {"details", details_json(a.details)},
+            {"state_changed_at", time_or_null(a.since)},
+            {"first_seen_at", time_or_null(a.first_seen)},
+            {"last_seen_at", time_or_null(a.last_seen)}};
 }
 
 }  // namespace
+
+json versioned(json j) {
+    j["api_version"] = kApiVersion;
+    return j;
+}
+
+json details_json(const std::map<std::string, std::string>& details) {
+    json out = json::object();
+    for (const auto& [k, v] : details) {
+        if (auto d = as_number(v)) {
+            // Whole numbers stay integers in the JSON text ("1500", not "1500.0").
+            if (v.find_first_of(".eE") == std::string::npos && v.size() < 19)
+                out[k] = std::stoll(v);
+            else
+                out[k] = *d;
+        } else {
+            out[k] = v;
+        }
+    }
+    return out;
+}
 
 std::string format_rfc3339(TimePoint t) {
     if (t == TimePoint{}) return {};
@@ -149,13 +188,14 @@ json status_json(const Snapshot& s, TimePoint now) {
              {"read_errors", c.read_errors},
              {"last_error", c.last_error.empty() ? json(nullptr) : json(c.last_error)},
              {"errors", c.errors},
-             {"last_success", time_or_null(c.last_success)},
+             {"last_success_at", time_or_null(c.last_success)},
              {"data_age_seconds",
               c.last_success != TimePoint{} ? json(seconds_between(c.last_success, now)) : json(nullptr)}});
 
     const bool collected = s.collected_at != TimePoint{};
     const bool started = s.daemon.started_at != TimePoint{};
     return {
+        {"api_version", kApiVersion},
         {"health", to_string(overall_health(s))},
         {"hostname", s.host.hostname},
         {"version", s.version},
@@ -204,6 +244,7 @@ std::optional<json> device_json(const Snapshot& s, const std::string& name) {
     json j = device_object(*d);
     j["generation"] = s.generation;
     j["collected_at"] = time_or_null(s.collected_at);
+    j["api_version"] = kApiVersion;
     return j;
 }
 
@@ -280,7 +321,7 @@ json bonds_json(const Snapshot& s) {
         items.push_back({{"name", l.name},
                          {"mode", b.mode},
                          {"xmit_hash_policy", b.xmit_hash_policy.empty() ? json(nullptr) : json(b.xmit_hash_policy)},
-                         {"miimon_ms", opt(b.miimon)},
+                         {"miimon_seconds", b.miimon ? json(*b.miimon / 1000.0) : json(nullptr)},
                          {"active_slave", b.active_slave.empty() ? json(nullptr) : json(b.active_slave)},
                          {"operstate", l.operstate},
                          {"mtu", l.mtu},
@@ -291,9 +332,15 @@ json bonds_json(const Snapshot& s) {
     return envelope(s, "bonds", std::move(items));
 }
 
-json alerts_json(const Snapshot& s) {
+json alerts_json(const Snapshot& s, const AlertFilter& f) {
     json items = json::array();
-    for (const auto& a : s.alerts) items.push_back(alert_object(a));
+    for (const auto& a : s.alerts) {
+        if (f.severity && a.severity != *f.severity) continue;
+        if (f.state && a.state != *f.state) continue;
+        if (f.rule && a.rule != *f.rule) continue;
+        if (f.object && a.object != *f.object) continue;
+        items.push_back(alert_object(a));
+    }
     json j = envelope(s, "alerts", std::move(items));
     j["health"] = to_string(overall_health(s));
     return j;
@@ -306,7 +353,7 @@ json history_json(const Snapshot& s, std::optional<std::size_t> limit) {
         const size_t skip = limit && *limit < h.size() ? h.size() - *limit : 0;
         for (size_t i = skip; i < h.size(); ++i) {
             const auto& t = h[i];
-            items.push_back({{"at", time_or_null(t.at)},
+            items.push_back({{"changed_at", time_or_null(t.at)},
                              {"rule", t.rule},
                              {"object", t.object},
                              {"severity", to_string(t.severity)},

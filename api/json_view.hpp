@@ -16,6 +16,22 @@ namespace rocewatch::api {
 // model uses for "never", gives "" so callers can turn it into null.
 std::string format_rfc3339(TimePoint t);
 
+// The version of the documents' schema, in every /api/v1 document as "api_version". 2: numbers
+// as numbers, times as *_at RFC 3339 UTC strings, rates in bytes per second with the unit in
+// the key (CHANGELOG.md lists each rename).
+inline constexpr int kApiVersion = 2;
+
+// j with "api_version" set: what every /api/v1 document carries.
+nlohmann::json versioned(nlohmann::json j);
+
+// Filters of GET /api/v1/alerts: each set one must match; unset ones match all.
+struct AlertFilter {
+    std::optional<Severity> severity;
+    std::optional<AlertState> state;
+    std::optional<std::string> rule;
+    std::optional<std::string> object;
+};
+
 // Field names are snake_case and stable: scripts parse these documents. Values the
 // snapshot does not know (unset optionals, unset times) are null, never 0 or "".
 
@@ -34,7 +50,11 @@ nlohmann::json interfaces_json(const Snapshot& s);
 nlohmann::json bonds_json(const Snapshot& s);
 
 // Active (pending and firing) alerts.
-nlohmann::json alerts_json(const Snapshot& s);
+nlohmann::json alerts_json(const Snapshot& s, const AlertFilter& filter = {});
+
+// An alert's details as JSON: a figure (what the rules wrote as a decimal number) becomes a
+// JSON number, text (names, durations, lists) stays a string.
+nlohmann::json details_json(const std::map<std::string, std::string>& details);
 
 // Alert transitions, oldest first; `limit` keeps only the newest N.
 nlohmann::json history_json(const Snapshot& s, std::optional<std::size_t> limit = std::nullopt);

@@ -110,7 +110,7 @@ void run_now(State& st, const Req& req, Res& res) {
     }
     if (!wait_for(*f, std::chrono::seconds(30)))
         return send_json(res, 504, error_json(504, "probe still queued or running; see /api/v1/probes"));
-    send_json(res, 200, probe_result_json(f->get()));
+    send_json(res, 200, versioned(probe_result_json(f->get())));
 }
 
 ProbeResult not_run(const ProbeJob& job, bool queued, std::chrono::steady_clock::time_point asked) {
@@ -179,7 +179,8 @@ void add_peer_routes(ApiServer& api, PeerRoutes routes) {
     // it. {"end_session": id} from a peer whose side failed ends it.
     for (const auto& k : st->r.session_kinds)
         api.add_post(k.path, [st, k](const Req& req, Res& res) { session(*st, k.what, k.accept, req, res); });
-    api.add_get("/api/v1/probes", [st](const Req&, Res& res) {
+    api.add_get("/api/v1/probes", [st](const Req& req, Res& res) {
+        if (!only_params(req, res, {})) return;
         if (auto s = snapshot_or_503(st->r.snapshots, res)) send_json(res, 200, probes_json(*s));
     });
     api.add_post("/api/v1/probes/run", [st](const Req& req, Res& res) { run_now(*st, req, res); });

@@ -38,14 +38,18 @@ void gauge(MetricFamily& f, Labels l, double v) {
     f.metric.push_back(std::move(m));
 }
 
-void latency_summary(MetricFamily& f, Labels l, const LatencyStats& st) {
+// Quantiles of one run; _count and _sum as given: cumulative for /metrics (`totals`), the
+// run's own for /probe, which answers one run per scrape as blackbox_exporter does.
+void latency_summary(MetricFamily& f, Labels l, const LatencyStats& st, const LatencyTotals& totals) {
     ClientMetric m;
     m.label = std::move(l);
     m.summary.quantile = {{0.5, st.typical}, {0.99, st.p99}, {0.999, st.p99_9}};
-    m.summary.sample_count = st.used;
-    m.summary.sample_sum = st.mean * static_cast<double>(st.used);
+    m.summary.sample_count = totals.count;
+    m.summary.sample_sum = totals.sum;
     f.metric.push_back(std::move(m));
 }
+
+LatencyTotals run_totals(const LatencyStats& st) { return {st.used, st.mean * static_cast<double>(st.used)}; }
 
 }  // namespace
 
@@ -58,15 +62,15 @@ nlohmann::json probe_result_json(const ProbeResult& r) {
         {"duration_seconds", r.duration_seconds},
         {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
         {"detail", r.detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.detail)},
-        {"bandwidth_bits_per_second",
-         r.bandwidth_bits_per_second ? nlohmann::json(*r.bandwidth_bits_per_second) : nlohmann::json(nullptr)},
+        {"bandwidth_bytes_per_second",
+         r.bandwidth_bits_per_second ? nlohmann::json(*r.bandwidth_bits_per_second / 8) : nlohmann::json(nullptr)},
         {"bytes", r.bytes},
         {"iterations", r.iterations},
         {"streams", r.streams},
         {"bytes_per_stream", r.bytes_per_stream},
         {"bytes_per_rail", r.bytes_per_rail},
-        {"info", r.info},
-        {"started", r.started == TimePoint{} ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(r.started))},
+        {"info", details_json(r.info)},  // figures as numbers, text as strings
+        {"started_at", r.started == TimePoint{} ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(r.started))},
     };
     if (r.latency) {
         const auto& l = *r.latency;
@@ -123,7 +127,10 @@ ProbeResult probe_result_from_json(const nlohmann::json& j, ProbeKind kind_if_mi
     r.duration_seconds = field_or(j, "duration_seconds", 0.0);
     r.reason = field_or<std::string>(j, "reason", "");
     r.detail = field_or<std::string>(j, "detail", "");
-    if (j.contains("bandwidth_bits_per_second") && j["bandwidth_bits_per_second"].is_number())
+    // Bytes per second since API version 2; a peer of an older version still sends bits.
+    if (j.contains("bandwidth_bytes_per_second") && j["bandwidth_bytes_per_second"].is_number())
+        r.bandwidth_bits_per_second = j["bandwidth_bytes_per_second"].get<double>() * 8;
+    else if (j.contains("bandwidth_bits_per_second") && j["bandwidth_bits_per_second"].is_number())
         r.bandwidth_bits_per_second = j["bandwidth_bits_per_second"].get<double>();
     r.bytes = field_or<uint64_t>(j, "bytes", 0);
     r.iterations = field_or<uint64_t>(j, "iterations", 0);
@@ -134,16 +141,22 @@ ProbeResult probe_result_from_json(const nlohmann::json& j, ProbeKind kind_if_mi
     if (j.contains("bytes_per_rail") && j["bytes_per_rail"].is_object())
         for (const auto& [k, v] : j["bytes_per_rail"].items())
             if (v.is_number_unsigned()) r.bytes_per_rail[k] = v.get<uint64_t>();
-    if (j.contains("info") && j["info"].is_object())
-        for (const auto& [k, v] : j["info"].items())
-            if (v.is_string()) r.info[k] = v.get<std::string>();
+    if (j.contains("info") && j["info"].is_object()) {
+        for (const auto& [k, v] : j["info"].items()) {
+            if (v.is_string())
+                r.info[k] = v.get<std::string>();
+            else if (v.is_number())
+                r.info[k] = v.dump();
+        }
+    }
     if (j.contains("latency_seconds") && j["latency_seconds"].is_object())
         r.latency = latency_from_json(j["latency_seconds"]);
     return r;
 }
 
 nlohmann::json probes_json(const Snapshot& s) {
-    nlohmann::json j = {{"enabled", false},
+    nlohmann::json j = {{"api_version", kApiVersion},
+                        {"enabled", false},
                         {"disabled_reason", nullptr},
                         {"peers", nlohmann::json::array()},
                         {"probes", nlohmann::json::array()}};
@@ -171,13 +184,14 @@ nlohmann::json probes_json(const Snapshot& s) {
         nlohmann::json history = nlohmann::json::array();
         for (const auto& r : results)
             history.push_back(
-                {{"started",
+                {{"started_at",
                   r.started == TimePoint{} ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(r.started))},
                  {"success", r.success},
                  {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
                  {"duration_seconds", r.duration_seconds},
-                 {"bandwidth_bits_per_second",
-                  r.bandwidth_bits_per_second ? nlohmann::json(*r.bandwidth_bits_per_second) : nlohmann::json(nullptr)},
+                 {"bandwidth_bytes_per_second", r.bandwidth_bits_per_second
+                                                    ? nlohmann::json(*r.bandwidth_bits_per_second / 8)
+                                                    : nlohmann::json(nullptr)},
                  {"latency_p50_seconds", r.latency ? nlohmann::json(r.latency->typical) : nlohmann::json(nullptr)}});
         nlohmann::json entry = {{"peer", key.peer},
                                 {"rail", key.rail},
@@ -254,7 +268,9 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
                      "Bandwidth the latest bandwidth probe measured (at the receiver), in bytes per second.",
                      MetricType::Gauge);
     auto lat = family("rocewatch_probe_latency_seconds",
-                      "Half round trip latency of the latest latency probe, in seconds.", MetricType::Summary);
+                      "Half round trip latency in seconds: quantiles of the latest run, _count and _sum over "
+                      "every sample since start.",
+                      MetricType::Summary);
     auto per_rail = family("rocewatch_probe_bytes_per_rail",
                            "Bytes each rail moved during the latest multi-rail probe (port counters).",
                            MetricType::Gauge);
@@ -296,7 +312,11 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
                   1);
         }
         if (r->bandwidth_bits_per_second) gauge(bw, l, *r->bandwidth_bits_per_second / 8);
-        if (r->latency) latency_summary(lat, l, *r->latency);
+        if (r->latency) {
+            const auto t = s.probes->latency_totals.find(key);
+            latency_summary(lat, l, *r->latency,
+                            t == s.probes->latency_totals.end() ? run_totals(*r->latency) : t->second);
+        }
         for (const auto& [rail, bytes] : r->bytes_per_rail) {
             Labels rl = {{"peer", key.peer}, {"rail", rail}, {"kind", to_string(key.kind)}};
             gauge(per_rail, rl, static_cast<double>(bytes));
@@ -322,7 +342,7 @@ std::string render_probe_result(const ProbeResult& r) {
     }
     if (r.success && r.latency) {
         auto lat = family("probe_latency_seconds", "Half round trip latency, in seconds.", MetricType::Summary);
-        latency_summary(lat, {}, *r.latency);
+        latency_summary(lat, {}, *r.latency, run_totals(*r.latency));
         fams.push_back(std::move(lat));
     }
     if (!r.success) {

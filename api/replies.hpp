@@ -1,7 +1,11 @@
 // The JSON answers every route shares: a body with its status, 401, and 503 before the first snapshot.
 #pragma once
 
+#include <algorithm>
+#include <initializer_list>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -30,6 +34,23 @@ inline std::shared_ptr<const Snapshot> snapshot_or_503(const SnapshotSource& src
         send_json(res, 503, error_json(503, "no snapshot yet: the first collection has not finished"));
     }
     return s;
+}
+
+// True when every query parameter is one the route knows; otherwise answers 400 naming the
+// first unknown one and returns false. A filter that is not applied must not look applied.
+inline bool only_params(const httplib::Request& req, httplib::Response& res,
+                        std::initializer_list<std::string_view> known) {
+    for (const auto& [name, value] : req.params) {
+        (void)value;
+        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+        std::string allowed;
+        for (auto k : known) allowed += (allowed.empty() ? "" : ", ") + std::string(k);
+        send_json(res, 400,
+                  error_json(400, "unknown query parameter \"" + name + "\" (this endpoint takes " +
+                                      (allowed.empty() ? std::string("none") : allowed) + ")"));
+        return false;
+    }
+    return true;
 }
 
 }  // namespace rocewatch::api

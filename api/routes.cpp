@@ -59,15 +59,18 @@ void ApiServer::Impl::register_builtin_routes() {
 
 void ApiServer::Impl::register_rest_routes() {
     add_route("/api/v1/status", "/api/v1/status", "GET", "overall health, counts, collection and daemon status",
-              [this](const httplib::Request&, httplib::Response& res) {
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, status_json(*s, Clock::now()));
               });
     add_route("/api/v1/devices", "/api/v1/devices", "GET", "RDMA devices with ports, GIDs and counters",
-              [this](const httplib::Request&, httplib::Response& res) {
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, devices_json(*s));
               });
     add_route(R"(/api/v1/devices/([^/]+))", "/api/v1/devices/{name}", "GET", "one RDMA device",
               [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {})) return;
                   auto s = snapshot_or_503(src, res);
                   if (!s) return;
                   const std::string name = req.matches[1];
@@ -77,19 +80,51 @@ void ApiServer::Impl::register_rest_routes() {
                       send_json(res, 404, error_json(404, "no RDMA device named " + name));
               });
     add_route("/api/v1/interfaces", "/api/v1/interfaces", "GET", "network interfaces, addresses and their RDMA ports",
-              [this](const httplib::Request&, httplib::Response& res) {
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, interfaces_json(*s));
               });
     add_route("/api/v1/bonds", "/api/v1/bonds", "GET", "bonds and their slaves",
-              [this](const httplib::Request&, httplib::Response& res) {
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, bonds_json(*s));
               });
-    add_route("/api/v1/alerts", "/api/v1/alerts", "GET", "active (pending and firing) alerts",
-              [this](const httplib::Request&, httplib::Response& res) {
-                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, alerts_json(*s));
+    add_route("/api/v1/alerts", "/api/v1/alerts", "GET",
+              "active (pending and firing) alerts; ?severity=, ?state=, ?rule=, ?object= filter them",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {"severity", "state", "rule", "object"})) return;
+                  AlertFilter f;
+                  for (const auto& [name, value] : req.params)
+                      if (req.get_param_value_count(name) > 1) {
+                          send_json(res, 400, error_json(400, name + " given more than once"));
+                          return;
+                      }
+                  if (req.has_param("severity")) {
+                      const auto v = req.get_param_value("severity");
+                      f.severity = severity_from_string(v);
+                      if (!f.severity) {
+                          send_json(res, 400, error_json(400, "severity must be info, warning or critical"));
+                          return;
+                      }
+                  }
+                  if (req.has_param("state")) {
+                      const auto v = req.get_param_value("state");
+                      if (v == "pending")
+                          f.state = AlertState::pending;
+                      else if (v == "firing")
+                          f.state = AlertState::firing;
+                      else {
+                          send_json(res, 400, error_json(400, "state must be pending or firing"));
+                          return;
+                      }
+                  }
+                  if (req.has_param("rule")) f.rule = req.get_param_value("rule");
+                  if (req.has_param("object")) f.object = req.get_param_value("object");
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, alerts_json(*s, f));
               });
     add_route("/api/v1/alerts/history", "/api/v1/alerts/history", "GET", "alert transitions, oldest first; ?limit=N",
               [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {"limit"})) return;
                   std::optional<size_t> limit;
                   if (req.has_param("limit")) {
                       const std::string v = req.get_param_value("limit");
@@ -102,12 +137,13 @@ void ApiServer::Impl::register_rest_routes() {
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, history_json(*s, limit));
               });
     add_route("/api/v1/config", "/api/v1/config", "GET", "effective configuration",
-              [this](const httplib::Request&, httplib::Response& res) {
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {})) return;
                   if (!config_view) {
                       send_json(res, 503, error_json(503, "configuration view not available"));
                       return;
                   }
-                  send_json(res, 200, config_view());
+                  send_json(res, 200, versioned(config_view()));
               });
 }
 

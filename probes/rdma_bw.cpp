@@ -274,7 +274,8 @@ void fold(const std::vector<RdmaRail>& rails, const std::vector<RailOutcome>& ou
         if (o.wrs) {
             const double secs = seconds_between(o.first_post, o.last_completion);
             if (rails.size() > 1)
-                r.info["rail." + rails[i].name + ".bits_per_second"] = std::to_string(bandwidth_bps(o.bytes, secs));
+                r.info["rail." + rails[i].name + ".bytes_per_second"] = std::to_string(bandwidth_bps(o.bytes, secs) /
+                                                                                       8);
             if (!any || o.first_post < first) first = o.first_post;
             if (!any || o.last_completion > last) last = o.last_completion;
             any = true;

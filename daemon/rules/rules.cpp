@@ -285,7 +285,9 @@ void rule_port_rate_low(const Context& ctx, Severity sev, Findings& out) {
                      "`); reseat or replace the cable; make sure neither end forces a lower speed "
                      "(`ethtool -s " +
                      nd + " autoneg on`).",
-                 {{"expected_gbps", num(*want)}, {"actual_gbps", num(*p.rate_gbps)}, {"rate", p.rate_text}}));
+                 {{"expected_rate_bytes_per_second", num(*want * 1e9 / 8)},
+                  {"actual_rate_bytes_per_second", num(*p.rate_gbps * 1e9 / 8)},
+                  {"rate", p.rate_text}}));
     }
 }
 
@@ -859,7 +861,8 @@ void rule_probe_bandwidth_low(const Context& ctx, Severity sev, Findings& out) {
                      num(ctx.c.probes.bw_fraction_of_link * 100) + "% of the " + num(*rate / 1e9) + " Gbps link",
                  "Check MTU on both ends (9000 for 100G), the link rate, error and congestion counters, "
                  "and whether other traffic shared the link during the probe.",
-                 {{"measured_bps", num(*r.bandwidth_bits_per_second)}, {"link_bps", num(*rate)}}));
+                 {{"measured_bytes_per_second", num(*r.bandwidth_bits_per_second / 8)},
+                  {"link_bytes_per_second", num(*rate / 8)}}));
     }
 }
 

@@ -95,7 +95,7 @@ def main():
                 t.check(0 < p50 < 0.01, f"latency p50 is sane ({p50 * 1e6:.0f} us)")
                 t.check(lat["latency_seconds"]["samples"] >= 100, "latency used its messages")
             if bw:
-                bps = bw["bandwidth_bits_per_second"]
+                bps = (bw["bandwidth_bytes_per_second"] or 0) * 8
                 t.check(bps and bps > 1e8, f"bandwidth is sane ({(bps or 0) / 1e9:.2f} Gbit/s)")
                 t.check(bw["streams"] == 2, "two streams as configured")
             hist = [p for p in a.json("/api/v1/probes")["probes"] if p["kind"] == "tcp_lat"][0]["history"]

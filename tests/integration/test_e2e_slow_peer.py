@@ -259,7 +259,7 @@ def case_stall_mid_bandwidth(t, a, b, token):
 
     # Resumed: the stale sessions are cut on B's side and the next run succeeds.
     code, res, secs = post_run(token, "tcp_bw")
-    bps = res.get("bandwidth_bits_per_second") or 0
+    bps = (res.get("bandwidth_bytes_per_second") or 0) * 8
     t.check(code == 200 and res.get("success") is True,
             f"after SIGCONT the next tcp_bw succeeds ({res.get('reason')}: {res.get('detail')}, {bps / 1e9:.2f} Gbit/s)")
     return bps
@@ -278,7 +278,7 @@ def case_squeezed_rail(t, a, na, token, unshaped_bps):
         worst, n, bad = responsiveness_while(w, paths=("/metrics",))
         w.join()
         code, res, secs = w.result if not isinstance(w.result, Exception) else (0, {}, 0)
-        bps = res.get("bandwidth_bits_per_second") or 0
+        bps = (res.get("bandwidth_bytes_per_second") or 0) * 8
         t.check(code == 200 and res.get("success") is True,
                 f"squeezed rail: tcp_bw still succeeds ({res.get('reason')}: {res.get('detail')}, {secs:.2f} s)")
         t.check(0.5 * SHAPED_MBIT * 1e6 <= bps <= 1.2 * SHAPED_MBIT * 1e6,

@@ -93,7 +93,7 @@ def kill_loop(t, node, fx, config):
         for i in range(KILLS):
             d = start(node, fx, config, state_dir, port=9879)
             try:
-                restored = {key(h["at"], h) for h in d.json("/api/v1/alerts/history")["history"]}
+                restored = {key(h["changed_at"], h) for h in d.json("/api/v1/alerts/history")["history"]}
                 if not seen_before <= restored:
                     lost.append(f"restart {i}: {len(seen_before - restored)} transitions not restored")
                 # Poll the API until a random moment, then kill: anything the API showed was saved
@@ -102,7 +102,7 @@ def kill_loop(t, node, fx, config):
                 while time.monotonic() < deadline:
                     try:
                         hist = d.json("/api/v1/alerts/history")["history"]
-                        seen_before |= {key(h["at"], h) for h in hist}
+                        seen_before |= {key(h["changed_at"], h) for h in hist}
                     except (OSError, AssertionError):
                         pass
                     time.sleep(random.uniform(0, 0.05))

@@ -138,7 +138,7 @@ def main():
 
             # ---- bandwidth
             r, secs = run("ucx_put_bw")
-            bw = r.get("bandwidth_bits_per_second") or 0
+            bw = (r.get("bandwidth_bytes_per_second") or 0) * 8
             t.check(r.get("success") is True and bw > 50e6,
                     f"ucx_put_bw succeeds at {bw / 1e9:.2f} Gbit/s ({r.get('reason')}: {r.get('detail')})")
             t.check(r.get("bytes", 0) > 0 and r.get("bytes", 0) % 65536 == 0,

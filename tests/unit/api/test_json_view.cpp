@@ -72,7 +72,8 @@ TEST(JsonView, DevicesAndMissingValues) {
     EXPECT_EQ(port["port"], 1);
     EXPECT_EQ(port["state"], 4);
     EXPECT_EQ(port["up"], true);
-    EXPECT_EQ(port["rate_gbps"], 100.0);
+    EXPECT_EQ(port["rate_bytes_per_second"], 100e9 / 8) << "bytes per second, as /metrics has it";
+    EXPECT_FALSE(port.contains("rate_gbps"));
     EXPECT_EQ(port["active_mtu"], 1024);
     EXPECT_EQ(port["roce_v2_gid"], json({{"index", 3}, {"address", "192.168.100.11"}}));
     EXPECT_EQ(port["gids"].size(), 4u);
@@ -136,7 +137,7 @@ TEST(JsonView, Bonds) {
     EXPECT_EQ(b["name"], "bond0");
     EXPECT_EQ(b["mode"], "balance-xor");
     EXPECT_EQ(b["xmit_hash_policy"], "layer3+4");
-    EXPECT_EQ(b["miimon_ms"], 100);
+    EXPECT_EQ(b["miimon_seconds"], 0.1);
     EXPECT_EQ(b["active_slave"], nullptr);
     EXPECT_EQ(b["slaves_total"], 2);
     EXPECT_EQ(b["slaves_up"], 1);
@@ -155,7 +156,7 @@ TEST(JsonView, BondWithUnknownSlave) {
     b.bond = BondInfo{"active-backup", std::nullopt, "", "", {"gone0"}};
     s.links = {b};
     const json j = bonds_json(s);
-    EXPECT_EQ(j["bonds"][0]["miimon_ms"], nullptr);
+    EXPECT_EQ(j["bonds"][0]["miimon_seconds"], nullptr);
     EXPECT_EQ(j["bonds"][0]["slaves_up"], 0);
     EXPECT_EQ(j["bonds"][0]["slaves"][0]["mii_status"], nullptr);
 }
@@ -169,20 +170,68 @@ TEST(JsonView, AlertsAndHistory) {
     EXPECT_EQ(first["rule"], "bond_slave_down");
     EXPECT_EQ(first["severity"], "critical");
     EXPECT_EQ(first["state"], "firing");
-    EXPECT_EQ(first["since"], "2025-03-01T11:59:30.000Z");
-    EXPECT_EQ(first["details"]["observed"], "1");
+    EXPECT_EQ(first["state_changed_at"], "2025-03-01T11:59:30.000Z");
+    EXPECT_FALSE(first.contains("since")) << "API version 2: every time key ends in _at";
+    EXPECT_TRUE(first["details"]["observed"].is_number_integer()) << "a figure is a number, not a string";
+    EXPECT_EQ(first["details"]["observed"], 1);
+    EXPECT_EQ(a["api_version"], 2);
     EXPECT_EQ(first["action"], "see the runbook");
 
     const json h = history_json(s);
     EXPECT_EQ(h["total"], 3);
     ASSERT_EQ(h["history"].size(), 3u);
     EXPECT_EQ(h["history"][0]["from"], "inactive");
+    EXPECT_TRUE(h["history"][0]["changed_at"].is_string());
+    EXPECT_FALSE(h["history"][0].contains("at"));
     EXPECT_EQ(h["history"][0]["to"], "pending");
     EXPECT_EQ(h["history"][2]["to"], "resolved");
     const json last = history_json(s, 1);
     ASSERT_EQ(last["history"].size(), 1u);
     EXPECT_EQ(last["history"][0]["rule"], "port_down") << "limit keeps the newest";
     EXPECT_EQ(history_json(Snapshot{})["history"].size(), 0u);
+}
+
+// Figures in details are JSON numbers; names, durations and rate text stay strings.
+TEST(JsonView, DetailsFiguresAreNumbers) {
+    const json d = details_json({{"actual_mtu", "1500"},
+                                 {"per_second", "2.50"},
+                                 {"increase", "-3"},
+                                 {"window", "5m"},
+                                 {"rate", "100 Gb/sec (4X EDR)"},
+                                 {"counter", "symbol_error"},
+                                 {"guid", "0x1234"},
+                                 {"padded", "007"},
+                                 {"empty", ""}});
+    EXPECT_EQ(d["actual_mtu"], 1500);
+    EXPECT_TRUE(d["actual_mtu"].is_number_integer());
+    EXPECT_EQ(d["per_second"], 2.5);
+    EXPECT_EQ(d["increase"], -3);
+    EXPECT_EQ(d["window"], "5m");
+    EXPECT_EQ(d["rate"], "100 Gb/sec (4X EDR)");
+    EXPECT_EQ(d["counter"], "symbol_error");
+    EXPECT_EQ(d["guid"], "0x1234");
+    EXPECT_EQ(d["padded"], "007") << "a leading zero is a name, not a number";
+    EXPECT_EQ(d["empty"], "");
+}
+
+TEST(JsonView, AlertFiltersSelectAndCombine) {
+    const auto s = api_sample::sample_snapshot();
+    const auto count = [&](AlertFilter f) { return alerts_json(s, f)["alerts"].size(); };
+    size_t critical = 0, firing = 0, both = 0;
+    for (const auto& a : s.alerts) {
+        critical += a.severity == Severity::critical;
+        firing += a.state == AlertState::firing;
+        both += a.severity == Severity::critical && a.state == AlertState::firing;
+    }
+    ASSERT_GT(critical, 0u);
+    ASSERT_LT(critical, s.alerts.size()) << "the sample must hold alerts the filter drops";
+    EXPECT_EQ(count({.severity = Severity::critical}), critical);
+    EXPECT_EQ(count({.state = AlertState::firing}), firing);
+    EXPECT_EQ(count({.severity = Severity::critical, .state = AlertState::firing}), both);
+    EXPECT_EQ(count({.rule = s.alerts[0].rule, .object = s.alerts[0].object}), 1u);
+    EXPECT_EQ(count({.rule = "no_such_rule"}), 0u);
+    for (const auto& a : alerts_json(s, {.severity = Severity::critical})["alerts"])
+        EXPECT_EQ(a["severity"], "critical");
 }
 
 // The same escape as /metrics, in strings and keys (counter names are keys), and the
@@ -220,7 +269,7 @@ TEST(JsonView, StatusListsEveryReadErrorAndTheDataAge) {
     EXPECT_EQ(sysfs["errors"].size(), 7u);
     EXPECT_EQ(sysfs["errors"][0], "/s/a: Is a directory");
     EXPECT_EQ(sysfs["data_age_seconds"], 42.0);
-    EXPECT_EQ(sysfs["last_success"], format_rfc3339(t));
+    EXPECT_EQ(sysfs["last_success_at"], format_rfc3339(t));
 }
 
 TEST(JsonView, DumpSurvivesInvalidUtf8) {
@@ -309,6 +358,53 @@ TEST(ProbeView, MetricFamiliesPerPeerRailKind) {
         std::string::npos);
 }
 
+// _count and _sum of the latency summary add up every sample of every run (what rate()
+// needs), while the quantiles stay the latest run's; failed and skipped runs add nothing.
+TEST(ProbeView, LatencySummaryCountAndSumAreCumulative) {
+    using namespace rocewatch;
+    const auto summary_of = [](const Snapshot& s) {
+        for (const auto& f : api::snapshot_to_families(s))
+            if (f.name == "rocewatch_probe_latency_seconds") return f.metric.at(0).summary;
+        ADD_FAILURE() << "no rocewatch_probe_latency_seconds";
+        return prometheus::ClientMetric::Summary{};
+    };
+    Snapshot s;
+    auto book = std::make_shared<ProbeBook>();
+    ProbeResult r;
+    r.kind = ProbeKind::tcp_lat;
+    r.peer = "spark-b";
+    r.rail = "rail0";
+    r.success = true;
+    r.latency = LatencyStats{.samples = 100, .used = 98, .typical = 2e-5, .mean = 2e-5, .p99 = 4e-5};
+    book->add(r);
+    s.probes = std::make_shared<ProbeBook>(*book);
+    const auto first = summary_of(s);
+    EXPECT_EQ(first.sample_count, 98u);
+    EXPECT_NEAR(first.sample_sum, 98 * 2e-5, 1e-12);
+
+    ProbeResult failed = failed_probe(ProbeKind::tcp_lat, "rail0", "timeout");
+    book->add(failed);
+    r.latency = LatencyStats{.samples = 50, .used = 48, .typical = 1e-5, .mean = 1e-5, .p99 = 3e-5};
+    book->add(r);
+    s.probes = std::make_shared<ProbeBook>(*book);
+    const auto second = summary_of(s);
+    EXPECT_EQ(second.sample_count, 98u + 48u);
+    EXPECT_NEAR(second.sample_sum, 98 * 2e-5 + 48 * 1e-5, 1e-12);
+    EXPECT_GE(second.sample_count, first.sample_count);
+    EXPECT_GE(second.sample_sum, first.sample_sum);
+    // The quantiles are the latest run's, under the same quantile label values as before.
+    ASSERT_EQ(second.quantile.size(), 3u);
+    EXPECT_EQ(second.quantile[0].quantile, 0.5);
+    EXPECT_EQ(second.quantile[0].value, 1e-5);
+    EXPECT_EQ(second.quantile[1].quantile, 0.99);
+    EXPECT_EQ(second.quantile[1].value, 3e-5);
+
+    // Past the history limit the totals keep counting: nothing falls out of them.
+    for (size_t i = 0; i < ProbeBook::kHistoryLimit + 5; ++i) book->add(r);
+    s.probes = std::make_shared<ProbeBook>(*book);
+    EXPECT_EQ(summary_of(s).sample_count, 98u + 48u * (ProbeBook::kHistoryLimit + 6));
+}
+
 TEST(ProbeView, FailureReasonsAndUcxLanesAsInfoSeries) {
     using namespace rocewatch;
     auto s = probe_snapshot();
@@ -367,7 +463,7 @@ TEST(ProbeView, AProbeThatDidNotRunLeavesTheLastRunsFigures) {
             seen = true;
             EXPECT_EQ(p["latest"]["reason"], "peer_busy");
             EXPECT_EQ(p["last_run"]["success"], true);
-            EXPECT_EQ(p["last_run"]["bandwidth_bits_per_second"], 8e9);
+            EXPECT_EQ(p["last_run"]["bandwidth_bytes_per_second"], 1e9);
         } else {
             EXPECT_FALSE(p.contains("last_run")) << "only where the latest did not run";
         }

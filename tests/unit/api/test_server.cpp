@@ -219,6 +219,40 @@ TEST_F(ApiServerTest, JsonRoutes) {
     EXPECT_EQ(json::parse(r->body)["daemon"]["listen"], "127.0.0.1:0");
 }
 
+// A filter is applied or refused: /api/v1/alerts?severity=critical once answered every alert.
+TEST_F(ApiServerTest, AlertFiltersWorkOrAnswer400) {
+    auto c = client();
+    auto all = c.Get("/api/v1/alerts");
+    ASSERT_TRUE(all);
+    const auto every = json::parse(all->body)["alerts"];
+    size_t critical = 0;
+    for (const auto& a : every) critical += a["severity"] == "critical";
+    ASSERT_GT(critical, 0u);
+    ASSERT_LT(critical, every.size()) << "the sample must hold alerts the filter drops";
+    auto r = c.Get("/api/v1/alerts?severity=critical");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    auto j = json::parse(r->body);
+    EXPECT_EQ(j["alerts"].size(), critical);
+    EXPECT_EQ(j["api_version"], 2);
+    for (const auto& a : j["alerts"]) EXPECT_EQ(a["severity"], "critical");
+    r = c.Get("/api/v1/alerts?severity=critical&state=firing&rule=" + every[0]["rule"].get<std::string>());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    for (const char* bad :
+         {"/api/v1/alerts?severity=urgent", "/api/v1/alerts?state=resolved", "/api/v1/alerts?sevrity=critical",
+          "/api/v1/alerts?severity=info&severity=critical", "/api/v1/alerts/history?limit=1&rule=x",
+          "/api/v1/status?verbose=1", "/api/v1/devices?name=x", "/api/v1/config?x=1"}) {
+        r = c.Get(bad);
+        ASSERT_TRUE(r) << bad;
+        EXPECT_EQ(r->status, 400) << bad;
+        EXPECT_EQ(json::parse(r->body)["status"], 400) << bad;
+    }
+    r = c.Get("/api/v1/alerts?sevrity=critical");
+    ASSERT_TRUE(r);
+    EXPECT_NE(r->body.find("sevrity"), std::string::npos) << "the error names the unknown parameter";
+}
+
 TEST_F(ApiServerTest, MetricsEndpoint) {
     auto c = client();
     ASSERT_TRUE(c.Get("/api/v1/devices/nope"));

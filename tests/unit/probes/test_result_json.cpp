@@ -67,7 +67,7 @@ TEST(ProbeResultJson, FailedResultKeepsItsReason) {
     r.reason = "timeout";
     r.detail = "no answer";
     const auto j = api::probe_result_json(r);
-    EXPECT_TRUE(j["bandwidth_bits_per_second"].is_null());
+    EXPECT_TRUE(j["bandwidth_bytes_per_second"].is_null());
     EXPECT_TRUE(j["latency_seconds"].is_null());
     const auto back = api::probe_result_from_json(j, ProbeKind::ucx_put_lat);
     EXPECT_FALSE(back.success);
@@ -86,4 +86,19 @@ TEST(ProbeResultJson, ReaderTakesWhatItFinds) {
     EXPECT_EQ(r.info, (std::map<std::string, std::string>{{"b", "x"}}));
     EXPECT_EQ(r.bytes_per_stream, (std::vector<uint64_t>{1, 3}));
     EXPECT_FALSE(r.latency);
+}
+
+// API version 2 writes bytes per second and figures in `info` as numbers; the reader takes
+// both that and what a peer of an older version sends (bits per second, strings).
+TEST(ProbeResultJson, BytesPerSecondAndNumbersWithTheOldSpellingRead) {
+    const auto j = api::probe_result_json(sample());
+    EXPECT_EQ(j["bandwidth_bytes_per_second"], 93.5e9 / 8);
+    EXPECT_FALSE(j.contains("bandwidth_bits_per_second"));
+    EXPECT_EQ(j["info"]["message_size"], 65536);
+    EXPECT_EQ(j["info"]["ucx_lanes"], "tcp/rwp0");
+    EXPECT_TRUE(j.contains("started_at"));
+    nlohmann::json old = {{"success", true}, {"bandwidth_bits_per_second", 8e9}, {"info", {{"gid_index", "3"}}}};
+    const auto back = api::probe_result_from_json(old, ProbeKind::tcp_bw);
+    EXPECT_EQ(back.bandwidth_bits_per_second, 8e9);
+    EXPECT_EQ(back.info.at("gid_index"), "3");
 }

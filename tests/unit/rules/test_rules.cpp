@@ -231,8 +231,9 @@ TEST(PortRateLow, FiresBelowExpectation) {
     const auto f = find(evaluate_rules(s, spark_config()), "port_rate_low", "rocep1s0f1/1");
     ASSERT_TRUE(f);
     EXPECT_EQ(f->severity, Severity::warning);
-    EXPECT_EQ(f->details.at("expected_gbps"), "100");
-    EXPECT_EQ(f->details.at("actual_gbps"), "25");
+    // Bytes per second, the unit /metrics uses for the same quantity.
+    EXPECT_EQ(f->details.at("expected_rate_bytes_per_second"), "12500000000");
+    EXPECT_EQ(f->details.at("actual_rate_bytes_per_second"), "3125000000");
     EXPECT_TRUE(of_rule(evaluate_rules(s, Config{}), "port_rate_low").empty()) << "no expectation, no verdict";
     port_of(s, "rocep1s0f1").state = 1;
     EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "port_rate_low").empty()) << "port_down speaks for it";

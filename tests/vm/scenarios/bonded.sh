@@ -45,7 +45,7 @@ daemon_bond_view() {
             "balance-alb": "adaptive load balancing"}[.] // .;
         first(.bonds[] | select(.name == $b)) as $x
         | "mode=\($x.mode)", "mode_text=\($x.mode | proc_mode)", "xmit_hash_policy=\($x.xmit_hash_policy)",
-          "miimon_ms=\($x.miimon_ms)", "active_slave=\($x.active_slave // "")", "operstate=\($x.operstate)",
+          "miimon_ms=\(if $x.miimon_seconds == null then null else $x.miimon_seconds * 1000 | round end)", "active_slave=\($x.active_slave // "")", "operstate=\($x.operstate)",
           "mtu=\($x.mtu)", "slaves=\([$x.slaves[].name] | join(" "))", "slaves_total=\($x.slaves_total)",
           "slaves_up=\($x.slaves_up)",
           ($x.slaves[] | "slave_\(.name)_mii_status=\(.mii_status)", "slave_\(.name)_link_failure_count=\(.link_failure_count)",
@@ -214,8 +214,8 @@ if ((daemon_up)); then
     expect_alert netdev_down railB 10 critical
     expect_no_alert bond_slave_down railA
     expect_metric "rocewatch_bond_slaves_up{bond=\"bond0\"} 1" \
-        "rocewatch_bond_slave_mii_up{bond=\"bond0\",interface=\"railB\"} 0" \
-        "rocewatch_bond_slave_link_failures_total{bond=\"bond0\",interface=\"railB\"} $(bond_slave_failures railB)"
+        "rocewatch_bond_slave_mii_up{bond=\"bond0\",netdev=\"railB\"} 0" \
+        "rocewatch_bond_slave_link_failures_total{bond=\"bond0\",netdev=\"railB\"} $(bond_slave_failures railB)"
     save_daemon_state degraded
 fi
 sync_point restore-railB

@@ -573,7 +573,7 @@ expect_alert() {
 expect_alert_within() {
     local rule=$1 obj=$2 limit=$3 event=$4 a fs d
     a=$(alert_json "$rule" "$obj")
-    fs=$(jq -r '.first_seen // empty' <<<"$a")
+    fs=$(jq -r '.first_seen_at // empty' <<<"$a")
     if [[ -z $fs ]]; then
         fail "rocewatchd: $rule on $obj has no first_seen: $a"
         return 1
@@ -715,7 +715,7 @@ daemon_port_view() {
           "rdma_link_state=\($p.state_name)",
           "rdma_link_physical_state=\($p.phys_state_name | if . == "LinkUp" then "LINK_UP" else ascii_upcase end)",
           "netdev=\($p.netdev)", "link_layer=\($p.link_layer)",
-          "rate_text=\($p.rate_text)", "rate_gbps=\($p.rate_gbps)",
+          "rate_text=\($p.rate_text)", "rate_gbps=\(if $p.rate_bytes_per_second == null then null else $p.rate_bytes_per_second * 8 / 1e9 end)",
           "active_mtu=\($p.active_mtu)", "max_mtu=\($p.max_mtu)",
           "active_width=\($p.active_width)", "active_speed=\($p.active_speed)",
           "gids=\([$p.gids[] | "\(.index) \(.gid) \(.type | gsub(" "; "_")) \(.netdev)\n"] | join("") | gsub("\n"; ";"))",

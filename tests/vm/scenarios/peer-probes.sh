@@ -125,7 +125,7 @@ if ((NODE == 2)); then
         check_eq "rdma_write_bw $rail: 2 QPs (qps_per_rail)" 2 "$(jf .streams)"
         bytes=$(jf .bytes)
         if ((bytes > 0 && bytes % MSG == 0)); then pass "rdma_write_bw $rail: $bytes bytes in whole 64 KiB writes"; else fail "rdma_write_bw $rail: $bytes bytes"; fi
-        gbps=$(jf '(.bandwidth_bits_per_second // 0) / 1e9')
+        gbps=$(jf '(.bandwidth_bytes_per_second // 0) * 8 / 1e9')
         if fgt "$gbps" 0 && flt "$gbps" 100; then pass "rdma_write_bw $rail: $gbps Gb/s"; else fail "rdma_write_bw $rail: $gbps Gb/s"; fi
         check_eq "rdma_write_bw $rail: path MTU" 4096 "$(jf .info.path_mtu)"
         check_eq "rdma_write_bw $rail: Soft-RoCE noted" true "$(jf .info.soft_roce)"
@@ -153,7 +153,7 @@ if ((NODE == 2)); then
     wire_ok "rdma_multirail_bw: the daemon's railB counter" "$(jf '.bytes_per_rail.railB // 0')" "$pb" $((kb1 - kb0))
     wire_ok "rdma_multirail_bw: kernel railA tx_bytes around the call" $((a1 - a0)) "$pa" $((ka1 - ka0))
     wire_ok "rdma_multirail_bw: kernel railB tx_bytes around the call" $((b1 - b0)) "$pb" $((kb1 - kb0))
-    record "daemon rdma_multirail_bw node2 -> node1: $(jf '.bandwidth_bits_per_second / 1e9') Gb/s; railA $(jf '.bytes_per_rail.railA') bytes, railB $(jf '.bytes_per_rail.railB') bytes"
+    record "daemon rdma_multirail_bw node2 -> node1: $(jf '.bandwidth_bytes_per_second * 8 / 1e9') Gb/s; railA $(jf '.bytes_per_rail.railA') bytes, railB $(jf '.bytes_per_rail.railB') bytes"
     # Both rails carried their share, so no rail carried almost all of it.
     expect_no_alert rail_imbalance "node1:rdma_multirail_bw"
 
@@ -177,7 +177,7 @@ if ((NODE == 2)); then
             "$(jf .info.local_ucx_version) $(jf .info.remote_ucx_version)"
         lanes=$(jf '.info.ucx_lanes // ""')
         if [[ -n $lanes ]]; then pass "$kind: lanes $lanes"; else fail "$kind: no lanes reported"; fi
-        record "daemon $kind node2 -> node1: lanes $lanes, $(jf 'if .bandwidth_bits_per_second then "\(.bandwidth_bits_per_second / 1e9) Gb/s" else "typical \(.latency_seconds.typical * 1e6) us" end')"
+        record "daemon $kind node2 -> node1: lanes $lanes, $(jf 'if .bandwidth_bytes_per_second then "\(.bandwidth_bytes_per_second * 8 / 1e9) Gb/s" else "typical \(.latency_seconds.typical * 1e6) us" end')"
     done
     # The daemon reads every rail's counter around a UCX bandwidth run. UCX puts its data
     # lane on one rail here (rc_verbs on rxe0; tcp on railB only for the wire-up), as NIXL did

@@ -125,7 +125,7 @@ if [[ -n $CLI && $NODE == 2 ]]; then
         check_eq "bw $rail: success" true "$(jf .success)"
         bytes=$(jf .bytes)
         check_eq "bw $rail: payload = iterations x 64 KiB" $((BW_ITERS * MSG)) "$bytes"
-        gbps=$(jf '(.bandwidth_bits_per_second // 0) / 1e9')
+        gbps=$(jf '(.bandwidth_bytes_per_second // 0) * 8 / 1e9')
         if fgt "$gbps" 0 && flt "$gbps" 100; then pass "bw $rail: $gbps Gb/s (non-zero, below the 100G port rate)"; else fail "bw $rail: $gbps Gb/s"; fi
         check_eq "bw $rail: path MTU" 4096 "$(jf .info.path_mtu)"
         check_eq "bw $rail: GID index" 1 "$(jf .info.gid_index)"
@@ -161,9 +161,9 @@ if [[ -n $CLI && $NODE == 2 ]]; then
     check_eq "multirail: payload = 2 rails x 2 QPs x iterations x 64 KiB" $((4 * BW_ITERS * MSG)) "$(jf .bytes)"
     per_rail=$((2 * BW_ITERS * MSG))
     check_eq "multirail: payload per rail" "$per_rail $per_rail" "$(jf '.bytes_per_stream | map(tostring) | join(" ")')"
-    gbps=$(jf '(.bandwidth_bits_per_second // 0) / 1e9')
+    gbps=$(jf '(.bandwidth_bytes_per_second // 0) * 8 / 1e9')
     if fgt "$gbps" 0; then pass "multirail: $gbps Gb/s"; else fail "multirail: $gbps Gb/s"; fi
-    record "rocewatch rdma_multirail_bw rxe0+rxe1, 2 QPs each: $gbps Gb/s (railA $(jf '.info["rail.rxe0.bits_per_second"] | tonumber / 1e9'), railB $(jf '.info["rail.rxe1.bits_per_second"] | tonumber / 1e9') Gb/s), probe ${PROBE_MS} ms"
+    record "rocewatch rdma_multirail_bw rxe0+rxe1, 2 QPs each: $gbps Gb/s (railA $(jf '.info["rail.rxe0.bytes_per_second"] | tonumber * 8 / 1e9'), railB $(jf '.info["rail.rxe1.bytes_per_second"] | tonumber * 8 / 1e9') Gb/s), probe ${PROBE_MS} ms"
     within_wire "multirail: probe's railA bytes (data phase)" "$(jf '.bytes_per_rail.rxe0 // 0')" "$per_rail"
     within_wire "multirail: probe's railB bytes (data phase)" "$(jf '.bytes_per_rail.rxe1 // 0')" "$per_rail"
     # the control exchange crossed rail A only, so rail B's window holds the data alone
@@ -215,7 +215,7 @@ section "side by side with perftest on railA (rxe0), $BENCH_ROUNDS round(s)"
 for ((round = 1; round <= BENCH_ROUNDS; round++)); do
     if [[ -n $CLI && $NODE == 2 ]] && ((round > 1)); then
         probe "bench-bw-$round" --server "$(rail_ip railA 1)" --mode bw --dev rxe0:1 --iters "$BW_ITERS" --timeout 60
-        [[ $(jf .success) == true ]] && OURS_BW[railA]="${OURS_BW[railA]} $(jf '.bandwidth_bits_per_second / 1e9')"
+        [[ $(jf .success) == true ]] && OURS_BW[railA]="${OURS_BW[railA]} $(jf '.bandwidth_bytes_per_second * 8 / 1e9')"
     fi
     sync_point "bench-ours-bw-$round" 180
     if perftest_run ib_write_bw railA "perf-bw-$round" --report_gbits; then

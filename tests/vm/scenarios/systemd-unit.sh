@@ -81,11 +81,11 @@ if ((NODE == 2)); then
     record "node2 -> unit rdma_write_lat railA: typical $(jf '.latency_seconds.typical * 1e6') us"
     run_probe bw-railB '{"peer": "node1", "rail": "railB", "kind": "rdma_write_bw"}'
     check_eq "rdma_write_bw railB, served by the unit: success" true "$(jf .success)"
-    record "node2 -> unit rdma_write_bw railB: $(jf '(.bandwidth_bits_per_second // 0) / 1e9') Gb/s"
+    record "node2 -> unit rdma_write_bw railB: $(jf '(.bandwidth_bytes_per_second // 0) * 8 / 1e9') Gb/s"
     run_probe ucx-bw '{"peer": "node1", "rail": "", "kind": "ucx_put_bw"}'
     check_eq "ucx_put_bw, served by a session child of the unit: success" true "$(jf .success)"
     check_eq "ucx_put_bw: the unit's UCX version" "$(jf .info.local_ucx_version)" "$(jf .info.remote_ucx_version)"
-    record "node2 -> unit ucx_put_bw: lanes $(jf '.info.ucx_lanes // ""'), $(jf '(.bandwidth_bits_per_second // 0) / 1e9') Gb/s"
+    record "node2 -> unit ucx_put_bw: lanes $(jf '.info.ucx_lanes // ""'), $(jf '(.bandwidth_bytes_per_second // 0) * 8 / 1e9') Gb/s"
     mark node2-done
     wait_mark unit-done 300
     save_daemon_state final
@@ -251,7 +251,7 @@ for rail in "${RAILS[@]}"; do
     run_probe "bw-$rail" "{\"peer\": \"node2\", \"rail\": \"$rail\", \"kind\": \"rdma_write_bw\"}"
     check_eq "rdma_write_bw $rail from the unit: success" true "$(jf .success)"
     check_eq "rdma_write_bw $rail: 2 QPs" 2 "$(jf .streams)"
-    record "unit -> node2 rdma_write_bw $rail: $(jf '(.bandwidth_bits_per_second // 0) / 1e9') Gb/s, $(jf .bytes) bytes; $rail counter $(jf ".bytes_per_rail.$rail // 0")"
+    record "unit -> node2 rdma_write_bw $rail: $(jf '(.bandwidth_bytes_per_second // 0) * 8 / 1e9') Gb/s, $(jf .bytes) bytes; $rail counter $(jf ".bytes_per_rail.$rail // 0")"
     if (($(jf ".bytes_per_rail.$rail // 0") >= $(jf '.bytes // 0') && $(jf '.bytes // 0') > 0)); then
         pass "rdma_write_bw $rail: the rail's counter (read in the sandbox) covers the payload"
     else
@@ -265,7 +265,7 @@ run_probe lat-railB '{"peer": "node2", "rail": "railB", "kind": "rdma_write_lat"
 check_eq "rdma_write_lat railB from the unit: success" true "$(jf .success)"
 run_probe tcp-bw '{"peer": "node2", "rail": "railA", "kind": "tcp_bw"}'
 check_eq "tcp_bw railA from the unit: success" true "$(jf .success)"
-record "unit -> node2 tcp_bw railA: $(jf '(.bandwidth_bits_per_second // 0) / 1e9') Gb/s"
+record "unit -> node2 tcp_bw railA: $(jf '(.bandwidth_bytes_per_second // 0) * 8 / 1e9') Gb/s"
 for kind in ucx_put_lat ucx_put_bw; do
     run_probe "$kind" "{\"peer\": \"node2\", \"rail\": \"\", \"kind\": \"$kind\"}"
     check_eq "$kind from the unit (UCX in a session child): success" true "$(jf .success)"
