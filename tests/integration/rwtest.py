@@ -111,7 +111,7 @@ def free_port():
 class Daemon:
     """rocewatchd started for real (inside a namespace when given), stopped with SIGTERM."""
 
-    def __init__(self, netns=None, sysfs=None, procfs=None, config=None, port=9879, extra=()):
+    def __init__(self, netns=None, sysfs=None, procfs=None, config=None, port=9879, extra=(), ready_timeout=10):
         self.bin = os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd")
         self.state = tempfile.mkdtemp(prefix="rw-state-")
         self.log = tempfile.NamedTemporaryFile(prefix="rw-log-", suffix=".txt", delete=False)
@@ -130,10 +130,11 @@ class Daemon:
         self.args = args
         self.netns = netns
         self.proc = None
+        self.ready_timeout = ready_timeout
 
     def __enter__(self):
         self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_ready()
+        self.wait_ready(self.ready_timeout)
         return self
 
     def __exit__(self, *exc):
