@@ -46,7 +46,10 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
     cfg->daemon.state_dir.clear();
     auto watcher = NetlinkWatcher::create(log, [] {});
     SnapshotStore store;
-    Engine engine(cfg, EngineSources{.links = [&] { return watcher->dump(); }, .ucx_version = linked_ucx_version()},
+    const auto ucx_exe = find_ucx_session_exe("/proc/self/exe", ROCEWATCH_UCX_LIBEXEC_DIR);
+    Engine engine(cfg,
+                  EngineSources{.links = [&] { return watcher->dump(); },
+                                .ucx_version = ucx_session_child_version(ucx_exe)},
                   store, log);
     auto snap = engine.collect_once();
     auto out = api::status_json(*snap, Clock::now());
@@ -126,11 +129,16 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     ProbeStore probe_store;
     probe_store.set_on_change([&] { wake.raise(); });
     auto watcher = NetlinkWatcher::create(log, [&] { wake.raise(); });
+    const auto ucx_exe = find_ucx_session_exe("/proc/self/exe", ROCEWATCH_UCX_LIBEXEC_DIR);
+    const auto ucx_version = ucx_session_child_version(ucx_exe);
+    if (ucx_version.empty())
+        log->warn("UCX probes unavailable: no working {} beside rocewatchd or in {}", kUcxSessionExe,
+                  ROCEWATCH_UCX_LIBEXEC_DIR);
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
-                                .ucx_version = linked_ucx_version(),
+                                .ucx_version = ucx_version,
                                 .probes = [&] { return probe_store.latest(); },
                                 .wake = &wake},
                   store, log);
@@ -145,7 +153,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     Probers probers({.config = [&] { return probe_config; },
                      .snapshot = [&] { return store.latest(); },
                      .token = probing.token.value_or(ProbeToken{}),
-                     .self_exe = "/proc/self/exe"});
+                     .ucx_session_exe = ucx_exe});
     ProbeScheduler scheduler(cfg, probers.scheduler_deps(), probe_store, log);
 
     StoreSource source(store);
@@ -199,9 +207,6 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
 
 int main(int argc, char** argv) {
     using namespace rocewatch;
-#ifdef ROCEWATCH_HAVE_UCX
-    if (argc == 2 && std::string(argv[1]) == kUcxSessionFlag) return run_ucx_session_child();
-#endif
     auto flags = parse_flags(argc, argv);
     if (!flags || flags->help) {
         (flags ? std::cout : std::cerr) << kUsage;

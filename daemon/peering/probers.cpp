@@ -17,10 +17,6 @@
 #include "probes/result.hpp"
 #include "probes/tcp.hpp"
 
-#ifdef ROCEWATCH_HAVE_UCX
-#include <ucp/api/ucp.h>
-#endif
-
 namespace rocewatch {
 namespace {
 
@@ -85,7 +81,7 @@ ProbeResult rdma_prober(const ProberContext& ctx, const std::string& token_hex, 
                                         const PeerHello&, Deadline d) {
     const auto cfg = ctx.config();
     auto s = ctx.snapshot();
-    return run_ucx_job(*cfg, job, ctx.self_exe, exchange_with(job, token_hex, "/api/v1/peer/ucx"), d,
+    return run_ucx_job(*cfg, job, ctx.ucx_session_exe, exchange_with(job, token_hex, "/api/v1/peer/ucx"), d,
                        s ? rail_tx_counters(*cfg, *s, job.peer) : std::vector<std::pair<std::string, RdmaTxCounter>>{});
 }
 
@@ -126,12 +122,11 @@ std::string bind_host(const std::string& listen_host) {
 
 }  // namespace
 
-std::string linked_ucx_version() {
+std::string ucx_session_child_version(const std::string& exe) {
 #ifdef ROCEWATCH_HAVE_UCX
-    unsigned major = 0, minor = 0, release = 0;
-    ucp_get_version(&major, &minor, &release);
-    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+    return ucx_session_version(exe, Deadline::after_seconds(5));
 #else
+    (void)exe;
     return "";
 #endif
 }
@@ -194,8 +189,8 @@ std::vector<SessionKind> Probers::session_kinds() const {
          }}};
     if (available(ProbeKind::ucx_put_lat))
         kinds.push_back({"/api/v1/peer/ucx", "UCX",
-                         [exe = ctx_.self_exe](const Config& c, const Snapshot&, const nlohmann::json& r,
-                                               const std::atomic<bool>* x) {
+                         [exe = ctx_.ucx_session_exe](const Config& c, const Snapshot&, const nlohmann::json& r,
+                                                      const std::atomic<bool>* x) {
                              auto a = accept_ucx_session(c, r, exe, x);
                              return std::make_pair(std::move(a.reply), std::move(a.serve));
                          }});

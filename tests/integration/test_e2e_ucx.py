@@ -43,10 +43,24 @@ def post(url, body, token=None, timeout=40):
         return int(code or 0), {"raw": text}
 
 
+def ucx_libraries(pid):
+    """The UCX shared objects (libucp, libucs, libucm, libuct) mapped into process pid."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return sorted({line.split()[-1].rsplit("/", 1)[-1] for line in f
+                           if "/libuc" in line and line.split()[-1].rsplit("/", 1)[-1].startswith(
+                               ("libucp", "libucs", "libucm", "libuct"))})
+    except OSError:
+        return None
+
+
 def session_children(parent_pid):
-    """pids of rocewatchd --ucx-session processes whose parent is parent_pid."""
+    """pids of rocewatch-ucx-session processes whose parent is parent_pid."""
     out = subprocess.run(["pgrep", "-P", str(parent_pid), "-f", "ucx-session"], capture_output=True, text=True)
     return [int(p) for p in out.stdout.split()]
+
+
+CHILD_MAPS = {}  # pid -> the UCX libraries a session child had mapped when it was killed
 
 
 def kill_mid_run(run_thread, victim_parent, server_parent):
@@ -60,6 +74,7 @@ def kill_mid_run(run_thread, victim_parent, server_parent):
         time.sleep(0.05)
     time.sleep(0.5)
     for v in victims:
+        CHILD_MAPS[v] = ucx_libraries(v)
         os.kill(v, signal.SIGKILL)
     run_thread.join(30)
     return victims, served
@@ -214,6 +229,14 @@ def main():
             victims, _ = kill_mid_run(th, b_pid, b_pid)
             r = result.get("r", {})
             t.check(bool(victims), f"found node-b's session child ({victims})")
+            # UCX's constructors and memory hooks live in the children only: the daemon links no UCX.
+            for v in victims:
+                libs = CHILD_MAPS.get(v) or []
+                t.check("libucs.so" in " ".join(libs) and any(x.startswith("libucm") for x in libs),
+                        f"the session child {v} has UCX mapped ({libs})")
+            for d, name in ((a, "node-a"), (b, "node-b")):
+                libs = ucx_libraries(daemon_pid(d))
+                t.check(libs == [], f"{name}'s daemon process maps no UCX library ({libs})")
             t.check(r.get("success") is False and r.get("reason") in ("peer_unreachable", "peer_closed", "timeout"),
                     f"killed peer session: ucx_put_bw fails ({r.get('reason')}: {r.get('detail')})")
             t.check(result.get("secs", 99) <= 2 + 10 + SLACK,

@@ -11,8 +11,8 @@
 #   - inside the sandbox it still reads the RDMA devices, GID tables and verbs attributes
 #     (uverbs opened through DeviceAllow) and the links over netlink;
 #   - as the active side it runs RDMA write bandwidth and latency per rail, both rails at
-#     once, TCP bandwidth, and UCX put latency and bandwidth (UCX in --ucx-session children
-#     of /proc/self/exe, under MemoryDenyWriteExecute) against node 2's daemon;
+#     once, TCP bandwidth, and UCX put latency and bandwidth (UCX in rocewatch-ucx-session
+#     children, under MemoryDenyWriteExecute) against node 2's daemon;
 #   - as the passive side it serves node 2's RDMA and UCX sessions;
 #   - `systemctl reload` reloads the config, `systemctl stop` ends it with status 0.
 # vm-nodes: 2
