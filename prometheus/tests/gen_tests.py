@@ -111,6 +111,13 @@ def main():
     cases.append(case("one node's rail b is dead: that node and rail, nobody else", c,
                       {"RocewatchNodeRailDown": [{"instance": node(2), "rack": r(2), "rail": "b"}]}, catalog))
 
+    # 1b. The same, seen early: node 2's own probes on rail b still show old successes but two
+    #     (its worker is stuck in timeouts); its failing paths are explained by its dead rail.
+    c = Cluster().set(lambda s, t, rl: rl == "b" and t == node(2), ok=0)
+    c.set(lambda s, t, rl: rl == "b" and s == node(2) and t in (node(7), node(8)), ok=0)
+    cases.append(case("a dead rail seen while the node's own probes lag: no path blamed", c,
+                      {"RocewatchNodeRailDown": [{"instance": node(2), "rack": r(2), "rail": "b"}]}, catalog))
+
     # 2. The path between nodes 1 and 5 on rail a drops, both ways; peers named by host alone.
     pair = {node(1), node(5)}
     c = Cluster(peer_label=lambda inst: inst.split(":")[0]).set(
