@@ -332,10 +332,16 @@ def main():
                 r = c.query(f'max(rocewatch:node_rail:latency_p50_seconds{{rail="a",kind="tcp_lat",{sel}}})')["result"]
                 if r:
                     print(f"   worst node latency on rail a, {sel}: {float(r[0]['value'][1]) * 1e3:.2f} ms")
-        run_fault(t, c, "rack r1 +5 ms on rail a", inject_delay, clear_delay,
-                  lambda a: a["labels"]["alertname"] == "RocewatchRackRailSlow"
-                  and a["labels"].get("rack") == "r1" and a["labels"].get("rail") == "a",
-                  timings, during=show_delay)
+        try:
+            run_fault(t, c, "rack r1 +5 ms on rail a", inject_delay, clear_delay,
+                      lambda a: a["labels"]["alertname"] == "RocewatchRackRailSlow"
+                      and a["labels"].get("rack") == "r1" and a["labels"].get("rail") == "a",
+                      timings, during=show_delay)
+        finally:
+            for p in lines:  # deleting a namespace does not end the processes in it
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
 
         # 4. Node 9's rail a at a tenth of the line rate.
         n = 9
