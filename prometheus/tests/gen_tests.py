@@ -135,6 +135,10 @@ def main():
             p["lat"] = BASE_LAT + 2.5e-3 * ((s in in_r1) + (t in in_r1))
     cases.append(case("rack r1 slow on rail a: a rack alert, no node blamed", c,
                       {"RocewatchRackRailSlow": [{"rack": "r1", "rail": "a", "kind": "tcp_lat"}]}, catalog))
+    # ... and the latency costs one of its nodes TCP bandwidth: still the rack alone.
+    c.set(lambda s, t, rl: rl == "a" and s == node(4), bw=BASE_BW / 4)
+    cases.append(case("rack r1 slow on rail a, one of its nodes' bandwidth down with it: the rack alone", c,
+                      {"RocewatchRackRailSlow": [{"rack": "r1", "rail": "a", "kind": "tcp_lat"}]}, catalog))
 
     # 4. Node 6 sends at a tenth of the others' bandwidth on rail a.
     c = Cluster().set(lambda s, t, rl: rl == "a" and s == node(6), bw=BASE_BW / 10)

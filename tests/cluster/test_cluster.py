@@ -200,11 +200,13 @@ def describe(a):
     return json.dumps(labels, sort_keys=True)
 
 
-def run_fault(t, c, name, inject, clear, want, timings, settle=8, during=None):
-    """Injects a fault, waits for the alert `want(alert)` accepts, checks that every other firing
+def run_fault(t, c, name, inject, clear, want, timings, settle=8, during=None, prepare=None):
+    """Prepares and injects a fault (timed from the injection), waits for the alert `want(alert)` accepts, checks that every other firing
     alert (the daemons' own forwarded ones aside) is one `want` accepts too, then clears it and
     waits until nothing of the shipped cluster rules fires."""
     print(f"-- fault {name}")
+    if prepare:
+        prepare()
     t0 = time.monotonic()
     inject()
     right = []
@@ -306,8 +308,9 @@ def main():
         # 3. Rack r1's nodes get +5 ms on rail a: a delay line per node.
         slow = [i for i in range(NODES) if rack(i) == "r1"]
         lines = []
+        objs = {}
 
-        def inject_delay():
+        def prepare_delay():
             for i in slow:
                 p = subprocess.Popen(["ip", "netns", "exec", c.nodes[i].name, sys.executable,
                                       os.path.join(HERE, "delayline.py"), "dl0", "ra", "5"],
@@ -316,9 +319,12 @@ def main():
                 ifindex = p.stdout.readline().strip()
                 if not ifindex.isdigit():
                     raise RuntimeError(f"the delay line in node {i} did not start")
-                obj = bpf_object(work, f"delay{i}", MODE=2, IFINDEX=ifindex)
+                objs[i] = bpf_object(work, f"delay{i}", MODE=2, IFINDEX=ifindex)
+
+        def inject_delay():
+            for i in slow:
                 c.nodes[i].run("tc", "qdisc", "add", "dev", "ra", "clsact")
-                c.nodes[i].run("tc", "filter", "add", "dev", "ra", "egress", "bpf", "da", "obj", obj, "sec",
+                c.nodes[i].run("tc", "filter", "add", "dev", "ra", "egress", "bpf", "da", "obj", objs[i], "sec",
                                "classifier")
 
         def clear_delay():
@@ -336,7 +342,7 @@ def main():
             run_fault(t, c, "rack r1 +5 ms on rail a", inject_delay, clear_delay,
                       lambda a: a["labels"]["alertname"] == "RocewatchRackRailSlow"
                       and a["labels"].get("rack") == "r1" and a["labels"].get("rail") == "a",
-                      timings, during=show_delay)
+                      timings, during=show_delay, prepare=prepare_delay)
         finally:
             for p in lines:  # deleting a namespace does not end the processes in it
                 if p.poll() is None:
