@@ -2,7 +2,6 @@
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -22,6 +21,7 @@
 #include "daemon/core/probe_store.hpp"
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
+#include "daemon/logging/journal.hpp"
 #include "daemon/netlink/watcher.hpp"
 #include "daemon/peering/probers.hpp"
 #include "daemon/peering/session_host.hpp"
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
     if (flags->check_config && r.config)
         std::cout << (flags->config_path ? *flags->config_path : "built-in defaults") << ": ok\n";
     if (flags->check_config || !r.config) return r.config ? 0 : 1;
-    auto log = spdlog::stderr_color_mt("rocewatchd");
+    auto log = logging::make_logger("rocewatchd");
     log->set_level(spdlog::level::from_str(r.config->daemon.log_level));
     try {
         auto cfg = std::make_shared<Config>(std::move(*r.config));

@@ -125,6 +125,7 @@ void AlertTracker::update(const std::vector<Finding>& findings, const Config& c,
         absent_since_.erase(it->first);
         it = alerts_.erase(it);
     }
+    last_ = fresh;
     append_history(std::move(fresh));
 }
 
