@@ -1,5 +1,6 @@
 // rocewatchd: the single composition root. Parses flags, loads config, builds and wires the modules, waits on signals.
 #include <signal.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include <spdlog/spdlog.h>
@@ -15,6 +16,7 @@
 #include "api/json_view.hpp"
 #include "api/peer_routes.hpp"
 #include "api/server.hpp"
+#include "api/text_view.hpp"
 #include "daemon/config/config_loader.hpp"
 #include "daemon/config/flags.hpp"
 #include "daemon/core/engine.hpp"
@@ -40,7 +42,7 @@ private:
     const SnapshotStore& store_;
 };
 
-int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
+int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log, bool text) {
     // One shot has no history to wait on: every finding fires now, and nothing persists.
     for (const auto& id : all_rule_ids()) cfg->rules[id].for_duration = Duration{0};
     cfg->daemon.state_dir.clear();
@@ -49,9 +51,13 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
     Engine engine(cfg, EngineSources{.links = [&] { return watcher->dump(); }, .ucx_version = linked_ucx_version()},
                   store, log);
     auto snap = engine.collect_once();
-    auto out = api::status_json(*snap, Clock::now());
-    out["alerts"] = api::alerts_json(*snap)["alerts"];
-    std::cout << api::dump_json(out) << std::endl;
+    if (text) {
+        std::cout << api::once_text(*snap, api::want_color(STDOUT_FILENO)) << std::flush;
+    } else {
+        auto out = api::status_json(*snap, Clock::now());
+        out["alerts"] = api::alerts_json(*snap)["alerts"];
+        std::cout << api::dump_json(out) << std::endl;
+    }
     switch (overall_health(*snap)) {
         case Health::healthy: return 0;
         case Health::warning: return 1;
@@ -220,7 +226,7 @@ int main(int argc, char** argv) {
     log->set_level(spdlog::level::from_str(r.config->daemon.log_level));
     try {
         auto cfg = std::make_shared<Config>(std::move(*r.config));
-        return flags->once ? run_once(cfg, log) : run_daemon(*flags, cfg, log);
+        return flags->once ? run_once(cfg, log, flags->text) : run_daemon(*flags, cfg, log);
     } catch (const std::exception& e) {
         log->critical("{}", e.what());
         // --once speaks the node-health-check convention: 3 is "could not judge".
