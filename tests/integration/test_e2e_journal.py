@@ -62,8 +62,8 @@ def main():
             rwtest.wait_for(lambda: has(d, r"^<3>config reload rejected: .*expect\.mtu"), 5, "the rejected reload")
             t.check(True, "a rejected reload is logged at priority 3 (err)")
             t.check(d.proc.poll() is None, "the daemon runs on")
-        bad = [l for l in lines(d) if not re.match(r"^<[0-7]>\S", l)]
-        t.check(not bad and lines(d), f"every line carries a <N> priority prefix ({bad[:3]})")
+            bad = [l for l in lines(d) if not re.match(r"^<[0-7]>\S", l)]
+            t.check(not bad and lines(d), f"every line carries a <N> priority prefix ({bad[:3]})")
 
         # An unreadable sysfs file: logged once at warning, however many cycles read it.
         with open(cfg.name, "w") as f:
