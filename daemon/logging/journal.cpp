@@ -3,8 +3,10 @@
 
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <systemd/sd-journal.h>
 #include <unistd.h>
+// The CODE_FILE/LINE/FUNC sd-journal would add name this sink, not the caller.
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
 
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -16,6 +18,7 @@
 namespace rocewatch::logging {
 namespace {
 
+constexpr const char* kJournalSocket = "/run/systemd/journal/socket";
 thread_local std::vector<std::pair<std::string, std::string>> t_fields;
 thread_local int t_priority = -1;
 
@@ -31,7 +34,9 @@ protected:
     void sink_it_(const spdlog::details::log_msg& msg) override {
         const int prio = t_priority >= 0 ? t_priority : priority_of(msg.level);
         const std::string text(msg.payload.data(), msg.payload.size());
-        if (use_socket_) {
+        // sd_journal_sendv reports success when the socket is missing (it fails silently on
+        // ENOENT), so its absence is looked for here.
+        if (use_socket_ && access(kJournalSocket, F_OK) == 0) {
             std::vector<std::string> lines{"MESSAGE=" + text, "PRIORITY=" + std::to_string(prio), identifier_};
             for (const auto& [k, v] : t_fields) lines.push_back(k + "=" + v);
             std::vector<iovec> iov;
@@ -82,8 +87,8 @@ std::string transition_message(const AlertTransition& t) {
     std::string what = to_string(t.to);
     if (t.to == AlertState::inactive) what = "dropped (cleared while pending)";
     if (t.from == AlertState::firing && t.to == AlertState::firing) what = "firing, now";
-    return "alert " + t.rule + " " + t.object + " " + what + " (" + to_string(t.severity) + ", " +
-           to_string(t.scope) + "): " + t.summary;
+    return "alert " + t.rule + " " + t.object + " " + what + " (" + to_string(t.severity) + ", " + to_string(t.scope) +
+           "): " + t.summary;
 }
 
 std::string object_device(const std::string& object) { return object.substr(0, object.find_first_of("/:")); }

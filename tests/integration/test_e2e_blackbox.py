@@ -152,7 +152,10 @@ scrape_configs:
                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "prom.log"), "w"))
             try:
                 def query(q):
-                    code, body, _ = get(port_prom, "/api/v1/query?" + urllib.parse.urlencode({"query": q}))
+                    try:  # refused until Prometheus listens
+                        code, body, _ = get(port_prom, "/api/v1/query?" + urllib.parse.urlencode({"query": q}))
+                    except OSError:
+                        return {}
                     if code != 200:
                         return {}
                     return {r["metric"].get("instance", ""): float(r["value"][1])

@@ -68,8 +68,7 @@ TEST(Journal, WithoutTheSocketEveryLineCarriesItsPriorityPrefix) {
     log.info("after");
     log.flush();
     const std::string out = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(out,
-              "<3>config reload rejected: x\n<4>two lines\n<7>quiet\n<5>alert port_down resolved\n<6>after\n");
+    EXPECT_EQ(out, "<3>config reload rejected: x\n<4>two lines\n<7>quiet\n<5>alert port_down resolved\n<6>after\n");
 }
 
 TEST(Journal, OnceLimiterLetsEachKeyThroughOnceAndCapsARound) {
