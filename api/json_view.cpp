@@ -98,6 +98,7 @@ json alert_object(const Alert& a) {
             {"object", a.object},
             {"severity", to_string(a.severity)},
             {"state", to_string(a.state)},
+            {"scope", to_string(a.scope)},
             {"summary", a.summary},
             {"action", a.action},
             {"details", a.details},
@@ -312,6 +313,7 @@ json history_json(const Snapshot& s, std::optional<std::size_t> limit) {
                              {"severity", to_string(t.severity)},
                              {"from", to_string(t.from)},
                              {"to", to_string(t.to)},
+                             {"scope", to_string(t.scope)},
                              {"summary", t.summary}});
         }
     }

@@ -199,14 +199,17 @@ void bond_families(Builder& bld, const Snapshot& s) {
 void alert_families(Builder& bld, const Snapshot& s) {
     auto& active = bld.gauge("rocewatch_alert_active", "1 for every pending or firing alert.");
     auto& counts = bld.gauge("rocewatch_alerts", "Active alerts by severity and state.");
-    auto& health = bld.gauge("rocewatch_health_status", "Overall node health: 0 healthy, 1 warning, 2 critical.");
+    auto& health =
+        bld.gauge("rocewatch_health_status",
+                  "This node's health from its node-scoped firing alerts: 0 healthy, 1 warning, 2 critical.");
     for (const auto& a : s.alerts)
         if (a.state == AlertState::pending || a.state == AlertState::firing)
             add(active,
                 {{"rule", a.rule},
                  {"object", a.object},
                  {"severity", to_string(a.severity)},
-                 {"state", to_string(a.state)}},
+                 {"state", to_string(a.state)},
+                 {"scope", to_string(a.scope)}},
                 1);
     // Every combination, zeros included: an alert query should see 0, not "no data".
     for (auto sev : {Severity::info, Severity::warning, Severity::critical})

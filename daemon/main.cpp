@@ -1,8 +1,8 @@
 // rocewatchd: the single composition root. Parses flags, loads config, builds and wires the modules, waits on signals.
 #include <signal.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -16,12 +16,14 @@
 #include "api/json_view.hpp"
 #include "api/peer_routes.hpp"
 #include "api/server.hpp"
+#include "api/text_view.hpp"
 #include "daemon/config/config_loader.hpp"
 #include "daemon/config/flags.hpp"
 #include "daemon/core/engine.hpp"
 #include "daemon/core/probe_store.hpp"
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
+#include "daemon/logging/journal.hpp"
 #include "daemon/netlink/watcher.hpp"
 #include "daemon/peering/probers.hpp"
 #include "daemon/peering/session_host.hpp"
@@ -40,7 +42,7 @@ private:
     const SnapshotStore& store_;
 };
 
-int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
+int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log, bool text) {
     // One shot has no history to wait on: every finding fires now, and nothing persists.
     for (const auto& id : all_rule_ids()) cfg->rules[id].for_duration = Duration{0};
     cfg->daemon.state_dir.clear();
@@ -52,9 +54,13 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log) {
                                 .ucx_version = ucx_session_child_version(ucx_exe)},
                   store, log);
     auto snap = engine.collect_once();
-    auto out = api::status_json(*snap, Clock::now());
-    out["alerts"] = api::alerts_json(*snap)["alerts"];
-    std::cout << api::dump_json(out) << std::endl;
+    if (text) {
+        std::cout << api::once_text(*snap, api::want_color(STDOUT_FILENO)) << std::flush;
+    } else {
+        auto out = api::status_json(*snap, Clock::now());
+        out["alerts"] = api::alerts_json(*snap)["alerts"];
+        std::cout << api::dump_json(out) << std::endl;
+    }
     switch (overall_health(*snap)) {
         case Health::healthy: return 0;
         case Health::warning: return 1;
@@ -221,11 +227,11 @@ int main(int argc, char** argv) {
     if (flags->check_config && r.config)
         std::cout << (flags->config_path ? *flags->config_path : "built-in defaults") << ": ok\n";
     if (flags->check_config || !r.config) return r.config ? 0 : 1;
-    auto log = spdlog::stderr_color_mt("rocewatchd");
+    auto log = logging::make_logger("rocewatchd");
     log->set_level(spdlog::level::from_str(r.config->daemon.log_level));
     try {
         auto cfg = std::make_shared<Config>(std::move(*r.config));
-        return flags->once ? run_once(cfg, log) : run_daemon(*flags, cfg, log);
+        return flags->once ? run_once(cfg, log, flags->text) : run_daemon(*flags, cfg, log);
     } catch (const std::exception& e) {
         log->critical("{}", e.what());
         // --once speaks the node-health-check convention: 3 is "could not judge".

@@ -19,6 +19,7 @@ inline constexpr const char* peer_busy = kReasonPeerBusy;                // peer
 inline constexpr const char* protocol_error = "protocol_error";          // bad magic, short reply
 inline constexpr const char* version_mismatch = "version_mismatch";      // peer speaks another version
 inline constexpr const char* bad_target = "bad_target";                  // unusable address/settings
+inline constexpr const char* unknown_target = "unknown_target";          // GET /probe: no such configured peer/rail
 inline constexpr const char* local_bind_failed = "local_bind_failed";    // source address/interface
 inline constexpr const char* permission_denied = "permission_denied";
 inline constexpr const char* local_resources = "local_resources";  // fds, memory, buffers

@@ -22,9 +22,6 @@ constexpr auto kGidRefresh = std::chrono::seconds(60);
 constexpr std::size_t kMaxBlockedReads = 4;
 // A cycle's file reads that keep making progress are waited for this long in all.
 constexpr std::chrono::seconds kMaxCycleRead{60};
-// Unreadable files logged per cycle, and remembered as logged, at most.
-constexpr std::size_t kMaxLoggedPerCycle = 10;
-constexpr std::size_t kMaxLoggedFiles = 4096;
 
 // A cycle that skipped the GID tables takes them, and the netdev of ports bound where their
 // GID 0 points, from the previous snapshot.
@@ -334,19 +331,28 @@ void Engine::reap_blocked_reads() {
 // Each unreadable or garbled file once, and only a few new ones a cycle: a tree gone bad
 // all at once must not flood the journal.
 void Engine::log_read_errors(const std::vector<SysfsError>& errors) {
-    std::size_t logged = 0, later = 0;
+    logged_unreadable_.new_round();
     for (const auto& e : errors) {
-        if (logged_unreadable_.contains(e.path)) continue;
-        if (logged_unreadable_.size() >= kMaxLoggedFiles) break;
-        if (logged == kMaxLoggedPerCycle) {
-            ++later;
-            continue;
-        }
-        logged_unreadable_.insert(e.path);
-        ++logged;
+        if (!logged_unreadable_.admit(e.path)) continue;
+        logging::Fields f({{"FILE", e.path}});
         log_->warn("sysfs: {}: {} (value skipped; this file is logged once)", e.path, e.reason);
     }
-    if (later > 0) log_->warn("sysfs: {} more unreadable files, logged in the next cycles", later);
+    if (const auto later = logged_unreadable_.held_back(); later > 0)
+        log_->warn("sysfs: {} more unreadable files, logged in the next cycles", later);
+}
+
+void Engine::log_transitions(const std::vector<AlertTransition>& transitions) {
+    for (const auto& t : transitions) {
+        const auto how = logging::transition_log(t);
+        logging::Fields f({{"RULE", t.rule},
+                           {"OBJECT", t.object},
+                           {"DEVICE", logging::object_device(t.object)},
+                           {"SEVERITY", to_string(t.severity)},
+                           {"SCOPE", to_string(t.scope)},
+                           {"ALERT_STATE", to_string(t.to)}},
+                          how.priority);
+        log_->log(how.level, "{}", logging::transition_message(t));
+    }
 }
 
 std::shared_ptr<const Snapshot> Engine::collect_once() {
@@ -402,6 +408,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->collected_at = now;
     trends_->apply(*snap, now, cfg->thresholds);
     alerts_->update(evaluate_rules(*snap, *cfg), *cfg, now);
+    log_transitions(alerts_->last_transitions());
     snap->alerts = alerts_->active();
     snap->history = alerts_->history();
     save_state_if_changed();

@@ -18,6 +18,7 @@
 
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
+#include "daemon/logging/journal.hpp"
 #include "util/clock.hpp"
 #include "daemon/model/config.hpp"
 #include "daemon/model/probe.hpp"
@@ -82,6 +83,9 @@ private:
     FileRead gave_up(const Reading& r, std::chrono::milliseconds waited);
     void reap_blocked_reads();
     void log_read_errors(const std::vector<SysfsError>& errors);
+    // Every alert transition of the last update, at its priority, with RULE=, OBJECT=,
+    // DEVICE=, SEVERITY=, SCOPE= for the journal.
+    void log_transitions(const std::vector<AlertTransition>& transitions);
 
     EngineSources src_;
     SnapshotStore& store_;
@@ -116,9 +120,10 @@ private:
     std::shared_ptr<const std::set<std::string>> skip_ = std::make_shared<const std::set<std::string>>();
     // sysfs files kept open between cycles: a counter costs one pread (issue 14).
     std::shared_ptr<SysfsFileCache> sysfs_files_ = std::make_shared<SysfsFileCache>();
-    std::map<std::string, TimePoint> last_success_;      // by collector name
-    std::unordered_set<std::string> logged_unreadable_;  // each unreadable file is logged once
-    std::atomic<bool> stop_requested_{false};            // ends a wait on a blocked read
+    std::map<std::string, TimePoint> last_success_;  // by collector name
+    // Each unreadable file is logged once: at most 10 new ones a cycle, 4,096 remembered.
+    logging::OnceLimiter logged_unreadable_{10, 4096};
+    std::atomic<bool> stop_requested_{false};  // ends a wait on a blocked read
 };
 
 }  // namespace rocewatch

@@ -102,9 +102,9 @@ std::optional<ProbeJob> ProbeScheduler::find_job(const std::string& peer, const 
 }
 
 std::optional<std::shared_future<ProbeResult>> ProbeScheduler::submit(ProbeJob job) {
-    // Two waiting is enough: an operator's POST and one scrape. More would only queue up
-    // probes whose callers have given up.
-    constexpr size_t kMaxQueued = 2;
+    // An operator's POST and the GET /probe scrapes that may wait at once (3, peer_routes.cpp).
+    // More would only queue up probes whose callers have given up.
+    constexpr size_t kMaxQueued = 4;
     std::shared_future<ProbeResult> f;
     {
         std::lock_guard lock(mu_);

@@ -144,12 +144,17 @@ struct CollectorStatus {
 
 enum class Severity { info, warning, critical };
 enum class AlertState { inactive, pending, firing, resolved };
+// What an alert points at: this node, a peer, or the path between this node and a peer.
+// Only node-scoped alerts judge this node's health (--once's exit code, health_status):
+// node health checks drain nodes on it, and a dead peer must not drain its prober.
+enum class Scope { node, peer, path };
 
 // One finding of one rule about one object, as the pure rule evaluation produces it.
 struct Finding {
     std::string rule;    // "port_down"
     std::string object;  // "rocep1s0f0/1", "enp1s0f0np0", "bond0"
     Severity severity = Severity::warning;
+    Scope scope = Scope::node;                   // the rule's, set by evaluate_rules
     std::string summary;                         // one line: what is wrong, where
     std::string action;                          // what to do
     std::map<std::string, std::string> details;  // figures behind the verdict
@@ -160,6 +165,7 @@ struct Alert {
     std::string object;
     Severity severity = Severity::warning;
     AlertState state = AlertState::pending;
+    Scope scope = Scope::node;
     std::string summary;
     std::string action;
     std::map<std::string, std::string> details;
@@ -176,6 +182,7 @@ struct AlertTransition {
     AlertState from = AlertState::inactive;
     AlertState to = AlertState::pending;
     std::string summary;
+    Scope scope = Scope::node;
 };
 
 // ---------------------------------------------------------------- daemon status
@@ -213,13 +220,16 @@ struct Snapshot {
     uint64_t netlink_resyncs = 0;  // re-dumps after buffer overruns
 };
 
-// Overall verdict: critical if any critical alert fires, warning if any alert fires.
+// Overall verdict of this node: critical if any node-scoped critical alert fires, warning if
+// any node-scoped alert fires. Peer- and path-scoped alerts are reported, never counted.
 enum class Health { healthy, warning, critical };
 
 const char* to_string(Severity s);
 const char* to_string(AlertState s);
 const char* to_string(Health h);
+const char* to_string(Scope s);
 std::optional<Severity> severity_from_string(const std::string& s);
+std::optional<Scope> scope_from_string(const std::string& s);
 
 Health overall_health(const Snapshot& s);
 

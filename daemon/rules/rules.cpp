@@ -1007,49 +1007,55 @@ using RuleFn = void (*)(const Context&, Severity, Findings&);
 struct RuleDef {
     const char* id;
     Severity severity;
+    Scope scope;  // what its findings point at: this node, a peer, or the path to one
     const char* description;
     RuleFn fn;
 };
 
 constexpr RuleDef kRules[] = {
-    {"port_down", Severity::critical, "RDMA port not ACTIVE/LinkUp, or an expected rail missing", rule_port_down},
-    {"netdev_down", Severity::critical,
+    {"port_down", Severity::critical, Scope::node, "RDMA port not ACTIVE/LinkUp, or an expected rail missing",
+     rule_port_down},
+    {"netdev_down", Severity::critical, Scope::node,
      "netdev of an RDMA port (or expected interface) admin down, no carrier or not up", rule_netdev_down},
-    {"port_rate_low", Severity::warning, "RDMA port rate below expect.port_rate_gbps", rule_port_rate_low},
-    {"mtu_low", Severity::warning, "netdev MTU below expect.mtu", rule_mtu_low},
-    {"roce_mtu_low", Severity::warning, "RDMA active_mtu below expect.roce_active_mtu (default: max_mtu)",
+    {"port_rate_low", Severity::warning, Scope::node, "RDMA port rate below expect.port_rate_gbps", rule_port_rate_low},
+    {"mtu_low", Severity::warning, Scope::node, "netdev MTU below expect.mtu", rule_mtu_low},
+    {"roce_mtu_low", Severity::warning, Scope::node, "RDMA active_mtu below expect.roce_active_mtu (default: max_mtu)",
      rule_roce_mtu_low},
-    {"no_roce_v2_gid", Severity::critical, "netdev IPv4 address without a RoCE v2 GID entry", rule_no_roce_v2_gid},
-    {"gid_on_bond", Severity::critical, "RDMA device's netdev enslaved to a bond / GIDs pointing at a bond",
-     rule_gid_on_bond},
-    {"bond_slave_down", Severity::critical, "bond slave MII down (warning while another slave is up)",
+    {"no_roce_v2_gid", Severity::critical, Scope::node, "netdev IPv4 address without a RoCE v2 GID entry",
+     rule_no_roce_v2_gid},
+    {"gid_on_bond", Severity::critical, Scope::node,
+     "RDMA device's netdev enslaved to a bond / GIDs pointing at a bond", rule_gid_on_bond},
+    {"bond_slave_down", Severity::critical, Scope::node, "bond slave MII down (warning while another slave is up)",
      rule_bond_slave_down},
-    {"bond_degraded", Severity::warning, "bond with fewer slaves up than enslaved", rule_bond_degraded},
-    {"bond_link_failures", Severity::warning, "bond slave link failures inside the counter window",
+    {"bond_degraded", Severity::warning, Scope::node, "bond with fewer slaves up than enslaved", rule_bond_degraded},
+    {"bond_link_failures", Severity::warning, Scope::node, "bond slave link failures inside the counter window",
      rule_bond_link_failures},
-    {"bond_mode_reorders", Severity::warning, "bond in balance-rr mode (TCP reordering)", rule_bond_mode_reorders},
-    {"subnet_overlap", Severity::warning, "another interface holds an address in an RDMA netdev's IPv4 subnet",
-     rule_subnet_overlap},
-    {"error_counters", Severity::critical,
+    {"bond_mode_reorders", Severity::warning, Scope::node, "bond in balance-rr mode (TCP reordering)",
+     rule_bond_mode_reorders},
+    {"subnet_overlap", Severity::warning, Scope::node,
+     "another interface holds an address in an RDMA netdev's IPv4 subnet", rule_subnet_overlap},
+    {"error_counters", Severity::critical, Scope::node,
      "fatal RDMA error counters rising, symbol errors or ACK timeouts above threshold, receive errors or discards "
      "rising (warning)",
      rule_error_counters},
-    {"congestion", Severity::warning, "CNP or ECN-marked packet rates above threshold", rule_congestion},
-    {"link_flapping", Severity::warning, "carrier changes inside the flap window at or above threshold",
+    {"congestion", Severity::warning, Scope::node, "CNP or ECN-marked packet rates above threshold", rule_congestion},
+    {"link_flapping", Severity::warning, Scope::node, "carrier changes inside the flap window at or above threshold",
      rule_link_flapping},
-    {"peermem_missing", Severity::warning, "NVIDIA GPU present without nvidia_peermem (no GPUDirect RDMA)",
+    {"peermem_missing", Severity::warning, Scope::node, "NVIDIA GPU present without nvidia_peermem (no GPUDirect RDMA)",
      rule_peermem_missing},
-    {"peer_unreachable", Severity::critical, "every latest probe to a peer failed: unreachable, refused or timed out",
-     rule_peer_unreachable},
-    {"probe_bandwidth_low", Severity::warning, "probe bandwidth below probes.bw_fraction_of_link of the link rate",
-     rule_probe_bandwidth_low},
-    {"probe_latency_high", Severity::warning,
+    {"peer_unreachable", Severity::critical, Scope::peer,
+     "every latest probe to a peer failed: unreachable, refused or timed out", rule_peer_unreachable},
+    {"probe_bandwidth_low", Severity::warning, Scope::path,
+     "probe bandwidth below probes.bw_fraction_of_link of the link rate", rule_probe_bandwidth_low},
+    {"probe_latency_high", Severity::warning, Scope::path,
      "probe p99 latency above its kind's latency_threshold (else probes.latency_threshold)", rule_probe_latency_high},
-    {"rdma_fails_tcp_works", Severity::critical, "RDMA probe to a peer fails while TCP over the same rail works",
-     rule_rdma_fails_tcp_works},
-    {"rail_imbalance", Severity::warning, "one rail carried more than 90% of a multi-rail run", rule_rail_imbalance},
-    {"ucx_version_mismatch", Severity::warning, "the peer's UCX version differs from ours", rule_ucx_version_mismatch},
-    {"peer_config_mismatch", Severity::warning, "the peer's MTU or GID types on a rail differ from ours",
+    {"rdma_fails_tcp_works", Severity::critical, Scope::path,
+     "RDMA probe to a peer fails while TCP over the same rail works", rule_rdma_fails_tcp_works},
+    {"rail_imbalance", Severity::warning, Scope::path, "one rail carried more than 90% of a multi-rail run",
+     rule_rail_imbalance},
+    {"ucx_version_mismatch", Severity::warning, Scope::peer, "the peer's UCX version differs from ours",
+     rule_ucx_version_mismatch},
+    {"peer_config_mismatch", Severity::warning, Scope::peer, "the peer's MTU or GID types on a rail differ from ours",
      rule_peer_config_mismatch},
 };
 
@@ -1058,7 +1064,7 @@ constexpr RuleDef kRules[] = {
 const std::vector<RuleInfo>& rule_catalog() {
     static const std::vector<RuleInfo> catalog = [] {
         std::vector<RuleInfo> v;
-        for (const auto& r : kRules) v.push_back({r.id, r.severity, r.description});
+        for (const auto& r : kRules) v.push_back({r.id, r.severity, r.scope, r.description});
         return v;
     }();
     return catalog;
@@ -1073,6 +1079,12 @@ const std::vector<std::string>& all_rule_ids() {
     return ids;
 }
 
+Scope rule_scope(const std::string& id) {
+    for (const auto& r : kRules)
+        if (id == r.id) return r.scope;
+    return Scope::node;
+}
+
 std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {
     const Context ctx = make_context(s, c);
     std::vector<Finding> out;
@@ -1081,6 +1093,7 @@ std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {
         if (!settings.enabled) continue;
         const size_t first = out.size();
         r.fn(ctx, r.severity, out);
+        for (size_t i = first; i < out.size(); ++i) out[i].scope = r.scope;
         if (settings.severity)
             for (size_t i = first; i < out.size(); ++i) out[i].severity = *settings.severity;
     }

@@ -181,8 +181,10 @@ def main():
             lint = subprocess.run(["promtool", "check", "metrics"], stdin=open(metrics_file), capture_output=True,
                                   text=True)
             t.check(lint.returncode == 0, f"promtool accepts /metrics ({lint.stdout.strip()} {lint.stderr.strip()})")
-            code, body = a.get("/probe?target=node-b&module=ucx_put_lat")
-            t.check(code == 200 and "probe_success 1" in body, f"/probe module=ucx_put_lat: probe_success 1 ({code})")
+            # GET /probe runs only the kinds in probes.enabled (tcp_lat here; the UCX runs above are
+            # the operator's authenticated POSTs): a scrape cannot start UCX bandwidth runs.
+            code, body = a.get("/probe?target=node-b&module=ucx_put_lat", headers={"Authorization": f"Bearer {token}"})
+            t.check(code == 400 and "probes.enabled" in body, f"/probe module=ucx_put_lat, not enabled: 400 ({code})")
 
             # ---- the passive side's budget and auth
             b_url = f"http://10.78.0.2:{PORT_B}/api/v1/peer/ucx"

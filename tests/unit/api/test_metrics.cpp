@@ -134,7 +134,11 @@ TEST(Metrics, LinkBondAlertHostSelfFamilies) {
 
     EXPECT_EQ(samples(fams, "rocewatch_alert_active"), 4u);
     EXPECT_EQ(value(fams, "rocewatch_alert_active",
-                    {{"rule", "subnet_overlap"}, {"object", "wlP9s9"}, {"severity", "warning"}, {"state", "pending"}}),
+                    {{"rule", "subnet_overlap"},
+                     {"object", "wlP9s9"},
+                     {"severity", "warning"},
+                     {"state", "pending"},
+                     {"scope", "node"}}),
               1.0);
     EXPECT_EQ(samples(fams, "rocewatch_alerts"), 6u) << "all severity x state combinations";
     EXPECT_EQ(value(fams, "rocewatch_alerts", {{"severity", "warning"}, {"state", "firing"}}), 1.0);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "daemon/model/probe.hpp"
+#include "daemon/rules/alerts.hpp"
 #include "daemon/rules/rules.hpp"
 
 using namespace rocewatch;
@@ -252,3 +253,24 @@ TEST_F(ProbeRules, PeerConfigMismatchOnARailNamedByAddress) {
 }
 
 }  // namespace
+
+// Issue 10: a failure that points at a peer is reported, but does not make this node
+// unhealthy (node health checks drain nodes on --once's exit code and health_status).
+TEST_F(ProbeRules, PeerScopedAlertsDoNotMakeThisNodeUnhealthy) {
+    book.add(result(ProbeKind::tcp_lat, false, "timeout"));
+    book.add(result(ProbeKind::tcp_bw, false, "timeout"));
+    s.probes = std::make_shared<const ProbeBook>(book);
+    // This synthetic node is otherwise far from healthy (no port state, no carrier): judge it
+    // by this one rule only.
+    for (const auto& id : all_rule_ids())
+        if (id != "peer_unreachable") c.rules[id].enabled = false;
+    AlertTracker t;
+    t.update(evaluate_rules(s, c), c, Clock::now());
+    s.alerts = t.active();
+    auto it = std::find_if(s.alerts.begin(), s.alerts.end(),
+                           [](const Alert& a) { return a.rule == "peer_unreachable"; });
+    ASSERT_NE(it, s.alerts.end());
+    EXPECT_EQ(it->state, AlertState::firing);
+    EXPECT_EQ(it->severity, Severity::critical);
+    EXPECT_EQ(overall_health(s), Health::healthy) << "only node-scoped alerts judge this node";
+}
