@@ -7,6 +7,7 @@ lintian reports no error and no warning that debian/*.lintian-overrides does not
 
 Usage: test_pkg_deb.py SOURCE_ROOT. Skips (77) without the tools or root, or fails with CI=true.
 """
+import hashlib
 import os
 import re
 import shutil
@@ -49,7 +50,12 @@ if r.returncode != 0:
     sys.exit(1 if CI else 77)
 
 version = re.match(r"\S+ \(([^)]+)\)", (src / "debian/changelog").read_text()).group(1)
-tmp = Path(tempfile.mkdtemp(prefix="rocewatch-pkg-"))
+# A fixed directory per source tree: Debian's flags carry -ffile-prefix-map=<tree>=., so ccache
+# hits from one run to the next only when the tree's path is the same (a fresh mkdtemp path
+# made every compile a miss).
+tmp = Path(tempfile.gettempdir()) / f"rocewatch-pkg-{os.getuid()}-{hashlib.sha1(str(src).encode()).hexdigest()[:12]}"
+shutil.rmtree(tmp, ignore_errors=True)
+tmp.mkdir()
 tree = tmp / f"rocewatch-{version}"
 try:
     if os.environ.get("ROCEWATCH_PKG_DEB"):
