@@ -104,7 +104,12 @@ try:
     for d in ("prometheus", "grafana"):
         shipped = {p for p in paths if p.startswith(f"/usr/share/rocewatch/{d}/")}
         if (tree / d).is_dir():
-            want = {f"/usr/share/rocewatch/{p.relative_to(tree)}" for p in (tree / d).rglob("*")}
+            # The rules and dashboards: the YAML and JSON outside tests/, not build files or scripts.
+            want = {f"/usr/share/rocewatch/{p.relative_to(tree)}" for p in (tree / d).rglob("*")
+                    if p.suffix in (".yml", ".yaml", ".json") and "tests" not in p.relative_to(tree).parts}
+            extra = sorted(p for p in shipped if p.endswith((".py", "meson.build")) or "/tests/" in p)
+            if extra:
+                fail(f"{d}/: build files, scripts or tests in the package: {extra}")
             if want - shipped:
                 fail(f"{d}/ in the tree, not in the package: {sorted(want - shipped)}")
             else:
