@@ -135,13 +135,22 @@ def main():
     data_port = rwtest.free_port()
 
     with rwtest.Netns("ra") as na, rwtest.Netns("rb") as nb:
-        # Two rails in one subnet, as on hosts whose rails share a /24.
+        # Two rails in one subnet, as on hosts whose rails share a /24. Each node routes what it
+        # sends from a rail's address out of that rail (one table per rail), as such hosts must:
+        # else the peer's replies to rail 1 leave over rail 0, and a probe bound to rail 1 never
+        # sees them.
+        for ns in (na, nb):
+            sysctl(ns, "net.ipv4.conf.all.rp_filter", 0)
+            sysctl(ns, "net.ipv4.conf.default.rp_filter", 0)
         for i in (0, 1):
             na.ip("link", "add", f"r{i}a", "type", "veth", "peer", "name", f"r{i}b", "netns", nb.name)
             na.ip("addr", "add", f"10.88.0.{1 + 10 * i}/24", "dev", f"r{i}a")
             nb.ip("addr", "add", f"10.88.0.{2 + 10 * i}/24", "dev", f"r{i}b")
             na.ip("link", "set", f"r{i}a", "up")
             nb.ip("link", "set", f"r{i}b", "up")
+            for ns, dev, addr in ((na, f"r{i}a", f"10.88.0.{1 + 10 * i}"), (nb, f"r{i}b", f"10.88.0.{2 + 10 * i}")):
+                ns.ip("route", "add", "10.88.0.0/24", "dev", dev, "src", addr, "table", str(100 + i))
+                ns.ip("rule", "add", "from", addr, "table", str(100 + i))
         peers = (f'[[peers]]\nname = "node-b"\naddress = "10.88.0.2:{port_b}"\n'
                  '[[peers.rails]]\nname = "rail0"\nlocal_interface = "r0a"\nlocal_address = "10.88.0.1"\n'
                  'remote_address = "10.88.0.2"\n'

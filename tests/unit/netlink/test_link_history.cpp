@@ -58,7 +58,8 @@ TEST(LinkHistory, AddressesLostAndGainedBetweenDumps) {
 TEST(LinkHistory, BoundedOldestDropped) {
     LinkHistory h(3);
     h.observe_view({link(2, "eth0", true, true)}, at(0));
-    for (int i = 1; i <= 6; ++i) h.observe_link(link(2, "eth0", i % 2 == 0, i % 2 == 0), at(i), false);
+    for (int i = 1; i <= 6; ++i)
+        h.observe_link(link(2, "eth0", true, i % 2 == 0), at(i), false);  // one carrier change each
     ASSERT_EQ(h.events().size(), 3u);
     EXPECT_EQ(h.events().front().at, at(4));
     EXPECT_EQ(h.events().back().at, at(6));
