@@ -1,6 +1,8 @@
 // Probe results, peer hellos and the peer-facing checks, as JSON and metric text: pure functions.
 #include "api/probe_view.hpp"
 
+#include <sys/socket.h>
+
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -205,9 +207,21 @@ nlohmann::json hello_json(const Snapshot& s, uint16_t data_port) {
                 if (p.netdev == l.name)
                     for (const auto& g : p.gids)
                         if (!g.type.empty()) gid_types.insert(g.type);
-        nlohmann::json addrs = nlohmann::json::array();
-        for (const auto& a : l.addresses) addrs.push_back(a.address);
-        ifaces[l.name] = {{"mtu", l.mtu}, {"gid_types", gid_types}, {"addresses", std::move(addrs)}};
+        nlohmann::json addrs = nlohmann::json::array(), cidrs = nlohmann::json::array();
+        for (const auto& a : l.addresses) {
+            addrs.push_back(a.address);
+            if (a.family == AF_INET) cidrs.push_back(a.address + "/" + std::to_string(a.prefixlen));
+        }
+        nlohmann::json i = {{"mtu", l.mtu},
+                            {"gid_types", gid_types},
+                            {"addresses", std::move(addrs)},
+                            {"cidrs", std::move(cidrs)},
+                            {"mac", l.mac}};
+        // Who answers ARP for which address: what the peer's cabling checks need from us.
+        if (l.arp_ignore) i["arp_ignore"] = *l.arp_ignore;
+        if (l.arp_announce) i["arp_announce"] = *l.arp_announce;
+        if (l.rp_filter) i["rp_filter"] = *l.rp_filter;
+        ifaces[l.name] = std::move(i);
     }
     return {
         {"version", s.version},
@@ -232,6 +246,16 @@ PeerHello hello_from_json(const nlohmann::json& j) {
         PeerInterfaceInfo info;
         if (i.contains("mtu")) info.mtu = json_uint<uint32_t>(i["mtu"]);
         if (i.contains("gid_types")) info.gid_types = i["gid_types"].get<std::vector<std::string>>();
+        if (i.contains("mac") && i["mac"].is_string()) info.mac = i["mac"].get<std::string>();
+        if (i.contains("cidrs")) info.cidrs = i["cidrs"].get<std::vector<std::string>>();
+        auto small = [&](const char* key) -> std::optional<int> {
+            if (!i.contains(key)) return std::nullopt;
+            auto v = json_uint<uint8_t>(i[key]);
+            return v ? std::optional<int>(*v) : std::nullopt;
+        };
+        info.arp_ignore = small("arp_ignore");
+        info.arp_announce = small("arp_announce");
+        info.rp_filter = small("rp_filter");
         if (i.contains("addresses"))
             for (const auto& a : i["addresses"]) h.address_interface[a.get<std::string>()] = name;
         h.interfaces[name] = std::move(info);

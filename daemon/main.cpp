@@ -144,6 +144,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
+                                .link_events = [&] { return watcher->link_events(); },
                                 .ucx_version = ucx_version,
                                 .probes = [&] { return probe_store.latest(); },
                                 .wake = &wake},

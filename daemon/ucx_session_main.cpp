@@ -19,9 +19,8 @@ int main(int argc, char** argv) {
         return ::write(STDOUT_FILENO, line.data(), line.size()) == static_cast<ssize_t>(line.size()) ? 0 : 1;
     }
     if (argc == 2 && std::strcmp(argv[1], rocewatch::kUcxSessionFlag) == 0) return rocewatch::run_ucx_session_child();
-    static const char kUsage[] =
-        "usage: rocewatch-ucx-session --ucx-session | --version\n"
-        "started by rocewatchd for each UCX probe; not meant to be run by hand\n";
+    static const char kUsage[] = "usage: rocewatch-ucx-session --ucx-session | --version\n"
+                                 "started by rocewatchd for each UCX probe; not meant to be run by hand\n";
     (void)!::write(STDERR_FILENO, kUsage, sizeof kUsage - 1);
     return 64;
 }

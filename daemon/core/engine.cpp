@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "daemon/core/procfs_net.hpp"
 #include "daemon/rules/rules.hpp"
 #include "daemon/sysfs/rdma_sysfs.hpp"
 #include "daemon/sysfs/verbs.hpp"
@@ -381,6 +382,9 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     CollectorStatus nl_status{.name = "netlink"};
     try {
         snap->links = src_.links();
+        // What rtnetlink leaves out: ARP sysctls per link and the ARP table (cabling checks).
+        read_ipv4_conf(snap->links, cfg->daemon.procfs_root);
+        snap->neighbours = read_arp_table(cfg->daemon.procfs_root);
         nl_status.success = true;
     } catch (const std::exception& e) {
         nl_status.last_error = e.what();
@@ -389,6 +393,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     nl_status.duration_seconds = seconds_between(t0, SteadyClock::now());
     snap->netlink_events = src_.netlink_events();
     snap->netlink_resyncs = src_.netlink_resyncs();
+    snap->link_events = src_.link_events();
 
     snap->host.ucx_version = src_.ucx_version;
     snap->collectors = {files.sysfs, files.verbs, nl_status, files.host_status};

@@ -61,7 +61,8 @@ struct ProbeResult {
     double duration_seconds = 0;  // whole probe: connect, handshake, transfer, report
     // Empty on success. A short machine-friendly word from probes/errors.hpp (reason::...):
     // "peer_unreachable", "connection_refused", "timeout", "auth_refused", "peer_closed",
-    // "gid_mismatch", "qp_transition_failed", ...; "skipped_busy" when the scheduler did not
+    // "gid_mismatch", "qp_transition_failed", "rdma_no_ack", "rdma_receiver_not_ready",
+    // "rdma_flushed", "rdma_remote_refused", "local_port_down", ...; "skipped_busy" when the scheduler did not
     // run a bandwidth probe because the rail carried real traffic.
     std::string reason;
     std::string detail;  // human text: what failed, where, with errno text
@@ -102,6 +103,11 @@ struct ProbeKey {
 struct PeerInterfaceInfo {
     std::optional<uint32_t> mtu;         // netdev MTU
     std::vector<std::string> gid_types;  // distinct GID types on the interface's RDMA port
+    std::string mac;                     // "" where the peer did not say (older peers)
+    std::vector<std::string> cidrs;      // its IPv4 addresses with prefix: "10.0.0.2/24"
+    std::optional<int> arp_ignore;       // effective sysctls (max of "all" and its own)
+    std::optional<int> arp_announce;
+    std::optional<int> rp_filter;
 };
 
 struct PeerHello {

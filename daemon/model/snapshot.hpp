@@ -117,6 +117,29 @@ struct Link {
     std::optional<BondSlaveInfo> slave;  // when enslaved to a bond
     // Trend stage: carrier transitions inside the flap window.
     uint32_t transitions_in_window = 0;
+    // <procfs>/sys/net/ipv4/conf/<name>/: who answers ARP for which address, and reverse-path
+    // filtering; unset where unreadable.
+    std::optional<int> arp_ignore;
+    std::optional<int> arp_announce;
+    std::optional<int> rp_filter;
+};
+
+// A complete IPv4 neighbour (ARP) entry: who answered for an address, on which link.
+struct Neighbour {
+    std::string address;  // "192.168.100.12"
+    std::string mac;      // "30:c5:99:3e:6a:23", lower case
+    std::string link;     // our netdev it was learnt on
+};
+
+// A link's admin or carrier transition, or an address it lost or gained, as the netlink
+// watcher saw it: what verdicts that see only counters need to tell a planned change
+// (an admin-down to enslave a link or change its MTU) from a fault.
+struct LinkEvent {
+    TimePoint at{};
+    std::string link;     // netdev name at the time
+    std::string what;     // "admin_down", "admin_up", "carrier_down", "carrier_up",
+                          // "address_removed", "address_added"
+    std::string address;  // "192.168.100.11/24" for address events, else ""
 };
 
 // ---------------------------------------------------------------- host facts
@@ -216,6 +239,10 @@ struct Snapshot {
     // never null once the engine published (an empty book while probing is off).
     std::shared_ptr<const ProbeBook> probes;
     DaemonStatus daemon;
+    // Complete ARP entries (<procfs>/net/arp), for the cabling checks.
+    std::vector<Neighbour> neighbours;
+    // Link transitions and address changes seen by the netlink watcher, oldest first, bounded.
+    std::vector<LinkEvent> link_events;
     uint64_t netlink_events = 0;   // events seen since start
     uint64_t netlink_resyncs = 0;  // re-dumps after buffer overruns
 };

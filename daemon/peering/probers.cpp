@@ -40,8 +40,12 @@ ProbeResult tcp_prober(const ProberContext& ctx, const std::string&, const Probe
     t.rail = job.rail ? job.rail->name : "";
     if (job.rail) {
         t.address = job.rail->remote_address;
-        // The source address pins the rail; SO_BINDTODEVICE would need CAP_NET_RAW, which
-        // the unit does not grant.
+        // The probe proves its rail's path, not whichever path the routing table picks: with
+        // two rails in one subnet a source address alone leaves the kernel free to send over
+        // the other rail's link. SO_BINDTODEVICE pins the netdev; since Linux 5.7 a socket
+        // not yet bound to a device needs no CAP_NET_RAW for it (only re-binding does), so
+        // the unit's capability set suffices.
+        t.bind_interface = job.rail->local_interface;
         t.bind_address = job.rail->local_address;
     } else {
         auto where = parse_listen_address(job.peer.address);

@@ -11,7 +11,9 @@
 #include <string_view>
 
 #include "daemon/model/probe.hpp"
+#include "daemon/rules/cabling.hpp"
 #include "daemon/rules/ipv4.hpp"
+#include "daemon/rules/probe_paths.hpp"
 #include "daemon/rules/rail_resolve.hpp"
 
 namespace rocewatch {
@@ -410,6 +412,14 @@ void rule_no_roce_v2_gid(const Context& ctx, Severity sev, Findings& out) {
     }
 }
 
+// The IPv4 address the netlink history last saw `netdev` lose, "" when none.
+std::string former_ipv4(const Snapshot& s, const std::string& netdev) {
+    for (auto it = s.link_events.rbegin(); it != s.link_events.rend(); ++it)
+        if (it->link == netdev && it->what == "address_removed" && it->address.find(':') == std::string::npos)
+            return it->address;
+    return "";
+}
+
 void rule_gid_on_bond(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& jp : ctx.ports) {
         if (!jp.roce) continue;
@@ -437,10 +447,16 @@ void rule_gid_on_bond(const Context& ctx, Severity sev, Findings& out) {
         }
         summary += "; RDMA on " + jp.dev->name + " (memory registration, connections) fails";
 
-        // The bond's address can go back to one former slave only; the others need their own.
+        // The rail's own former address, where the netlink history saw it go (enslaving a
+        // link removes its addresses); else the bond's, which can go back to one former slave
+        // only, the others needing their own.
         std::string addr_hint = "<ip>/<prefix>";
         std::string addr_note;
-        if (const Link* b = find_link(ctx.s, bond); b) {
+        const std::string former = former_ipv4(ctx.s, nd);
+        if (!former.empty()) {
+            addr_hint = former;
+            addr_note = ", the address it held before";
+        } else if (const Link* b = find_link(ctx.s, bond); b) {
             if (auto a = ipv4_of(*b); !a.empty()) {
                 const bool first_slave = b->bond && !b->bond->slaves.empty() && b->bond->slaves.front() == nd;
                 if (first_slave)
@@ -460,6 +476,7 @@ void rule_gid_on_bond(const Context& ctx, Severity sev, Findings& out) {
                      "on interfaces RDMA does not use.",
                  {{"bond", bond},
                   {"netdev", jp.netdev},
+                  {"former_address", former.empty() ? "unknown" : former},
                   {"gid_indices_on_bond", on_bond.empty() ? "none" : join(on_bond)},
                   {"expected_gid_netdev", jp.netdev}}));
     }
@@ -638,6 +655,15 @@ constexpr CounterAdvice kRisingCounters[] = {
      "Check the cable and transceiver (`ethtool -m NETDEV`) and the peer's port."},
 };
 
+// Admin-downs of `netdev` the netlink history saw within `window` of the snapshot.
+uint64_t admin_downs_within(const Snapshot& s, const std::string& netdev, Duration window) {
+    if (netdev.empty()) return 0;
+    uint64_t n = 0;
+    for (const auto& e : s.link_events)
+        if (e.link == netdev && e.what == "admin_down" && e.at + window >= s.collected_at) ++n;
+    return n;
+}
+
 std::string with_netdev(const char* text, const std::string& netdev) {
     std::string s = text;
     const std::string nd = netdev.empty() ? "<netdev>" : netdev;
@@ -663,11 +689,29 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
         for (const auto& c : kFatalCounters) {
             auto it = p.window_increase.find(c.name);
             if (it == p.window_increase.end() || it->second == 0) continue;
+            uint64_t increase = it->second;
+            std::map<std::string, std::string> details{{"increase", num(increase)},
+                                                       {"window", window},
+                                                       {"expected", "0"}};
+            // A link taken down on purpose (to enslave it, to change its MTU) downs the port
+            // once: each admin-down the netlink history saw inside the window accounts for one.
+            uint64_t planned = 0;
+            if (std::string_view(c.name) == "link_downed") {
+                planned = admin_downs_within(ctx.s, jp.netdev, t.counter_window);
+                if (planned >= increase) continue;
+                if (planned > 0) {
+                    increase -= planned;
+                    details["increase"] = num(increase);
+                    details["admin_downs"] = num(planned);
+                }
+            }
             counter_finding(sev, c.name,
-                            port_words(jp) + ": " + c.name + " rose by " + num(it->second) + " in the last " + window +
-                                " (" + c.meaning + ")",
-                            with_netdev(c.action, jp.netdev),
-                            {{"increase", num(it->second)}, {"window", window}, {"expected", "0"}});
+                            port_words(jp) + ": " + c.name + " rose by " + num(increase) + " in the last " + window +
+                                " (" + c.meaning + ")" +
+                                (planned > 0 ? ", not counting " + plural(planned, "admin-down", "admin-downs") +
+                                                   " of " + jp.netdev
+                                             : ""),
+                            with_netdev(c.action, jp.netdev), std::move(details));
         }
 
         if (auto it = p.window_increase.find("symbol_error"); it != p.window_increase.end() && window_hours > 0) {
@@ -785,10 +829,6 @@ void rule_peermem_missing(const Context& ctx, Severity sev, Findings& out) {
 // Over the probe book (latest result per peer, rail and kind). Rules over RDMA and UCX
 // results see none until those probes exist; they are tested on synthetic results.
 
-bool unreachable_reason(const std::string& r) {
-    return r == "peer_unreachable" || r == "connection_refused" || r == "timeout";
-}
-
 std::string probe_object(const ProbeKey& k) {
     return k.peer + (k.rail.empty() ? "" : "/" + k.rail) + ":" + to_string(k.kind);
 }
@@ -815,29 +855,118 @@ std::optional<double> local_rate_bps(const Context& ctx, const ProbeKey& k) {
     return std::nullopt;
 }
 
+// Every failing probe path gets one verdict (probe_paths.hpp); each of these rules words its own.
+std::vector<PathVerdict> path_verdicts(const Context& ctx, const char* rule) {
+    std::vector<PathVerdict> v;
+    if (!ctx.s.probes) return v;
+    for (auto& p : judge_probe_paths(*ctx.s.probes))
+        if (p.rule == rule) v.push_back(std::move(p));
+    return v;
+}
+
+std::string kinds_and_reasons(const std::vector<const ProbeResult*>& v) {
+    std::vector<std::string> words;
+    for (const auto* r : v) words.push_back(std::string(to_string(r->kind)) + ": " + r->reason);
+    return join(words);
+}
+
+std::string reasons_of(const std::vector<const ProbeResult*>& v) {
+    std::vector<std::string> words;
+    for (const auto* r : v)
+        if (!contains(words, r->reason)) words.push_back(r->reason);
+    return join(words);
+}
+
+std::string over(const std::string& rail) { return rail.empty() ? "" : " over " + rail; }
+
 void rule_peer_unreachable(const Context& ctx, Severity sev, Findings& out) {
-    if (!ctx.s.probes) return;
-    // A peer is unreachable when its latest probe of every kind and rail failed that way.
-    std::map<std::string, std::pair<int, int>> by_peer;  // failed-unreachable, total
-    std::map<std::string, std::string> why;
-    for (const auto& [k, results] : ctx.s.probes->results) {
-        const ProbeResult* r = last_run(results);
-        if (!r) continue;
-        auto& [bad, total] = by_peer[k.peer];
-        ++total;
-        if (!r->success && unreachable_reason(r->reason)) {
-            ++bad;
-            why[k.peer] = r->reason;
+    for (const auto& v : path_verdicts(ctx, "peer_unreachable")) {
+        const std::string why = reasons_of(v.failed);
+        out.push_back(
+            make("peer_unreachable", sev, v.peer,
+                 "Peer " + v.peer + " is unreachable: its last probes failed (" + why + ")" +
+                     (v.rails.empty() ? "" : " on every rail (" + join(v.rails) + ")"),
+                 "Check that rocewatchd runs on " + v.peer +
+                     " and that its HTTP and probe data ports "
+                     "are reachable from here (routes, firewall, the rail links themselves).",
+                 {{"reason", why}, {"failed_probes", std::to_string(v.failed.size())}, {"rails", join(v.rails)}}));
+    }
+}
+
+void rule_rail_unreachable(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& v : path_verdicts(ctx, "rail_unreachable")) {
+        out.push_back(
+            make("rail_unreachable", sev, v.peer + "/" + v.rail,
+                 "Every probe to " + v.peer + " over rail " + v.rail + " fails (" + kinds_and_reasons(v.failed) +
+                     ") while other paths to " + v.peer + " pass: the rail to that peer is down",
+                 "Check the rail on both ends: the link and its carrier, the peer's address on the rail "
+                 "(`ip -br addr` on " +
+                     v.peer +
+                     "), its RoCE v2 GID, the VLAN and the switch port; `ping -I <rail netdev>` the peer's rail "
+                     "address.",
+                 {{"reason", reasons_of(v.failed)}, {"failed_probes", std::to_string(v.failed.size())}}));
+    }
+}
+
+void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) {
+    const auto cabling = judge_cabling(ctx.s, ctx.c);
+    for (const auto& v : path_verdicts(ctx, "rdma_fails_tcp_works")) {
+        // Where the cabling checks know why (TCP answered by the peer's wrong NIC), they say it,
+        // rather than send people to the RDMA set-up.
+        const Finding* cause = nullptr;
+        for (const auto& f : cabling)
+            if (f.object == v.peer + "/" + v.rail && f.rule != "rail_subnet_mismatch") cause = &f;
+        for (const auto* r : v.failed) {
+            const ProbeKey k{r->peer, r->rail, r->kind};
+            if (cause) {
+                out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
+                                   "RDMA to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                                       ") while TCP works, but TCP reached the peer's wrong NIC (" + cause->rule +
+                                       "): " + cause->summary,
+                                   cause->action, {{"reason", r->reason}, {"cause", cause->rule}}));
+                continue;
+            }
+            out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
+                               "RDMA to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                                   ") while TCP over the same path works: the network carries IP, so the fault is "
+                                   "in the RDMA set-up",
+                               "Check the GID index (a RoCE v2 GID holding the rail's IPv4 address on both ends), "
+                               "the RoCE MTU on both ends, and the QP settings (path MTU, GID type, PFC/ECN for "
+                               "lossless traffic); `show_gids` on both nodes.",
+                               {{"reason", r->reason}}));
         }
     }
-    for (const auto& [peer, n] : by_peer) {
-        if (n.first == 0 || n.first != n.second) continue;
-        out.push_back(make("peer_unreachable", sev, peer,
-                           "Peer " + peer + " is unreachable: its last probes failed (" + why[peer] + ")",
-                           "Check that rocewatchd runs on " + peer +
-                               " and that its HTTP and probe data ports "
-                               "are reachable from here (routes, firewall, the rail links themselves).",
-                           {{"reason", why[peer]}, {"failed_probes", std::to_string(n.first)}}));
+}
+
+void rule_tcp_fails_rdma_works(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& v : path_verdicts(ctx, "tcp_fails_rdma_works")) {
+        for (const auto* r : v.failed) {
+            const ProbeKey k{r->peer, r->rail, r->kind};
+            out.push_back(make("tcp_fails_rdma_works", sev, probe_object(k),
+                               "TCP to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                                   ") while RDMA over the same path works: the RDMA port answers, so the fault is "
+                                   "in IP or in the peer's daemon",
+                               "Check the peer's probe data port and firewall (nftables/iptables on both ends), that "
+                               "rocewatchd runs on " +
+                                   v.peer +
+                                   ", and the rail netdev's address and routes on both ends (the TCP probe is bound "
+                                   "to the rail's interface).",
+                               {{"reason", r->reason}}));
+        }
+    }
+}
+
+void rule_probe_failed(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& v : path_verdicts(ctx, "probe_failed")) {
+        for (const auto* r : v.failed) {
+            const ProbeKey k{r->peer, r->rail, r->kind};
+            out.push_back(make("probe_failed", sev, probe_object(k),
+                               std::string(to_string(r->kind)) + " to " + v.peer + over(v.rail) + " fails (" +
+                                   r->reason + ")" + (r->detail.empty() ? "" : ": " + r->detail),
+                               "Read the probe's detail (GET /api/v1/probes); the reason names what was observed. "
+                               "Run the probe again on demand (POST /api/v1/probe) after a change.",
+                               {{"reason", r->reason}}));
+        }
     }
 }
 
@@ -881,30 +1010,6 @@ void rule_probe_latency_high(const Context& ctx, Severity sev, Findings& out) {
                            "peer CPU; compare with the other rails.",
                            {{"p99_seconds", std::to_string(r.latency->p99)},
                             {"typical_seconds", std::to_string(r.latency->typical)}}));
-    }
-}
-
-void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) {
-    if (!ctx.s.probes) return;
-    std::set<std::string> tcp_ok;
-    // A probe that did not run (our rail busy, the peer busy with another session) says
-    // nothing about the path: judge the newest one that did, on both sides of the comparison.
-    for (const auto& [k, results] : ctx.s.probes->results)
-        if (const ProbeResult* r = last_run(results); is_tcp_kind(k.kind) && r && r->success)
-            tcp_ok.insert(k.peer + "/" + k.rail);
-    for (const auto& [k, results] : ctx.s.probes->results) {
-        const ProbeResult* ran = is_rdma_kind(k.kind) ? last_run(results) : nullptr;
-        if (!ran) continue;
-        const ProbeResult& r = *ran;
-        if (r.success || !tcp_ok.count(k.peer + "/" + k.rail)) continue;
-        out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
-                           "RDMA to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) + " fails (" + r.reason +
-                               ") while TCP over the same path works: the network carries IP, so the fault is in "
-                               "the RDMA set-up",
-                           "Check the GID index (a RoCE v2 GID holding the rail's IPv4 address on both ends), the "
-                           "RoCE MTU on both ends, and the QP settings (path MTU, GID type, PFC/ECN for lossless "
-                           "traffic); `show_gids` on both nodes.",
-                           {{"reason", r.reason}}));
     }
 }
 
@@ -1000,6 +1105,25 @@ void rule_peer_config_mismatch(const Context& ctx, Severity sev, Findings& out) 
     }
 }
 
+// ---------------------------------------------------------------- cabling (cabling.hpp)
+
+void cabling_rule(const Context& ctx, const char* rule, Severity sev, Findings& out) {
+    for (auto& f : judge_cabling(ctx.s, ctx.c))
+        if (f.rule == rule) {
+            f.severity = sev;
+            out.push_back(std::move(f));
+        }
+}
+void rule_rails_crossed(const Context& ctx, Severity sev, Findings& out) {
+    cabling_rule(ctx, "rails_crossed", sev, out);
+}
+void rule_arp_answered_by_wrong_nic(const Context& ctx, Severity sev, Findings& out) {
+    cabling_rule(ctx, "arp_answered_by_wrong_nic", sev, out);
+}
+void rule_rail_subnet_mismatch(const Context& ctx, Severity sev, Findings& out) {
+    cabling_rule(ctx, "rail_subnet_mismatch", sev, out);
+}
+
 // ---------------------------------------------------------------- the table
 
 using RuleFn = void (*)(const Context&, Severity, Findings&);
@@ -1044,19 +1168,35 @@ constexpr RuleDef kRules[] = {
     {"peermem_missing", Severity::warning, Scope::node, "NVIDIA GPU present without nvidia_peermem (no GPUDirect RDMA)",
      rule_peermem_missing},
     {"peer_unreachable", Severity::critical, Scope::peer,
-     "every latest probe to a peer failed: unreachable, refused or timed out", rule_peer_unreachable},
+     "every latest probe to a peer failed: unreachable, refused, timed out or no RDMA ACK", rule_peer_unreachable},
+    {"rail_unreachable", Severity::critical, Scope::path,
+     "every probe to a peer over one rail fails (RDMA and TCP) while other paths to it pass", rule_rail_unreachable},
     {"probe_bandwidth_low", Severity::warning, Scope::path,
      "probe bandwidth below probes.bw_fraction_of_link of the link rate", rule_probe_bandwidth_low},
     {"probe_latency_high", Severity::warning, Scope::path,
      "probe p99 latency above its kind's latency_threshold (else probes.latency_threshold)", rule_probe_latency_high},
     {"rdma_fails_tcp_works", Severity::critical, Scope::path,
      "RDMA probe to a peer fails while TCP over the same rail works", rule_rdma_fails_tcp_works},
+    {"tcp_fails_rdma_works", Severity::critical, Scope::path,
+     "TCP probe to a peer fails while RDMA over the same rail works", rule_tcp_fails_rdma_works},
+    {"probe_failed", Severity::warning, Scope::path,
+     "a probe kind fails in a way no other probe verdict covers (its family passes, the other family was not "
+     "probed, or another reason)",
+     rule_probe_failed},
     {"rail_imbalance", Severity::warning, Scope::path, "one rail carried more than 90% of a multi-rail run",
      rule_rail_imbalance},
     {"ucx_version_mismatch", Severity::warning, Scope::peer, "the peer's UCX version differs from ours",
      rule_ucx_version_mismatch},
     {"peer_config_mismatch", Severity::warning, Scope::peer, "the peer's MTU or GID types on a rail differ from ours",
      rule_peer_config_mismatch},
+    {"rails_crossed", Severity::critical, Scope::path,
+     "a rail's neighbour for the peer's rail address is the peer's NIC of another rail (another subnet)",
+     rule_rails_crossed},
+    {"arp_answered_by_wrong_nic", Severity::warning, Scope::peer,
+     "the peer's NIC of another rail in the same subnet answered ARP for the rail's address (arp_ignore=0)",
+     rule_arp_answered_by_wrong_nic},
+    {"rail_subnet_mismatch", Severity::warning, Scope::path,
+     "the peer's rail address is on none of our rail netdev's subnets", rule_rail_subnet_mismatch},
 };
 
 }  // namespace

@@ -165,11 +165,14 @@ TEST_F(SchedulerTest, OnDemandProbesRunOnTheWorkerAndTheQueueIsBounded) {
     auto job = s->find_job("spark-b", "rail0", ProbeKind::tcp_lat);
     ASSERT_TRUE(job);
     EXPECT_FALSE(s->find_job("spark-c", "", ProbeKind::tcp_lat));
+    // Four wait (three concurrent /probe scrapes and one more); the fifth is refused.
     auto f1 = s->submit(*job);
     auto f2 = s->submit(*job);
     auto f3 = s->submit(*job);
-    ASSERT_TRUE(f1 && f2);
-    EXPECT_FALSE(f3) << "a full queue refuses";
+    auto f4 = s->submit(*job);
+    auto f5 = s->submit(*job);
+    ASSERT_TRUE(f1 && f2 && f3 && f4);
+    EXPECT_FALSE(f5) << "a full queue refuses";
     EXPECT_EQ(f1->wait_for(0s), std::future_status::timeout) << "nothing runs on the caller's thread";
     s->run_due(now);
     ASSERT_EQ(f1->wait_for(0s), std::future_status::ready);
