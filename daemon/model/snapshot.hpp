@@ -189,6 +189,18 @@ struct DaemonStatus {
     bool ready = false;                           // first full collection done
 };
 
+// The Alertmanager notifier's counters (daemon/alertmanager), as its metrics export them.
+struct AlertmanagerStats {
+    struct Target {
+        std::string url;
+        uint64_t sent = 0;    // alerts delivered (2xx)
+        uint64_t errors = 0;  // alerts in POSTs that failed
+    };
+    std::vector<Target> targets;
+    uint64_t dropped = 0;       // alerts pushed out of the full queue, never sent
+    uint64_t queue_length = 0;  // alerts waiting
+};
+
 struct Config;
 struct ProbeBook;  // model/probe.hpp
 
@@ -209,8 +221,9 @@ struct Snapshot {
     // never null once the engine published (an empty book while probing is off).
     std::shared_ptr<const ProbeBook> probes;
     DaemonStatus daemon;
-    uint64_t netlink_events = 0;   // events seen since start
-    uint64_t netlink_resyncs = 0;  // re-dumps after buffer overruns
+    uint64_t netlink_events = 0;                    // events seen since start
+    uint64_t netlink_resyncs = 0;                   // re-dumps after buffer overruns
+    std::optional<AlertmanagerStats> alertmanager;  // absent while no Alertmanager is configured
 };
 
 // Overall verdict: critical if any critical alert fires, warning if any alert fires.
