@@ -16,6 +16,7 @@
 #include "api/json_view.hpp"
 #include "api/peer_routes.hpp"
 #include "api/server.hpp"
+#include "daemon/alertmanager/notifier.hpp"
 #include "daemon/config/config_loader.hpp"
 #include "daemon/config/flags.hpp"
 #include "daemon/core/engine.hpp"
@@ -67,6 +68,7 @@ struct Running {
     std::shared_ptr<const Config>& probe_config;
     Engine& engine;
     ProbeScheduler& scheduler;
+    alertmanager::Notifier& notifier;
     bool probing;
 };
 
@@ -83,6 +85,7 @@ void reload(const Flags& flags, Running& run, spdlog::logger& log) {
     log.set_level(spdlog::level::from_str(r.config->daemon.log_level));
     run.config = std::make_shared<const Config>(std::move(*r.config));
     run.engine.apply_config(run.config);
+    run.notifier.apply_config(*run.config);
     run.scheduler.stop();
     run.probe_config = run.config;
     run.scheduler.apply_config(run.config);
@@ -126,10 +129,12 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     ProbeStore probe_store;
     probe_store.set_on_change([&] { wake.raise(); });
     auto watcher = NetlinkWatcher::create(log, [&] { wake.raise(); });
+    alertmanager::Notifier notifier(*cfg, {.snapshots = [&] { return store.latest(); }, .log = log});
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
+                                .alertmanager = [&] { return notifier.stats(); },
                                 .ucx_version = linked_ucx_version(),
                                 .probes = [&] { return probe_store.latest(); },
                                 .wake = &wake},
@@ -179,12 +184,14 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     std::thread engine_thread([&] { engine.run(); });
     if (probing.data_port) probing.data_port->start();
     if (probing.token) scheduler.start();
+    notifier.start();
     sd_notify(0, "READY=1\nSTATUS=collecting");
 
-    Running run{cfg, probe_config, engine, scheduler, probing.token.has_value()};
+    Running run{cfg, probe_config, engine, scheduler, notifier, probing.token.has_value()};
     serve(flags, sigs, run, store, *log);
     sd_notify(0, "STOPPING=1");
     api->stop();
+    notifier.stop();
     scheduler.stop();
     sessions.stop();
     if (probing.data_port) probing.data_port->stop();

@@ -11,7 +11,7 @@ build_pkgs=(
 )
 test_pkgs=(
   libgtest-dev libgmock-dev
-  prometheus prometheus-node-exporter python3 kmod cpio procps
+  prometheus prometheus-node-exporter prometheus-alertmanager python3 kmod cpio procps
   clang-format  # scripts/check-format.sh
   clang libclang-rt-14-dev llvm  # scripts/fuzz.sh: clang++, libFuzzer and ASan runtimes, llvm-symbolizer
   # the QEMU test bed: Debian's own kernel has rdma_rxe and bonding; this host's may not

@@ -383,6 +383,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     nl_status.duration_seconds = seconds_between(t0, SteadyClock::now());
     snap->netlink_events = src_.netlink_events();
     snap->netlink_resyncs = src_.netlink_resyncs();
+    snap->alertmanager = src_.alertmanager();
 
     snap->host.ucx_version = src_.ucx_version;
     snap->collectors = {files.sysfs, files.verbs, nl_status, files.host_status};
