@@ -96,7 +96,10 @@ std::vector<OutgoingAlert> AlertBook::step(const std::vector<Alert>& alerts, con
         firing.insert(key);
         auto it = entries_.find(key);
         if (it == entries_.end() || it->second.resolved_at) {
-            entries_[key] = Entry{.alert = a, .resolved_at = std::nullopt, .last_sent = std::nullopt, .changed = true};  // new, or firing again after it resolved
+            entries_[key] = Entry{.alert = a,
+                                  .resolved_at = std::nullopt,
+                                  .last_sent = std::nullopt,
+                                  .changed = true};  // new, or firing again after it resolved
             continue;
         }
         Entry& e = it->second;

@@ -26,7 +26,9 @@ Alert firing_alert(std::string rule = "mtu_low", std::string object = "enp1s0f0n
 }
 
 BookSettings settings() {
-    return {.node = "spark-a", .generator_base = "http://spark-a:9879", .resend_interval = 1min,
+    return {.node = "spark-a",
+            .generator_base = "http://spark-a:9879",
+            .resend_interval = 1min,
             .resolved_retention = 15min};
 }
 
