@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
@@ -177,10 +180,20 @@ TEST(Notifier, DeliversFiringAlertsWithLabelsAndAnnotations) {
 TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {
     Snapshots snaps(snapshot_with_firing_alert());
     // A port that was free a moment ago: connection refused.
+    // (A plain socket: httplib::Server keeps its socket open until stop(), and with SO_REUSEPORT
+    // a second server on the port would share the connections with it.)
     int port = 0;
     {
-        httplib::Server probe;
-        port = probe.bind_to_any_port("127.0.0.1");
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        ASSERT_GE(fd, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+        port = ntohs(a.sin_port);
+        close(fd);
     }
     Notifier n(config_for("http://127.0.0.1:" + std::to_string(port)),
                {.snapshots = [&] { return snaps.get(); }, .log = quiet()});
