@@ -237,6 +237,24 @@ void host_families(Builder& bld, const Snapshot& s) {
     if (!s.host.ucx_version.empty()) add(ucx, {{"version", s.host.ucx_version}}, 1);
 }
 
+// The notifier's counters; the families are left out while no Alertmanager is configured.
+void alertmanager_families(Builder& bld, const Snapshot& s) {
+    auto& sent = bld.counter("rocewatch_alertmanager_notifications_total",
+                             "Alerts delivered to the Alertmanager (2xx answers) since start.");
+    auto& errors = bld.counter("rocewatch_alertmanager_errors_total",
+                               "Alerts in POSTs to the Alertmanager that failed (no answer, or not 2xx) since start.");
+    auto& dropped = bld.counter("rocewatch_alertmanager_dropped_total",
+                                "Alerts dropped, unsent, from the full notification queue since start.");
+    auto& queued = bld.gauge("rocewatch_alertmanager_queue_length", "Alerts waiting to be sent to Alertmanager.");
+    if (!s.alertmanager) return;
+    for (const auto& t : s.alertmanager->targets) {
+        add(sent, {{"alertmanager", t.url}}, static_cast<double>(t.sent));
+        add(errors, {{"alertmanager", t.url}}, static_cast<double>(t.errors));
+    }
+    add(dropped, {}, static_cast<double>(s.alertmanager->dropped));
+    add(queued, {}, static_cast<double>(s.alertmanager->queue_length));
+}
+
 void self_families(Builder& bld, const Snapshot& s) {
     auto& ok = bld.gauge("rocewatch_collector_success", "1 when the collector's last round succeeded, else 0.");
     auto& dur = bld.gauge("rocewatch_collector_duration_seconds", "Duration of the collector's last round in seconds.");
@@ -261,6 +279,7 @@ void self_families(Builder& bld, const Snapshot& s) {
     add(bld.counter("rocewatch_netlink_resyncs_total",
                     "Full netlink re-dumps after socket buffer overruns since start."),
         {}, static_cast<double>(s.netlink_resyncs));
+    alertmanager_families(bld, s);
     add(bld.gauge("rocewatch_config_last_reload_successful", "1 when the last configuration reload succeeded, else 0."),
         {}, b(s.daemon.config_last_reload_ok));
     auto& reload_ts = bld.gauge("rocewatch_config_last_reload_success_timestamp_seconds",

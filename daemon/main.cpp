@@ -17,6 +17,7 @@
 #include "api/peer_routes.hpp"
 #include "api/server.hpp"
 #include "api/text_view.hpp"
+#include "daemon/alertmanager/notifier.hpp"
 #include "daemon/config/config_loader.hpp"
 #include "daemon/config/flags.hpp"
 #include "daemon/core/engine.hpp"
@@ -76,6 +77,7 @@ struct Running {
     std::shared_ptr<const Config>& probe_config;
     Engine& engine;
     ProbeScheduler& scheduler;
+    alertmanager::Notifier& notifier;
     bool probing;
 };
 
@@ -92,6 +94,7 @@ void reload(const Flags& flags, Running& run, spdlog::logger& log) {
     log.set_level(spdlog::level::from_str(r.config->daemon.log_level));
     run.config = std::make_shared<const Config>(std::move(*r.config));
     run.engine.apply_config(run.config);
+    run.notifier.apply_config(*run.config);
     run.scheduler.stop();
     run.probe_config = run.config;
     run.scheduler.apply_config(run.config);
@@ -140,11 +143,13 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     if (ucx_version.empty())
         log->warn("UCX probes unavailable: no working {} beside rocewatchd or in {}", kUcxSessionExe,
                   ROCEWATCH_UCX_LIBEXEC_DIR);
+    alertmanager::Notifier notifier(*cfg, {.snapshots = [&] { return store.latest(); }, .log = log});
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
                                 .link_events = [&] { return watcher->link_events(); },
+                                .alertmanager = [&] { return notifier.stats(); },
                                 .ucx_version = ucx_version,
                                 .probes = [&] { return probe_store.latest(); },
                                 .wake = &wake},
@@ -194,12 +199,14 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     std::thread engine_thread([&] { engine.run(); });
     if (probing.data_port) probing.data_port->start();
     if (probing.token) scheduler.start();
+    notifier.start();
     sd_notify(0, "READY=1\nSTATUS=collecting");
 
-    Running run{cfg, probe_config, engine, scheduler, probing.token.has_value()};
+    Running run{cfg, probe_config, engine, scheduler, notifier, probing.token.has_value()};
     serve(flags, sigs, run, store, *log);
     sd_notify(0, "STOPPING=1");
     api->stop();
+    notifier.stop();
     scheduler.stop();
     sessions.stop();
     if (probing.data_port) probing.data_port->stop();

@@ -12,7 +12,7 @@ build_pkgs=(
 )
 test_pkgs=(
   libgtest-dev libgmock-dev
-  prometheus prometheus-node-exporter python3 python3-yaml kmod cpio procps
+  prometheus prometheus-node-exporter prometheus-alertmanager python3 python3-yaml kmod cpio procps
   clang-format  # scripts/check-format.sh
   lintian systemd man-db  # pkg_deb's lintian, systemd-analyze verify of the unit and its man pages
   clang libclang-rt-14-dev llvm  # scripts/fuzz.sh: clang++, libFuzzer and ASan runtimes, llvm-symbolizer

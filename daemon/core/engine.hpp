@@ -38,6 +38,8 @@ struct EngineSources {
     std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
     // The watcher's link transitions and address changes (netlink/history.hpp).
     std::function<std::vector<LinkEvent>()> link_events = [] { return std::vector<LinkEvent>{}; };
+    // The Alertmanager notifier's counters; nothing while none is configured.
+    std::function<std::optional<AlertmanagerStats>()> alertmanager = [] { return std::optional<AlertmanagerStats>{}; };
     std::function<TimePoint()> now = [] { return Clock::now(); };
     std::string ucx_version;  // of the UCX this binary is linked with, "" without UCX
     // The probe scheduler's latest book (core/probe_store.hpp); an empty book when unset.

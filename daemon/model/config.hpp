@@ -159,6 +159,20 @@ struct PeerConfig {
     std::vector<PeerRailConfig> rails;
 };
 
+// [alertmanager]: where the daemon pushes its own firing and resolved alerts, as Prometheus
+// does (Alertmanager's v2 API). No urls: nothing is pushed.
+struct AlertmanagerConfig {
+    std::vector<std::string> urls;                      // "http://am:9093", an optional path prefix
+    Duration resend_interval{std::chrono::minutes(1)};  // every alert again after this long
+    Duration timeout{std::chrono::seconds(10)};         // per POST: to connect, to send, to answer
+    std::string node;                                   // the node label; "" = the host name
+    std::string external_url;                           // base of generatorURL; "" = from listen
+    std::string bearer_token_file;                      // "Authorization: Bearer <its content>"
+    std::string basic_auth_username;                    // with basic_auth_password_file
+    std::string basic_auth_password_file;
+    uint32_t queue_capacity = 10000;  // alerts waiting to be sent; beyond it the oldest go
+};
+
 struct Config {
     std::string source;  // file it came from, "" for defaults
     DaemonConfig daemon;
@@ -167,6 +181,7 @@ struct Config {
     std::map<std::string, RuleSettings> rules;  // by rule id; absent = defaults
     ProbesConfig probes;
     std::vector<PeerConfig> peers;
+    AlertmanagerConfig alertmanager;
 };
 
 enum class ProbeKind;

@@ -219,6 +219,18 @@ struct DaemonStatus {
     bool ready = false;                           // first full collection done
 };
 
+// The Alertmanager notifier's counters (daemon/alertmanager), as its metrics export them.
+struct AlertmanagerStats {
+    struct Target {
+        std::string url;
+        uint64_t sent = 0;    // alerts delivered (2xx)
+        uint64_t errors = 0;  // alerts in POSTs that failed
+    };
+    std::vector<Target> targets;
+    uint64_t dropped = 0;       // alerts pushed out of the full queue, never sent
+    uint64_t queue_length = 0;  // alerts waiting
+};
+
 struct Config;
 struct ProbeBook;  // model/probe.hpp
 
@@ -243,8 +255,9 @@ struct Snapshot {
     std::vector<Neighbour> neighbours;
     // Link transitions and address changes seen by the netlink watcher, oldest first, bounded.
     std::vector<LinkEvent> link_events;
-    uint64_t netlink_events = 0;   // events seen since start
-    uint64_t netlink_resyncs = 0;  // re-dumps after buffer overruns
+    uint64_t netlink_events = 0;                    // events seen since start
+    uint64_t netlink_resyncs = 0;                   // re-dumps after buffer overruns
+    std::optional<AlertmanagerStats> alertmanager;  // absent while no Alertmanager is configured
 };
 
 // Overall verdict of this node: critical if any node-scoped critical alert fires, warning if
