@@ -2,6 +2,7 @@
 #include "api/json_view.hpp"
 
 #include "daemon/model/probe.hpp"
+#include "daemon/model/rdma_port.hpp"
 #include "util/clock.hpp"
 
 #include <sys/socket.h>
@@ -43,7 +44,7 @@ json gid_json(const GidEntry& g) {
             {"ipv4", g.ipv4.empty() ? json(nullptr) : json(g.ipv4)}};
 }
 
-json port_json(const RdmaPort& p) {
+json port_json(const RdmaDevice& d, const RdmaPort& p) {
     json gids = json::array();
     for (const auto& g : p.gids) gids.push_back(gid_json(g));
     json roce_gid = nullptr;
@@ -59,6 +60,7 @@ json port_json(const RdmaPort& p) {
         {"rate_gbps", opt(p.rate_gbps)},
         {"rate_text", p.rate_text},
         {"link_layer", p.link_layer},
+        {"nic_family", to_string(nic_family(d, p))},
         {"netdev", p.netdev.empty() ? json(nullptr) : json(p.netdev)},
         {"active_mtu", opt(p.active_mtu)},
         {"max_mtu", opt(p.max_mtu)},
@@ -79,7 +81,7 @@ json port_json(const RdmaPort& p) {
 
 json device_object(const RdmaDevice& d) {
     json ports = json::array();
-    for (const auto& p : d.ports) ports.push_back(port_json(p));
+    for (const auto& p : d.ports) ports.push_back(port_json(d, p));
     return {{"name", d.name},           {"driver", d.driver},
             {"node_guid", d.node_guid}, {"sys_image_guid", d.sys_image_guid},
             {"fw_ver", d.fw_ver},       {"board_id", d.board_id},

@@ -66,7 +66,8 @@ double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_s
 bool is_counter_name(const std::string& hw_counter) { return hw_counter != "lifespan"; }
 
 void rdma_families(Builder& bld, const Snapshot& s) {
-    auto& dev_info = bld.gauge("rocewatch_rdma_device_info", "RDMA device metadata; always 1.");
+    auto& dev_info = bld.gauge("rocewatch_rdma_device_info",
+                               "RDMA device metadata; always 1. node_type: 1: CA (InfiniBand, RoCE), 4: RNIC (iWARP).");
     auto& port_info = bld.gauge("rocewatch_rdma_port_info", "RDMA port metadata; always 1.");
     auto& state = bld.gauge("rocewatch_rdma_port_state", "RDMA port logical state as sysfs numbers it (4 = ACTIVE).");
     auto& phys = bld.gauge("rocewatch_rdma_port_phys_state",
@@ -104,7 +105,8 @@ void rdma_families(Builder& bld, const Snapshot& s) {
              {"driver", d.driver},
              {"fw_ver", d.fw_ver},
              {"node_guid", d.node_guid},
-             {"board_id", d.board_id}},
+             {"board_id", d.board_id},
+             {"node_type", d.node_type}},
             1);
         for (const auto& p : d.ports) {
             const std::string port = std::to_string(p.port);

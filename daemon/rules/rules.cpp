@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "daemon/model/probe.hpp"
+#include "daemon/model/rdma_port.hpp"
 #include "daemon/rules/ipv4.hpp"
 #include "daemon/rules/rail_resolve.hpp"
 
@@ -24,7 +25,9 @@ struct JudgedPort {
     const RdmaPort* port = nullptr;
     std::string object;  // "rocep1s0f0/1"
     std::string netdev;  // "" when unknown
-    bool roce = true;    // Ethernet link layer: the netdev rules apply
+    NicFamily family = NicFamily::roce;
+    bool roce = true;      // an Ethernet port of a CA: the RoCE rules (GIDs, bonds) apply
+    bool ethernet = true;  // RoCE, iWARP, usNIC: the netdev rules (up, MTU, flaps, subnets) apply
 };
 
 struct Context {
@@ -67,12 +70,16 @@ Context make_context(const Snapshot& s, const Config& c) {
     }
     for (const auto* d : devices) {
         for (const auto& p : d->ports) {
+            const NicFamily family = nic_family(*d, p);
             JudgedPort jp{.dev = d,
                           .port = &p,
                           .object = d->name + "/" + std::to_string(p.port),
                           .netdev = port_netdev(*d, p),
-                          .roce = p.link_layer != "InfiniBand"};
-            if (jp.roce && !jp.netdev.empty() && !contains(ctx.netdevs, jp.netdev)) ctx.netdevs.push_back(jp.netdev);
+                          .family = family,
+                          .roce = family == NicFamily::roce,
+                          .ethernet = family != NicFamily::infiniband};
+            if (jp.ethernet && !jp.netdev.empty() && !contains(ctx.netdevs, jp.netdev))
+                ctx.netdevs.push_back(jp.netdev);
             ctx.ports.push_back(std::move(jp));
         }
     }
@@ -210,7 +217,7 @@ void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
         else if (p.phys_state == 2 || p.phys_state_name == "Polling")
             action = "No link partner: check the cable and transceiver (`ethtool " + nd + "`, `ethtool -m " + nd +
                      "`) and that the peer's port is up.";
-        else if (link_up && !jp.roce)
+        else if (link_up && jp.family == NicFamily::infiniband)
             action = "The physical link is up but the port is not ACTIVE: InfiniBand needs a running subnet "
                      "manager (`sminfo`, `systemctl status opensm`).";
         else
@@ -326,8 +333,14 @@ void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
         if (p.max_mtu) details["max_mtu"] = num(uint64_t(*p.max_mtu));
         const int needed = *want + kRoceHeaderBytes;
         std::string action;
-        const Link* l = jp.roce && !jp.netdev.empty() ? find_link(ctx.s, jp.netdev) : nullptr;
-        if (l && l->mtu > 0) {
+        const Link* l = jp.ethernet && !jp.netdev.empty() ? find_link(ctx.s, jp.netdev) : nullptr;
+        if (l && l->mtu > 0 && !jp.roce) {
+            // iWARP and usNIC carry RDMA in TCP or UDP: no RoCE headers to make room for.
+            details["netdev_mtu"] = num(uint64_t(l->mtu));
+            action = "The RDMA MTU of " + std::string(to_string(jp.family)) + " follows the netdev MTU (" + jp.netdev +
+                     " has " + num(uint64_t(l->mtu)) + "): run `ip link set " + jp.netdev +
+                     " mtu 9000` on both nodes, then check `ibv_devinfo -d " + jp.dev->name + "`.";
+        } else if (l && l->mtu > 0) {
             details["netdev_mtu"] = num(uint64_t(l->mtu));
             if (static_cast<int>(l->mtu) < needed)
                 action = "The RoCE MTU follows the netdev MTU: " + num(uint64_t(*want)) +
@@ -340,7 +353,7 @@ void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
                          num(uint64_t(*want)) + ": bounce the link (`ip link set " + jp.netdev +
                          " down && ip link set " + jp.netdev + " up`) and check `ibv_devinfo -d " + jp.dev->name +
                          "`; the peer must allow the same MTU.";
-        } else if (!jp.roce) {
+        } else if (jp.family == NicFamily::infiniband) {
             action = "On InfiniBand the subnet manager sets the MTU: raise it in the partition configuration "
                      "(opensm partitions.conf, `mtu=5` for 4096) and check `ibv_devinfo -d " +
                      jp.dev->name + "`.";
@@ -558,7 +571,7 @@ void rule_bond_mode_reorders(const Context& ctx, Severity sev, Findings& out) {
 void rule_subnet_overlap(const Context& ctx, Severity sev, Findings& out) {
     std::set<std::string> done;
     for (const auto& jp : ctx.ports) {
-        if (!jp.roce || jp.netdev.empty() || !done.insert(jp.netdev).second) continue;
+        if (!jp.ethernet || jp.netdev.empty() || !done.insert(jp.netdev).second) continue;
         const Link* l = find_link(ctx.s, jp.netdev);
         if (!l) continue;
         const auto mine = ipv4_of(*l);

@@ -1,0 +1,109 @@
+// Verdicts that fit the NIC: the fixture trees of each family (iWARP, InfiniBand, Omni-Path)
+// read by the sysfs reader and judged by the rules, as the daemon does.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "daemon/model/rdma_port.hpp"
+#include "daemon/rules/rules.hpp"
+#include "daemon/sysfs/rdma_sysfs.hpp"
+#include "test_env.hpp"
+
+using namespace rocewatch;
+
+namespace {
+
+SysfsReadResult read_tree(const std::string& name) {
+    return read_rdma_devices(std::filesystem::path(rocewatch::testing::fixtures_dir()) / "sysfs" / name);
+}
+
+Link up_link(int ifindex, const std::string& name, uint32_t mtu, const std::string& ipv4) {
+    Link l{.ifindex = ifindex, .name = name, .operstate = "up", .admin_up = true, .carrier = true, .mtu = mtu};
+    if (!ipv4.empty()) l.addresses.push_back({.family = AF_INET, .address = ipv4, .prefixlen = 24, .scope = "global"});
+    return l;
+}
+
+std::string dump(const std::vector<Finding>& all) {
+    std::string s;
+    for (const auto& f : all) s += "\n  " + f.rule + " " + f.object + ": " + f.summary + " | " + f.action;
+    return s;
+}
+
+std::vector<Finding> of_rule(const std::vector<Finding>& all, const std::string& rule) {
+    std::vector<Finding> out;
+    std::copy_if(all.begin(), all.end(), std::back_inserter(out), [&](const Finding& f) { return f.rule == rule; });
+    return out;
+}
+
+// An X722 iWARP node as the daemon sees it: i40iw0 on eno1 (10.0.0.5/24, MTU 9000), listed
+// as a rail.
+Snapshot iwarp_node() {
+    Snapshot s;
+    s.devices = read_tree("i40iw-iwarp").devices;
+    s.links.push_back(up_link(2, "eno1", 9000, "10.0.0.5"));
+    return s;
+}
+
+}  // namespace
+
+TEST(NicFamily, FromNodeTypeAndLinkLayer) {
+    RdmaDevice d;
+    RdmaPort p;
+    p.link_layer = "Ethernet";
+    d.node_type = "1: CA";
+    EXPECT_EQ(nic_family(d, p), NicFamily::roce);
+    d.node_type = "4: RNIC";
+    EXPECT_EQ(nic_family(d, p), NicFamily::iwarp);
+    d.node_type = "5: usNIC";
+    EXPECT_EQ(nic_family(d, p), NicFamily::usnic);
+    d.node_type = "6: usNIC UDP";
+    EXPECT_EQ(nic_family(d, p), NicFamily::usnic);
+    d.node_type = "";  // unreadable: judged by the link layer, as before node_type was read
+    EXPECT_EQ(nic_family(d, p), NicFamily::roce);
+    p.link_layer = "InfiniBand";
+    d.node_type = "1: CA";
+    EXPECT_EQ(nic_family(d, p), NicFamily::infiniband);
+    EXPECT_EQ(node_type_number("4: RNIC"), 4);
+    EXPECT_FALSE(node_type_number("RNIC"));
+    EXPECT_FALSE(node_type_number(""));
+}
+
+TEST(NicFamily, IwarpFixtureIsReadAsIwarp) {
+    const auto r = read_tree("i40iw-iwarp");
+    ASSERT_EQ(r.devices.size(), 1u);
+    const auto& d = r.devices.front();
+    EXPECT_EQ(d.name, "i40iw0");
+    EXPECT_EQ(d.node_type, "4: RNIC");
+    ASSERT_EQ(d.ports.size(), 1u);
+    EXPECT_EQ(d.ports[0].link_layer, "Ethernet");
+    EXPECT_EQ(d.ports[0].netdev, "eno1");
+    EXPECT_EQ(nic_family(d, d.ports[0]), NicFamily::iwarp);
+    EXPECT_FALSE(d.ports[0].roce_v2_ipv4_gid_index);
+}
+
+// The finding: an iWARP port with an IPv4 address got a critical no_roce_v2_gid and RoCE
+// advice. iWARP connects over TCP (iw_cm); GID 0 is the MAC and there is no RoCE v2 GID.
+TEST(NicFamily, IwarpPortGetsNoRoceVerdicts) {
+    Config c;
+    c.expect.rails = {"i40iw0"};
+    const auto all = evaluate_rules(iwarp_node(), c);
+    EXPECT_TRUE(all.empty()) << dump(all);
+    for (const auto& f : all) EXPECT_EQ(f.action.find("RoCE"), std::string::npos) << f.rule << ": " << f.action;
+}
+
+// The checks that fit iWARP still run: its netdev is held to the up and MTU rules.
+TEST(NicFamily, IwarpPortKeepsTheNetdevChecks) {
+    Snapshot s = iwarp_node();
+    s.links[0].mtu = 1500;
+    s.links[0].carrier = false;
+    Config c;
+    c.expect.mtu = 9000;
+    const auto all = evaluate_rules(s, c);
+    EXPECT_EQ(of_rule(all, "mtu_low").size(), 1u) << dump(all);
+    EXPECT_EQ(of_rule(all, "netdev_down").size(), 1u) << dump(all);
+    EXPECT_TRUE(of_rule(all, "no_roce_v2_gid").empty()) << dump(all);
+}
