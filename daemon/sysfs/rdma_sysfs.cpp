@@ -215,6 +215,9 @@ public:
     std::optional<uint64_t> counter(const Dir& dir, const Entry& e) {
         auto text = optional_text(dir, e.name, e.type);
         if (!text) return std::nullopt;
+        // The kernel's answer for a PMA counter of a device without a performance management
+        // agent (iWARP, some IB drivers): a known "not available", absent, not an error.
+        if (is_no_pma(*text)) return std::nullopt;
         auto v = parse_u64_counter(*text);
         if (!v) error(path_, "not a counter: " + excerpt(*text));
         return v;
@@ -492,6 +495,8 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
 }  // namespace
 
 // ---------------------------------------------------------------- pure parsers
+
+bool is_no_pma(std::string_view text) { return trim(text) == "N/A (no PMA)"; }
 
 std::optional<std::pair<int, std::string>> parse_enum_line(std::string_view text) {
     text = trim(text);

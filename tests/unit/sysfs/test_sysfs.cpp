@@ -734,3 +734,24 @@ TEST(SysfsFileCache, ListingsAreKeptUntilAReadWithGids) {
     r = read_rdma_devices(t.root, {.gids = true, .files = files});
     EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 2u);
 }
+
+// ---------------------------------------------------------------- NIC families
+
+// i40iw answers no PMA queries: every counters/ file reads "N/A (no PMA)". That is the
+// kernel saying "not available", as procfs and node_exporter take it: absent, no error, on
+// every collection.
+TEST(SysfsFamilies, NoPmaCountersAreAbsentNotErrors) {
+    EXPECT_TRUE(is_no_pma("N/A (no PMA)\n"));
+    EXPECT_FALSE(is_no_pma("N/A"));
+    EXPECT_FALSE(is_no_pma("0"));
+    for (int round = 0; round < 2; ++round) {
+        const auto r = read_rdma_devices(sysfs_fixture("i40iw-iwarp"));
+        EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors.front().text());
+        const auto& p = device(r, "i40iw0").ports.at(0);
+        EXPECT_TRUE(p.counters.empty());
+        EXPECT_FALSE(p.xmit_bytes);
+        EXPECT_FALSE(p.rcv_bytes);
+        EXPECT_EQ(p.hw_counters.at("tcpRetransSegs"), 3u);
+        EXPECT_EQ(p.hw_counters.at("ip4InOctets"), 1802466u);
+    }
+}
