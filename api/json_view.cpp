@@ -56,7 +56,7 @@ json port_json(const RdmaDevice& d, const RdmaPort& p) {
         {"state_name", p.state_name},
         {"phys_state", opt(p.phys_state)},
         {"phys_state_name", p.phys_state_name},
-        {"up", p.state ? json(*p.state == 4) : json(nullptr)},
+        {"up", port_up(p) ? json(*port_up(p)) : json(nullptr)},
         {"rate_gbps", opt(p.rate_gbps)},
         {"rate_text", p.rate_text},
         {"link_layer", p.link_layer},
@@ -128,7 +128,7 @@ json status_json(const Snapshot& s, TimePoint now) {
     for (const auto& d : s.devices)
         for (const auto& p : d.ports) {
             ++ports;
-            if (p.state == 4) ++ports_up;
+            if (port_up(p).value_or(false)) ++ports_up;
         }
     for (const auto& l : s.links) {
         if (l.bond) ++bonds;

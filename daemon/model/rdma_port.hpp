@@ -1,5 +1,5 @@
-// What kind of RDMA port a port is: the one definition that the rules, the metrics and the
-// REST view share.
+// What kind of RDMA port a port is, and whether it is up: the one definition that the
+// rules, the metrics and the REST view share.
 #pragma once
 
 #include <optional>
@@ -27,5 +27,20 @@ enum class NicFamily {
 // A port whose link_layer is not InfiniBand and whose node_type is missing or unknown is
 // taken as RoCE, as before node_type was read.
 [[nodiscard]] NicFamily nic_family(const RdmaDevice& d, const RdmaPort& p);
+
+// Up: logical state ACTIVE (4) and physical state LinkUp (5). A half that could not be read
+// is not held against the port; unset when neither could be read (unknown, not down).
+[[nodiscard]] std::optional<bool> port_up(const RdmaPort& p);
+
+// The kernel's names for phys_state (drivers/infiniband/core/sysfs.c, phys_state_to_str):
+// 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp,
+// 6 LinkErrorRecovery, 7 Phy Test; "" for other codes.
+[[nodiscard]] const char* kernel_phys_state_name(int code);
+
+// "state 4: ACTIVE" / "phys_state 3: Disabled": the code and its name (for phys_state the
+// kernel's name of the code where it has one, else the name sysfs gave); "state ?" when
+// unreadable.
+[[nodiscard]] std::string state_words(const RdmaPort& p);
+[[nodiscard]] std::string phys_state_words(const RdmaPort& p);
 
 }  // namespace rocewatch

@@ -201,14 +201,11 @@ void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& jp : ctx.ports) {
         const auto& p = *jp.port;
         // Unreadable state is not judged: an unknown is not a "down".
-        const bool active = p.state ? *p.state == 4 : (p.state_name.empty() || p.state_name == "ACTIVE");
-        const bool link_up = p.phys_state ? *p.phys_state == 5
-                                          : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
-        if (active && link_up) continue;
+        if (port_up(p).value_or(true)) continue;
+        const bool link_up = p.phys_state ? *p.phys_state == 5 : p.phys_state_name == "LinkUp";
 
-        const std::string state = p.state_name.empty() ? (p.state ? num(uint64_t(*p.state)) : "?") : p.state_name;
-        const std::string phys = p.phys_state_name.empty() ? (p.phys_state ? num(uint64_t(*p.phys_state)) : "?")
-                                                           : p.phys_state_name;
+        const std::string state = state_words(p);
+        const std::string phys = phys_state_words(p);
         const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
         std::string action;
         if (p.phys_state == 3 || p.phys_state_name == "Disabled")
@@ -224,10 +221,11 @@ void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
             action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
                      "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
         action += " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
-        out.push_back(
-            make("port_down", sev, jp.object,
-                 port_words(jp) + " is down: port state " + state + ", physical state " + phys, action,
-                 {{"state", state}, {"phys_state", phys}, {"expected", "ACTIVE / LinkUp"}, {"netdev", jp.netdev}}));
+        out.push_back(make("port_down", sev, jp.object, port_words(jp) + " is not up: " + state + ", " + phys, action,
+                           {{"state", state},
+                            {"phys_state", phys},
+                            {"expected", "state 4: ACTIVE, phys_state 5: LinkUp"},
+                            {"netdev", jp.netdev}}));
     }
 }
 

@@ -107,3 +107,59 @@ TEST(NicFamily, IwarpPortKeepsTheNetdevChecks) {
     EXPECT_EQ(of_rule(all, "netdev_down").size(), 1u) << dump(all);
     EXPECT_TRUE(of_rule(all, "no_roce_v2_gid").empty()) << dump(all);
 }
+
+// ---------------------------------------------------------------- one definition of up
+
+TEST(PortUp, ActiveAndLinkUpOnly) {
+    RdmaPort p;
+    EXPECT_FALSE(port_up(p)) << "neither readable: unknown";
+    p.state = 4;
+    p.state_name = "ACTIVE";
+    EXPECT_EQ(port_up(p), true) << "phys_state unreadable is not held against it";
+    p.phys_state = 5;
+    EXPECT_EQ(port_up(p), true);
+    p.phys_state = 4;
+    EXPECT_EQ(port_up(p), false);
+    p.phys_state = 5;
+    p.state = 2;
+    EXPECT_EQ(port_up(p), false);
+}
+
+TEST(PortUp, KernelPhysStateNames) {
+    EXPECT_STREQ(kernel_phys_state_name(1), "Sleep");
+    EXPECT_STREQ(kernel_phys_state_name(2), "Polling");
+    EXPECT_STREQ(kernel_phys_state_name(3), "Disabled");
+    EXPECT_STREQ(kernel_phys_state_name(4), "PortConfigurationTraining");
+    EXPECT_STREQ(kernel_phys_state_name(5), "LinkUp");
+    EXPECT_STREQ(kernel_phys_state_name(6), "LinkErrorRecovery");
+    EXPECT_STREQ(kernel_phys_state_name(7), "Phy Test");
+    EXPECT_STREQ(kernel_phys_state_name(9), "");
+    RdmaPort p;
+    p.phys_state = 3;
+    p.phys_state_name = "Disabled";
+    EXPECT_EQ(phys_state_words(p), "phys_state 3: Disabled");
+    p.phys_state = 4;
+    p.phys_state_name = "ACTIVE";  // procfs's mlx5 fixture: the code is what the kernel means
+    EXPECT_EQ(phys_state_words(p), "phys_state 4: PortConfigurationTraining");
+    p.state = 4;
+    p.state_name = "ACTIVE";
+    EXPECT_EQ(state_words(p), "state 4: ACTIVE");
+    EXPECT_EQ(state_words(RdmaPort{}), "state ?");
+}
+
+// The finding: port_down fired on state ACTIVE with phys_state 4 while the up views said 1,
+// and its summary said "physical state ACTIVE". Now the rule goes by port_up, which the
+// metric and REST use too, and names the kernel's code and name.
+TEST(PortUp, PortDownSaysTheKernelsCodeAndName) {
+    Snapshot s = iwarp_node();
+    auto& p = s.devices.at(0).ports.at(0);
+    p.phys_state = 4;
+    p.phys_state_name = "ACTIVE";
+    ASSERT_EQ(port_up(p), false);
+    const auto all = evaluate_rules(s, Config{});
+    const auto down = of_rule(all, "port_down");
+    ASSERT_EQ(down.size(), 1u) << dump(all);
+    EXPECT_NE(down[0].summary.find("state 4: ACTIVE, phys_state 4: PortConfigurationTraining"), std::string::npos)
+        << down[0].summary;
+    EXPECT_EQ(down[0].details.at("phys_state"), "phys_state 4: PortConfigurationTraining");
+}
