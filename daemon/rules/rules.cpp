@@ -188,6 +188,67 @@ int roce_mtu_for(uint32_t netdev_mtu) {
     return 0;
 }
 
+// ---------------------------------------------------------------- InfiniBand
+
+bool is_ib(const JudgedPort& jp) { return jp.family == NicFamily::infiniband; }
+
+// `ibstat mlx4_0 1`: the InfiniBand view of one port.
+std::string ibstat(const JudgedPort& jp) {
+    return "`ibstat " + jp.dev->name + " " + std::to_string(jp.port->port) + "`";
+}
+
+// Where to look at a link's cable and its far end, in the words of the port's family.
+std::string link_check(const JudgedPort& jp) {
+    if (is_ib(jp)) return ibstat(jp) + ", `iblinkinfo` (both ends of every link: width, speed, state)";
+    const std::string nd = jp.netdev.empty() ? "the port's netdev" : jp.netdev;
+    return jp.netdev.empty() ? "`ethtool` and `ethtool -m` on the port's netdev (`rdma link show " + jp.object + "`)"
+                             : "`ethtool " + nd + "`, `ethtool -m " + nd + "`";
+}
+
+// An InfiniBand port that is physically up but INIT (2) or ARMED (3): waiting for a subnet
+// manager to configure (INIT) or activate (ARMED) it.
+bool ib_waits_for_sm(const RdmaPort& p) {
+    const bool init_or_armed = p.state ? (*p.state == 2 || *p.state == 3)
+                                       : (p.state_name == "INIT" || p.state_name == "ARMED");
+    const bool link_up = p.phys_state ? *p.phys_state == 5
+                                      : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
+    return init_or_armed && link_up;
+}
+
+std::string port_down_action(const JudgedPort& jp, bool link_up) {
+    const auto& p = *jp.port;
+    const bool disabled = p.phys_state == 3 || p.phys_state_name == "Disabled";
+    const bool polling = p.phys_state == 2 || p.phys_state_name == "Polling";
+    std::string action;
+    if (is_ib(jp)) {
+        if (disabled)
+            action = "The port is disabled: enable it on the switch or from the subnet manager (`ibportstate`) and "
+                     "check " +
+                     ibstat(jp) + ".";
+        else if (polling)
+            action = "No link partner: check the cable and the switch port (" + link_check(jp) + ").";
+        else if (link_up)
+            action = "The physical link is up but the port is not ACTIVE: check the subnet manager (`sminfo`, "
+                     "`systemctl status opensm`) and " +
+                     ibstat(jp) + ".";
+        else
+            action = "Check " + link_check(jp) + ", `dmesg | grep -i " + jp.dev->name +
+                     "`, the cable and the switch port; check that a subnet manager runs (`sminfo`).";
+        return action + " Verify with " + ibstat(jp) + ".";
+    }
+    const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+    if (disabled)
+        action = "The port is disabled, usually because its netdev is administratively down: `ip link set " + nd +
+                 " up`.";
+    else if (polling)
+        action = "No link partner: check the cable and transceiver (" + link_check(jp) +
+                 ") and that the peer's port is up.";
+    else
+        action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
+                 "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
+    return action + " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
+}
+
 // ---------------------------------------------------------------- the rules
 
 using Findings = std::vector<Finding>;
@@ -206,26 +267,46 @@ void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
 
         const std::string state = state_words(p);
         const std::string phys = phys_state_words(p);
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
-        std::string action;
-        if (p.phys_state == 3 || p.phys_state_name == "Disabled")
-            action = "The port is disabled, usually because its netdev is administratively down: `ip link set " + nd +
-                     " up`.";
-        else if (p.phys_state == 2 || p.phys_state_name == "Polling")
-            action = "No link partner: check the cable and transceiver (`ethtool " + nd + "`, `ethtool -m " + nd +
-                     "`) and that the peer's port is up.";
-        else if (link_up && jp.family == NicFamily::infiniband)
-            action = "The physical link is up but the port is not ACTIVE: InfiniBand needs a running subnet "
-                     "manager (`sminfo`, `systemctl status opensm`).";
-        else
-            action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
-                     "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
-        action += " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
+        // INIT / ARMED with the link up is the subnet manager's business, said by its own rule.
+        if (jp.family == NicFamily::infiniband && ib_waits_for_sm(p)) continue;
+        const std::string action = port_down_action(jp, link_up);
         out.push_back(make("port_down", sev, jp.object, port_words(jp) + " is not up: " + state + ", " + phys, action,
                            {{"state", state},
                             {"phys_state", phys},
                             {"expected", "state 4: ACTIVE, phys_state 5: LinkUp"},
                             {"netdev", jp.netdev}}));
+    }
+}
+
+void rule_ib_port_not_active_no_sm(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        const auto& p = *jp.port;
+        if (!is_ib(jp) || !ib_waits_for_sm(p)) continue;
+        const bool armed = p.state ? *p.state == 3 : p.state_name == "ARMED";
+        std::string summary = "InfiniBand " + port_words(jp) + " has its link up (" + phys_state_words(p) +
+                              ") but is " + state_words(p) + ": ";
+        summary += armed ? "a subnet manager configured it but has not activated it"
+                         : "no subnet manager has configured it";
+        if (p.sm_lid && *p.sm_lid == 0) summary += " (sm_lid 0: no subnet manager seen)";
+        std::string action =
+            armed ? "The subnet manager stopped between configuring and activating the port: check its log "
+                    "(`/var/log/opensm.log`) and `sminfo`; restarting it (`systemctl restart opensm`) activates "
+                    "ARMED ports."
+                  : "Run a subnet manager on the fabric: `systemctl enable --now opensm` on one node, or enable the "
+                    "SM on a managed switch; `sminfo` must answer.";
+        action += " Then " + ibstat(jp) + " shows State: Active and a non-zero SM lid; `iblinkinfo` shows the fabric.";
+        auto hex = [](const std::optional<uint32_t>& v) {
+            if (!v) return std::string("?");
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "0x%x", *v);
+            return std::string(buf);
+        };
+        out.push_back(make("ib_port_not_active_no_sm", sev, jp.object, summary, action,
+                           {{"state", state_words(p)},
+                            {"phys_state", phys_state_words(p)},
+                            {"lid", hex(p.lid)},
+                            {"sm_lid", hex(p.sm_lid)},
+                            {"expected", "state 4: ACTIVE, configured by a subnet manager"}}));
     }
 }
 
@@ -280,16 +361,17 @@ void rule_port_rate_low(const Context& ctx, Severity sev, Findings& out) {
         // A down port reports a meaningless rate; port_down speaks for it.
         if (!p.rate_gbps || (p.state && *p.state != 4)) continue;
         if (*p.rate_gbps >= *want) continue;
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        std::string action =
+            "The link negotiated a lower speed or width. Check the cable's rating and the peer's port (" +
+            link_check(jp) + "); reseat or replace the cable";
+        if (is_ib(jp))
+            action += ".";
+        else
+            action += "; make sure neither end forces a lower speed (`ethtool -s " +
+                      (jp.netdev.empty() ? std::string("<netdev>") : jp.netdev) + " autoneg on`).";
         out.push_back(
             make("port_rate_low", sev, jp.object,
-                 port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) + " Gb/s",
-                 "The link negotiated a lower speed. Check the cable and transceiver rating and the "
-                 "peer's port speed (`ethtool " +
-                     nd + "`, `ethtool -m " + nd +
-                     "`); reseat or replace the cable; make sure neither end forces a lower speed "
-                     "(`ethtool -s " +
-                     nd + " autoneg on`).",
+                 port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) + " Gb/s", action,
                  {{"expected_gbps", num(*want)}, {"actual_gbps", num(*p.rate_gbps)}, {"rate", p.rate_text}}));
     }
 }
@@ -649,10 +731,31 @@ constexpr CounterAdvice kRisingCounters[] = {
      "Check the cable and transceiver (`ethtool -m NETDEV`) and the peer's port."},
 };
 
-std::string with_netdev(const char* text, const std::string& netdev) {
+void replace_all(std::string& s, std::string_view from, const std::string& to) {
+    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+        s.replace(pos, from.size(), to);
+}
+
+// Advice written for Ethernet ("`ethtool -m NETDEV`"), in the words of the port's family:
+// an InfiniBand port has no netdev, its cable is seen through ibstat/iblinkinfo and its
+// lossless flow control is the fabric's credit scheme, not PFC.
+std::string with_netdev(const char* text, const JudgedPort& jp) {
     std::string s = text;
-    const std::string nd = netdev.empty() ? "<netdev>" : netdev;
-    for (size_t pos; (pos = s.find("NETDEV")) != std::string::npos;) s.replace(pos, 6, nd);
+    if (is_ib(jp)) {
+        replace_all(s, "`ethtool -m NETDEV` for optical power and temperature", ibstat(jp) + ", `iblinkinfo`");
+        replace_all(s, "`ethtool -m NETDEV`", ibstat(jp) + ", `iblinkinfo`");
+        replace_all(s, "(`mlnx_qos -i NETDEV`)", "(the subnet manager's QoS and VL settings, `perfquery`)");
+        replace_all(s, "`mlnx_qos -i NETDEV`", "the subnet manager's QoS and VL settings (`perfquery`)");
+        replace_all(s, "check PFC on the RoCE priority on both ends and the switch",
+                    "check the VL arbitration and buffer settings of both ends and the switch");
+        replace_all(s, "enable PFC or ECN for the RoCE priority on both ends and the switch",
+                    "check the fabric's congestion control and QoS");
+        replace_all(s, "the RoCE path", "the path");
+        replace_all(s, "congestion without working PFC/ECN", "congestion");
+        replace_all(s, "NETDEV", jp.dev->name);
+        return s;
+    }
+    replace_all(s, "NETDEV", jp.netdev.empty() ? "<netdev>" : jp.netdev);
     return s;
 }
 
@@ -677,7 +780,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
             counter_finding(sev, c.name,
                             port_words(jp) + ": " + c.name + " rose by " + num(it->second) + " in the last " + window +
                                 " (" + c.meaning + ")",
-                            with_netdev(c.action, jp.netdev),
+                            with_netdev(c.action, jp),
                             {{"increase", num(it->second)}, {"window", window}, {"expected", "0"}});
         }
 
@@ -689,7 +792,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                                     num(t.symbol_error_per_hour) + "/hour): the bit error rate is too high",
                                 with_netdev("Reseat or replace the cable or transceiver (`ethtool -m NETDEV` for "
                                             "optical power and temperature), and check the peer's port.",
-                                            jp.netdev),
+                                            jp),
                                 {{"per_hour", num(per_hour)},
                                  {"threshold_per_hour", num(t.symbol_error_per_hour)},
                                  {"increase", num(it->second)},
@@ -704,7 +807,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                             with_netdev("Packet loss on the RoCE path: enable PFC or ECN for the RoCE priority on "
                                         "both ends and the switch (`mlnx_qos -i NETDEV`), check for drops and for "
                                         "MTU mismatches.",
-                                        jp.netdev),
+                                        jp),
                             {{"per_second", num(it->second)},
                              {"threshold_per_second", num(t.local_ack_timeout_per_second)}});
 
@@ -714,7 +817,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
             counter_finding(warn, c.name,
                             port_words(jp) + ": " + c.name + " rose by " + num(it->second) + " in the last " + window +
                                 " (" + c.meaning + ")",
-                            with_netdev(c.action, jp.netdev),
+                            with_netdev(c.action, jp),
                             {{"increase", num(it->second)}, {"window", window}, {"expected", "0"}});
         }
     }
@@ -743,11 +846,14 @@ void rule_congestion(const Context& ctx, Severity sev, Findings& out) {
             details[std::string(c.name) + "_threshold"] = num(c.threshold);
         }
         if (over.empty()) continue;
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        const std::string settings = is_ib(jp) ? "the fabric's congestion control settings (the subnet manager's)"
+                                               : "the PFC/ECN settings on both ends (`mlnx_qos -i " +
+                                                     (jp.netdev.empty() ? std::string("<netdev>") : jp.netdev) + "`)";
         out.push_back(make("congestion", sev, jp.object, port_words(jp) + " is congested: " + join(over, "; "),
-                           "A link on the path is oversubscribed and DCQCN is throttling senders. Check switch port "
-                           "utilisation and the PFC/ECN settings on both ends (`mlnx_qos -i " +
-                               nd + "`); spread traffic over more rails or fewer senders per receiver.",
+                           std::string("A link on the path is oversubscribed and ") +
+                               (is_ib(jp) ? "the fabric's congestion control" : "DCQCN") +
+                               " is throttling senders. Check switch port utilisation and " + settings +
+                               "; spread traffic over more rails or fewer senders per receiver.",
                            std::move(details)));
     }
 }
@@ -1024,6 +1130,9 @@ struct RuleDef {
 
 constexpr RuleDef kRules[] = {
     {"port_down", Severity::critical, "RDMA port not ACTIVE/LinkUp, or an expected rail missing", rule_port_down},
+    {"ib_port_not_active_no_sm", Severity::critical,
+     "InfiniBand port with its link up but INIT or ARMED: no subnet manager has configured or activated it",
+     rule_ib_port_not_active_no_sm},
     {"netdev_down", Severity::critical,
      "netdev of an RDMA port (or expected interface) admin down, no carrier or not up", rule_netdev_down},
     {"port_rate_low", Severity::warning, "RDMA port rate below expect.port_rate_gbps", rule_port_rate_low},

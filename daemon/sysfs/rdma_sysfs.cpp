@@ -223,6 +223,15 @@ public:
         return v;
     }
 
+    // "0x3" (lid, sm_lid, cap_mask) or "0" (sm_sl): a u32 in hex with its 0x, else decimal.
+    std::optional<uint32_t> u32_value(const Dir& dir, const std::string& name) {
+        auto text = optional_text(dir, name);
+        if (!text) return std::nullopt;
+        auto v = parse_u32_attr(*text);
+        if (!v) error(path_, "expected a number, got " + excerpt(*text));
+        return v;
+    }
+
     std::optional<std::pair<int, std::string>> enum_value(const Dir& dir, const std::string& name) {
         auto text = optional_text(dir, name);
         if (!text) return std::nullopt;
@@ -422,6 +431,10 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
         }
     }
     p.link_layer = rd.text_or_empty(dir, "link_layer");
+    p.lid = rd.u32_value(dir, "lid");
+    p.sm_lid = rd.u32_value(dir, "sm_lid");
+    p.sm_sl = rd.u32_value(dir, "sm_sl");
+    p.cap_mask = rd.u32_value(dir, "cap_mask");
 
     rd.start_port();
     read_counter_dir(rd, dir, "counters", p.counters, p.counters_dropped);
@@ -495,6 +508,20 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
 }  // namespace
 
 // ---------------------------------------------------------------- pure parsers
+
+std::optional<uint32_t> parse_u32_attr(std::string_view text) {
+    text = trim(text);
+    int base = 10;
+    if (text.starts_with("0x") || text.starts_with("0X")) {
+        text.remove_prefix(2);
+        base = 16;
+    }
+    if (text.empty()) return std::nullopt;
+    uint32_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+    if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+    return v;
+}
 
 bool is_no_pma(std::string_view text) { return trim(text) == "N/A (no PMA)"; }
 

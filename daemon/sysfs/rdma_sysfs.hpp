@@ -39,6 +39,9 @@ namespace rocewatch {
 // performance management agent (i40iw, some IB drivers). Not a value, and not an error.
 [[nodiscard]] bool is_no_pma(std::string_view text);
 
+// "0x3" (lid, sm_lid, cap_mask: hex with 0x) or "0" (sm_sl: decimal) -> the number.
+[[nodiscard]] std::optional<uint32_t> parse_u32_attr(std::string_view text);
+
 // The text of one counter file: a decimal u64, surrounding whitespace allowed.
 [[nodiscard]] std::optional<uint64_t> parse_u64_counter(std::string_view text);
 

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -162,4 +163,111 @@ TEST(PortUp, PortDownSaysTheKernelsCodeAndName) {
     EXPECT_NE(down[0].summary.find("state 4: ACTIVE, phys_state 4: PortConfigurationTraining"), std::string::npos)
         << down[0].summary;
     EXPECT_EQ(down[0].details.at("phys_state"), "phys_state 4: PortConfigurationTraining");
+}
+
+// ---------------------------------------------------------------- InfiniBand
+
+namespace {
+
+// The mlx4 fixture: two ACTIVE QDR InfiniBand ports, no netdev.
+Snapshot ib_node() {
+    Snapshot s;
+    s.devices = read_tree("mlx4-ib").devices;
+    return s;
+}
+
+RdmaPort& ib_port(Snapshot& s, uint32_t n) { return s.devices.at(0).ports.at(n - 1); }
+
+}  // namespace
+
+TEST(InfiniBand, IbFactsAreRead) {
+    const auto s = ib_node();
+    const auto& p = s.devices.at(0).ports.at(0);
+    EXPECT_EQ(p.lid, 3u);
+    EXPECT_EQ(p.sm_lid, 1u);
+    EXPECT_EQ(p.sm_sl, 0u);
+    EXPECT_EQ(p.cap_mask, 0x02514868u);
+}
+
+// The finding: InfiniBand ports got Ethernet advice with a literal <netdev> (`ethtool
+// <netdev>`, `ethtool -m <netdev>`). Break every port rule on an IB port: each action must
+// speak InfiniBand.
+TEST(InfiniBand, AdviceSpeaksInfiniBand) {
+    Snapshot s = ib_node();
+    auto& p1 = ib_port(s, 1);
+    p1.state = 1;
+    p1.state_name = "DOWN";
+    p1.phys_state = 2;
+    p1.phys_state_name = "Polling";
+    auto& p2 = ib_port(s, 2);
+    p2.window_increase = {{"link_downed", 1},
+                          {"symbol_error", 5000},
+                          {"port_rcv_errors", 3},
+                          {"excessive_buffer_overrun_errors", 1},
+                          {"port_xmit_discards", 2}};
+    p2.rates["np_cnp_sent"] = 1e6;
+    Config c;
+    c.expect.port_rate_gbps = 100;
+    const auto all = evaluate_rules(s, c);
+    std::set<std::string> rules;
+    for (const auto& f : all) {
+        rules.insert(f.rule);
+        EXPECT_EQ(f.action.find("<netdev>"), std::string::npos) << f.rule << ": " << f.action;
+        EXPECT_EQ(f.action.find("ethtool"), std::string::npos) << f.rule << ": " << f.action;
+        EXPECT_EQ(f.action.find("ip link"), std::string::npos) << f.rule << ": " << f.action;
+        EXPECT_EQ(f.action.find("mlnx_qos"), std::string::npos) << f.rule << ": " << f.action;
+        EXPECT_EQ(f.action.find("PFC"), std::string::npos) << f.rule << ": " << f.action;
+        EXPECT_EQ(f.action.find("RoCE"), std::string::npos) << f.rule << ": " << f.action;
+    }
+    EXPECT_EQ(rules, (std::set<std::string>{"port_down", "port_rate_low", "error_counters", "congestion"}))
+        << dump(all);
+    const auto down = of_rule(all, "port_down");
+    ASSERT_EQ(down.size(), 1u);
+    EXPECT_NE(down[0].action.find("`ibstat mlx4_0 1`"), std::string::npos) << down[0].action;
+    EXPECT_NE(down[0].action.find("iblinkinfo"), std::string::npos) << down[0].action;
+}
+
+// INIT with the link up: no subnet manager has configured the port. One verdict that says
+// so (not a port_down beside it), with the SM advice.
+TEST(InfiniBand, InitPortMeansNoSubnetManager) {
+    Snapshot s = ib_node();
+    auto& p = ib_port(s, 1);
+    p.state = 2;
+    p.state_name = "INIT";
+    p.sm_lid = 0;
+    p.lid = 0;
+    const auto all = evaluate_rules(s, Config{});
+    ASSERT_EQ(all.size(), 1u) << dump(all);
+    const auto& f = all.front();
+    EXPECT_EQ(f.rule, "ib_port_not_active_no_sm");
+    EXPECT_EQ(f.object, "mlx4_0/1");
+    EXPECT_EQ(f.severity, Severity::critical);
+    EXPECT_NE(f.summary.find("no subnet manager has configured it"), std::string::npos) << f.summary;
+    EXPECT_NE(f.summary.find("state 2: INIT"), std::string::npos) << f.summary;
+    EXPECT_NE(f.summary.find("sm_lid 0"), std::string::npos) << f.summary;
+    EXPECT_NE(f.action.find("opensm"), std::string::npos) << f.action;
+    EXPECT_NE(f.action.find("sminfo"), std::string::npos) << f.action;
+    EXPECT_EQ(f.details.at("sm_lid"), "0x0");
+}
+
+TEST(InfiniBand, ArmedPortWasConfiguredButNotActivated) {
+    Snapshot s = ib_node();
+    auto& p = ib_port(s, 2);
+    p.state = 3;
+    p.state_name = "ARMED";
+    const auto all = evaluate_rules(s, Config{});
+    ASSERT_EQ(all.size(), 1u) << dump(all);
+    EXPECT_EQ(all[0].rule, "ib_port_not_active_no_sm");
+    EXPECT_NE(all[0].summary.find("has not activated it"), std::string::npos) << all[0].summary;
+}
+
+// INIT on an Ethernet port is no subnet manager's business.
+TEST(InfiniBand, InitOnAnEthernetPortIsAPortDown) {
+    Snapshot s = iwarp_node();
+    auto& p = s.devices.at(0).ports.at(0);
+    p.state = 2;
+    p.state_name = "INIT";
+    const auto all = evaluate_rules(s, Config{});
+    EXPECT_EQ(of_rule(all, "port_down").size(), 1u) << dump(all);
+    EXPECT_TRUE(of_rule(all, "ib_port_not_active_no_sm").empty()) << dump(all);
 }
