@@ -368,6 +368,31 @@ void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std:
     }
 }
 
+// Kernels before 4.5 keep the 64-bit PMA counters apart, in counters_ext/, while counters/
+// holds the 32-bit ones, which saturate (port_xmit_data at 2^32 words = 16 GiB). Where both
+// exist the 64-bit value is the one kept, under the counters/ name.
+constexpr std::pair<const char*, const char*> kCountersExt[] = {
+    {"port_xmit_data_64", "port_xmit_data"},
+    {"port_rcv_data_64", "port_rcv_data"},
+    {"port_xmit_packets_64", "port_xmit_packets"},
+    {"port_rcv_packets_64", "port_rcv_packets"},
+    {"port_unicast_xmit_packets", "unicast_xmit_packets"},
+    {"port_unicast_rcv_packets", "unicast_rcv_packets"},
+    {"port_multicast_xmit_packets", "multicast_xmit_packets"},
+    {"port_multicast_rcv_packets", "multicast_rcv_packets"},
+};
+
+void merge_counters_ext(Reader& rd, const Dir& port, RdmaPort& p) {
+    std::map<std::string, uint64_t> ext;
+    read_counter_dir(rd, port, "counters_ext", ext, p.counters_dropped);
+    for (const auto& [name, value] : ext) {
+        const auto* it = std::find_if(std::begin(kCountersExt), std::end(kCountersExt),
+                                      [&](const auto& m) { return name == m.first; });
+        // A counters_ext file this table does not know keeps its own name.
+        p.counters[it == std::end(kCountersExt) ? name : it->second] = value;
+    }
+}
+
 void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
     const Dir gids(port_dir, "gids");
     // Kernels before gid_attrs existed give no types at all: unknown, not an error.
@@ -439,6 +464,7 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
     rd.start_port();
     read_counter_dir(rd, dir, "counters", p.counters, p.counters_dropped);
     read_counter_dir(rd, dir, "hw_counters", p.hw_counters, p.counters_dropped);
+    merge_counters_ext(rd, dir, p);
     // The PMA data counters count 4-byte words (x4 wraps only after 2^64 bytes: years at 400G).
     if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end()) p.xmit_bytes = it->second * 4;
     if (auto it = p.counters.find("port_rcv_data"); it != p.counters.end()) p.rcv_bytes = it->second * 4;

@@ -755,3 +755,22 @@ TEST(SysfsFamilies, NoPmaCountersAreAbsentNotErrors) {
         EXPECT_EQ(p.hw_counters.at("ip4InOctets"), 1802466u);
     }
 }
+
+// A pre-4.5 kernel (mlx4): counters/ saturates at 32 bits while counters_ext/ goes on. The
+// 64-bit value is kept, under the counters/ name, and the bytes follow it.
+TEST(SysfsFamilies, CountersExtWinsOverSaturated32BitCounters) {
+    const auto r = read_rdma_devices(sysfs_fixture("mlx4-ib"));
+    EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors.front().text());
+    const auto& d = device(r, "mlx4_0");
+    ASSERT_EQ(d.ports.size(), 2u);
+    const auto& p2 = d.ports[1];
+    EXPECT_EQ(p2.counters.at("port_xmit_data"), 106161427560u / 4);  // counters/ reads 4294967295
+    EXPECT_EQ(p2.xmit_bytes, 106161427560u);
+    EXPECT_EQ(p2.rcv_bytes, 9841747136u);
+    EXPECT_EQ(p2.counters.at("port_xmit_packets"), 88622850u);
+    EXPECT_EQ(p2.counters.at("unicast_xmit_packets"), 88621800u);
+    EXPECT_EQ(p2.counters.at("multicast_rcv_packets"), 1064u);
+    EXPECT_FALSE(p2.counters.contains("port_xmit_data_64"));
+    // Port 1 has no counters_ext/: counters/ as it is.
+    EXPECT_EQ(d.ports[0].xmit_bytes, 106036453180u);
+}
