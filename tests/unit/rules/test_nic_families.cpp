@@ -271,3 +271,18 @@ TEST(InfiniBand, InitOnAnEthernetPortIsAPortDown) {
     EXPECT_EQ(of_rule(all, "port_down").size(), 1u) << dump(all);
     EXPECT_TRUE(of_rule(all, "ib_port_not_active_no_sm").empty()) << dump(all);
 }
+
+// The fixture trees of each family, healthy as they are: no verdict at all, and certainly no
+// RoCE one.
+TEST(NicFamily, HealthyFamilyTreesAreSilent) {
+    for (const char* tree : {"mlx4-ib", "hfi1-opa", "i40iw-iwarp"}) {
+        SCOPED_TRACE(tree);
+        Snapshot s;
+        s.devices = read_tree(tree).devices;
+        if (std::string(tree) == "i40iw-iwarp") s.links.push_back(up_link(2, "eno1", 9000, "10.0.0.5"));
+        Config c;
+        for (const auto& d : s.devices) c.expect.rails.push_back(d.name);
+        const auto all = evaluate_rules(s, c);
+        EXPECT_TRUE(all.empty()) << dump(all);
+    }
+}
