@@ -2,6 +2,7 @@
 #include "api/json_view.hpp"
 
 #include "daemon/model/probe.hpp"
+#include "daemon/model/rdma_port.hpp"
 #include "util/clock.hpp"
 
 #include <sys/socket.h>
@@ -43,7 +44,7 @@ json gid_json(const GidEntry& g) {
             {"ipv4", g.ipv4.empty() ? json(nullptr) : json(g.ipv4)}};
 }
 
-json port_json(const RdmaPort& p) {
+json port_json(const RdmaDevice& d, const RdmaPort& p) {
     json gids = json::array();
     for (const auto& g : p.gids) gids.push_back(gid_json(g));
     json roce_gid = nullptr;
@@ -55,10 +56,15 @@ json port_json(const RdmaPort& p) {
         {"state_name", p.state_name},
         {"phys_state", opt(p.phys_state)},
         {"phys_state_name", p.phys_state_name},
-        {"up", p.state ? json(*p.state == 4) : json(nullptr)},
+        {"up", port_up(p) ? json(*port_up(p)) : json(nullptr)},
         {"rate_gbps", opt(p.rate_gbps)},
         {"rate_text", p.rate_text},
         {"link_layer", p.link_layer},
+        {"nic_family", to_string(nic_family(d, p))},
+        {"lid", opt(p.lid)},
+        {"sm_lid", opt(p.sm_lid)},
+        {"sm_sl", opt(p.sm_sl)},
+        {"cap_mask", opt(p.cap_mask)},
         {"netdev", p.netdev.empty() ? json(nullptr) : json(p.netdev)},
         {"active_mtu", opt(p.active_mtu)},
         {"max_mtu", opt(p.max_mtu)},
@@ -79,7 +85,7 @@ json port_json(const RdmaPort& p) {
 
 json device_object(const RdmaDevice& d) {
     json ports = json::array();
-    for (const auto& p : d.ports) ports.push_back(port_json(p));
+    for (const auto& p : d.ports) ports.push_back(port_json(d, p));
     return {{"name", d.name},           {"driver", d.driver},
             {"node_guid", d.node_guid}, {"sys_image_guid", d.sys_image_guid},
             {"fw_ver", d.fw_ver},       {"board_id", d.board_id},
@@ -127,7 +133,7 @@ json status_json(const Snapshot& s, TimePoint now) {
     for (const auto& d : s.devices)
         for (const auto& p : d.ports) {
             ++ports;
-            if (p.state == 4) ++ports_up;
+            if (port_up(p).value_or(false)) ++ports_up;
         }
     for (const auto& l : s.links) {
         if (l.bond) ++bonds;

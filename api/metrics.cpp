@@ -3,6 +3,7 @@
 
 #include "api/json_view.hpp"
 #include "api/probe_view.hpp"
+#include "daemon/model/rdma_port.hpp"
 
 #include <deque>
 #include <sstream>
@@ -66,12 +67,14 @@ double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_s
 bool is_counter_name(const std::string& hw_counter) { return hw_counter != "lifespan"; }
 
 void rdma_families(Builder& bld, const Snapshot& s) {
-    auto& dev_info = bld.gauge("rocewatch_rdma_device_info", "RDMA device metadata; always 1.");
+    auto& dev_info = bld.gauge("rocewatch_rdma_device_info",
+                               "RDMA device metadata; always 1. node_type: 1: CA (InfiniBand, RoCE), 4: RNIC (iWARP).");
     auto& port_info = bld.gauge("rocewatch_rdma_port_info", "RDMA port metadata; always 1.");
     auto& state = bld.gauge("rocewatch_rdma_port_state", "RDMA port logical state as sysfs numbers it (4 = ACTIVE).");
     auto& phys = bld.gauge("rocewatch_rdma_port_phys_state",
                            "RDMA port physical state as sysfs numbers it (5 = LinkUp).");
-    auto& up = bld.gauge("rocewatch_rdma_port_up", "1 when the RDMA port is ACTIVE, else 0.");
+    auto& up = bld.gauge("rocewatch_rdma_port_up",
+                         "1 when the RDMA port is up (state ACTIVE and phys_state LinkUp), else 0.");
     auto& rate = bld.gauge("rocewatch_rdma_port_rate_bytes_per_second",
                            "Negotiated RDMA port rate in bytes per second.");
     auto& amtu = bld.gauge("rocewatch_rdma_port_active_mtu_bytes", "Active RDMA path MTU in bytes.");
@@ -104,16 +107,15 @@ void rdma_families(Builder& bld, const Snapshot& s) {
              {"driver", d.driver},
              {"fw_ver", d.fw_ver},
              {"node_guid", d.node_guid},
-             {"board_id", d.board_id}},
+             {"board_id", d.board_id},
+             {"node_type", d.node_type}},
             1);
         for (const auto& p : d.ports) {
             const std::string port = std::to_string(p.port);
             const Labels dp = {{"device", d.name}, {"port", port}};
             add(port_info, {{"device", d.name}, {"port", port}, {"link_layer", p.link_layer}, {"netdev", p.netdev}}, 1);
-            if (p.state) {
-                add(state, dp, *p.state);
-                add(up, dp, b(*p.state == 4));
-            }
+            if (p.state) add(state, dp, *p.state);
+            if (auto u = port_up(p)) add(up, dp, b(*u));
             if (p.phys_state) add(phys, dp, *p.phys_state);
             if (p.rate_gbps) add(rate, dp, *p.rate_gbps * 1e9 / 8);
             if (p.active_mtu) add(amtu, dp, *p.active_mtu);

@@ -33,8 +33,14 @@ struct RdmaPort {
     std::optional<double> rate_gbps;  // 100
     std::string rate_text;            // "100 Gb/sec (4X EDR)"
     std::string link_layer;           // "Ethernet" (RoCE) or "InfiniBand"
-    std::string netdev;               // netdev the port is bound to ("" if unknown)
-    std::vector<GidEntry> gids;       // non-empty entries only
+    // InfiniBand addressing (ports/N/lid, sm_lid, sm_sl, cap_mask); Ethernet ports read 0.
+    // sm_lid 0 on an InfiniBand port: no subnet manager has configured it.
+    std::optional<uint32_t> lid;
+    std::optional<uint32_t> sm_lid;
+    std::optional<uint32_t> sm_sl;
+    std::optional<uint32_t> cap_mask;  // PortInfo:CapabilityMask
+    std::string netdev;                // netdev the port is bound to ("" if unknown)
+    std::vector<GidEntry> gids;        // non-empty entries only
     // Index of the RoCE v2 GID holding the port netdev's IPv4 address (the one perftest's
     // -x and UCX need); unset when there is none.
     std::optional<int> roce_v2_ipv4_gid_index;

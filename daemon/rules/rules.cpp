@@ -12,6 +12,7 @@
 
 #include "daemon/model/probe.hpp"
 #include "daemon/rules/cabling.hpp"
+#include "daemon/model/rdma_port.hpp"
 #include "daemon/rules/ipv4.hpp"
 #include "daemon/rules/probe_paths.hpp"
 #include "daemon/rules/rail_resolve.hpp"
@@ -26,7 +27,9 @@ struct JudgedPort {
     const RdmaPort* port = nullptr;
     std::string object;  // "rocep1s0f0/1"
     std::string netdev;  // "" when unknown
-    bool roce = true;    // Ethernet link layer: the netdev rules apply
+    NicFamily family = NicFamily::roce;
+    bool roce = true;      // an Ethernet port of a CA: the RoCE rules (GIDs, bonds) apply
+    bool ethernet = true;  // RoCE, iWARP, usNIC: the netdev rules (up, MTU, flaps, subnets) apply
 };
 
 struct Context {
@@ -69,12 +72,16 @@ Context make_context(const Snapshot& s, const Config& c) {
     }
     for (const auto* d : devices) {
         for (const auto& p : d->ports) {
+            const NicFamily family = nic_family(*d, p);
             JudgedPort jp{.dev = d,
                           .port = &p,
                           .object = d->name + "/" + std::to_string(p.port),
                           .netdev = port_netdev(*d, p),
-                          .roce = p.link_layer != "InfiniBand"};
-            if (jp.roce && !jp.netdev.empty() && !contains(ctx.netdevs, jp.netdev)) ctx.netdevs.push_back(jp.netdev);
+                          .family = family,
+                          .roce = family == NicFamily::roce,
+                          .ethernet = family != NicFamily::infiniband};
+            if (jp.ethernet && !jp.netdev.empty() && !contains(ctx.netdevs, jp.netdev))
+                ctx.netdevs.push_back(jp.netdev);
             ctx.ports.push_back(std::move(jp));
         }
     }
@@ -183,6 +190,67 @@ int roce_mtu_for(uint32_t netdev_mtu) {
     return 0;
 }
 
+// ---------------------------------------------------------------- InfiniBand
+
+bool is_ib(const JudgedPort& jp) { return jp.family == NicFamily::infiniband; }
+
+// `ibstat mlx4_0 1`: the InfiniBand view of one port.
+std::string ibstat(const JudgedPort& jp) {
+    return "`ibstat " + jp.dev->name + " " + std::to_string(jp.port->port) + "`";
+}
+
+// Where to look at a link's cable and its far end, in the words of the port's family.
+std::string link_check(const JudgedPort& jp) {
+    if (is_ib(jp)) return ibstat(jp) + ", `iblinkinfo` (both ends of every link: width, speed, state)";
+    const std::string nd = jp.netdev.empty() ? "the port's netdev" : jp.netdev;
+    return jp.netdev.empty() ? "`ethtool` and `ethtool -m` on the port's netdev (`rdma link show " + jp.object + "`)"
+                             : "`ethtool " + nd + "`, `ethtool -m " + nd + "`";
+}
+
+// An InfiniBand port that is physically up but INIT (2) or ARMED (3): waiting for a subnet
+// manager to configure (INIT) or activate (ARMED) it.
+bool ib_waits_for_sm(const RdmaPort& p) {
+    const bool init_or_armed = p.state ? (*p.state == 2 || *p.state == 3)
+                                       : (p.state_name == "INIT" || p.state_name == "ARMED");
+    const bool link_up = p.phys_state ? *p.phys_state == 5
+                                      : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
+    return init_or_armed && link_up;
+}
+
+std::string port_down_action(const JudgedPort& jp, bool link_up) {
+    const auto& p = *jp.port;
+    const bool disabled = p.phys_state == 3 || p.phys_state_name == "Disabled";
+    const bool polling = p.phys_state == 2 || p.phys_state_name == "Polling";
+    std::string action;
+    if (is_ib(jp)) {
+        if (disabled)
+            action = "The port is disabled: enable it on the switch or from the subnet manager (`ibportstate`) and "
+                     "check " +
+                     ibstat(jp) + ".";
+        else if (polling)
+            action = "No link partner: check the cable and the switch port (" + link_check(jp) + ").";
+        else if (link_up)
+            action = "The physical link is up but the port is not ACTIVE: check the subnet manager (`sminfo`, "
+                     "`systemctl status opensm`) and " +
+                     ibstat(jp) + ".";
+        else
+            action = "Check " + link_check(jp) + ", `dmesg | grep -i " + jp.dev->name +
+                     "`, the cable and the switch port; check that a subnet manager runs (`sminfo`).";
+        return action + " Verify with " + ibstat(jp) + ".";
+    }
+    const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+    if (disabled)
+        action = "The port is disabled, usually because its netdev is administratively down: `ip link set " + nd +
+                 " up`.";
+    else if (polling)
+        action = "No link partner: check the cable and transceiver (" + link_check(jp) +
+                 ") and that the peer's port is up.";
+    else
+        action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
+                 "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
+    return action + " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
+}
+
 // ---------------------------------------------------------------- the rules
 
 using Findings = std::vector<Finding>;
@@ -196,33 +264,51 @@ void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& jp : ctx.ports) {
         const auto& p = *jp.port;
         // Unreadable state is not judged: an unknown is not a "down".
-        const bool active = p.state ? *p.state == 4 : (p.state_name.empty() || p.state_name == "ACTIVE");
-        const bool link_up = p.phys_state ? *p.phys_state == 5
-                                          : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
-        if (active && link_up) continue;
+        if (port_up(p).value_or(true)) continue;
+        const bool link_up = p.phys_state ? *p.phys_state == 5 : p.phys_state_name == "LinkUp";
 
-        const std::string state = p.state_name.empty() ? (p.state ? num(uint64_t(*p.state)) : "?") : p.state_name;
-        const std::string phys = p.phys_state_name.empty() ? (p.phys_state ? num(uint64_t(*p.phys_state)) : "?")
-                                                           : p.phys_state_name;
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
-        std::string action;
-        if (p.phys_state == 3 || p.phys_state_name == "Disabled")
-            action = "The port is disabled, usually because its netdev is administratively down: `ip link set " + nd +
-                     " up`.";
-        else if (p.phys_state == 2 || p.phys_state_name == "Polling")
-            action = "No link partner: check the cable and transceiver (`ethtool " + nd + "`, `ethtool -m " + nd +
-                     "`) and that the peer's port is up.";
-        else if (link_up && !jp.roce)
-            action = "The physical link is up but the port is not ACTIVE: InfiniBand needs a running subnet "
-                     "manager (`sminfo`, `systemctl status opensm`).";
-        else
-            action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
-                     "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
-        action += " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
-        out.push_back(
-            make("port_down", sev, jp.object,
-                 port_words(jp) + " is down: port state " + state + ", physical state " + phys, action,
-                 {{"state", state}, {"phys_state", phys}, {"expected", "ACTIVE / LinkUp"}, {"netdev", jp.netdev}}));
+        const std::string state = state_words(p);
+        const std::string phys = phys_state_words(p);
+        // INIT / ARMED with the link up is the subnet manager's business, said by its own rule.
+        if (jp.family == NicFamily::infiniband && ib_waits_for_sm(p)) continue;
+        const std::string action = port_down_action(jp, link_up);
+        out.push_back(make("port_down", sev, jp.object, port_words(jp) + " is not up: " + state + ", " + phys, action,
+                           {{"state", state},
+                            {"phys_state", phys},
+                            {"expected", "state 4: ACTIVE, phys_state 5: LinkUp"},
+                            {"netdev", jp.netdev}}));
+    }
+}
+
+void rule_ib_port_not_active_no_sm(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        const auto& p = *jp.port;
+        if (!is_ib(jp) || !ib_waits_for_sm(p)) continue;
+        const bool armed = p.state ? *p.state == 3 : p.state_name == "ARMED";
+        std::string summary = "InfiniBand " + port_words(jp) + " has its link up (" + phys_state_words(p) +
+                              ") but is " + state_words(p) + ": ";
+        summary += armed ? "a subnet manager configured it but has not activated it"
+                         : "no subnet manager has configured it";
+        if (p.sm_lid && *p.sm_lid == 0) summary += " (sm_lid 0: no subnet manager seen)";
+        std::string action =
+            armed ? "The subnet manager stopped between configuring and activating the port: check its log "
+                    "(`/var/log/opensm.log`) and `sminfo`; restarting it (`systemctl restart opensm`) activates "
+                    "ARMED ports."
+                  : "Run a subnet manager on the fabric: `systemctl enable --now opensm` on one node, or enable the "
+                    "SM on a managed switch; `sminfo` must answer.";
+        action += " Then " + ibstat(jp) + " shows State: Active and a non-zero SM lid; `iblinkinfo` shows the fabric.";
+        auto hex = [](const std::optional<uint32_t>& v) {
+            if (!v) return std::string("?");
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "0x%x", *v);
+            return std::string(buf);
+        };
+        out.push_back(make("ib_port_not_active_no_sm", sev, jp.object, summary, action,
+                           {{"state", state_words(p)},
+                            {"phys_state", phys_state_words(p)},
+                            {"lid", hex(p.lid)},
+                            {"sm_lid", hex(p.sm_lid)},
+                            {"expected", "state 4: ACTIVE, configured by a subnet manager"}}));
     }
 }
 
@@ -277,16 +363,17 @@ void rule_port_rate_low(const Context& ctx, Severity sev, Findings& out) {
         // A down port reports a meaningless rate; port_down speaks for it.
         if (!p.rate_gbps || (p.state && *p.state != 4)) continue;
         if (*p.rate_gbps >= *want) continue;
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        std::string action =
+            "The link negotiated a lower speed or width. Check the cable's rating and the peer's port (" +
+            link_check(jp) + "); reseat or replace the cable";
+        if (is_ib(jp))
+            action += ".";
+        else
+            action += "; make sure neither end forces a lower speed (`ethtool -s " +
+                      (jp.netdev.empty() ? std::string("<netdev>") : jp.netdev) + " autoneg on`).";
         out.push_back(
             make("port_rate_low", sev, jp.object,
-                 port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) + " Gb/s",
-                 "The link negotiated a lower speed. Check the cable and transceiver rating and the "
-                 "peer's port speed (`ethtool " +
-                     nd + "`, `ethtool -m " + nd +
-                     "`); reseat or replace the cable; make sure neither end forces a lower speed "
-                     "(`ethtool -s " +
-                     nd + " autoneg on`).",
+                 port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) + " Gb/s", action,
                  {{"expected_gbps", num(*want)}, {"actual_gbps", num(*p.rate_gbps)}, {"rate", p.rate_text}}));
     }
 }
@@ -328,8 +415,14 @@ void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
         if (p.max_mtu) details["max_mtu"] = num(uint64_t(*p.max_mtu));
         const int needed = *want + kRoceHeaderBytes;
         std::string action;
-        const Link* l = jp.roce && !jp.netdev.empty() ? find_link(ctx.s, jp.netdev) : nullptr;
-        if (l && l->mtu > 0) {
+        const Link* l = jp.ethernet && !jp.netdev.empty() ? find_link(ctx.s, jp.netdev) : nullptr;
+        if (l && l->mtu > 0 && !jp.roce) {
+            // iWARP and usNIC carry RDMA in TCP or UDP: no RoCE headers to make room for.
+            details["netdev_mtu"] = num(uint64_t(l->mtu));
+            action = "The RDMA MTU of " + std::string(to_string(jp.family)) + " follows the netdev MTU (" + jp.netdev +
+                     " has " + num(uint64_t(l->mtu)) + "): run `ip link set " + jp.netdev +
+                     " mtu 9000` on both nodes, then check `ibv_devinfo -d " + jp.dev->name + "`.";
+        } else if (l && l->mtu > 0) {
             details["netdev_mtu"] = num(uint64_t(l->mtu));
             if (static_cast<int>(l->mtu) < needed)
                 action = "The RoCE MTU follows the netdev MTU: " + num(uint64_t(*want)) +
@@ -342,7 +435,7 @@ void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
                          num(uint64_t(*want)) + ": bounce the link (`ip link set " + jp.netdev +
                          " down && ip link set " + jp.netdev + " up`) and check `ibv_devinfo -d " + jp.dev->name +
                          "`; the peer must allow the same MTU.";
-        } else if (!jp.roce) {
+        } else if (jp.family == NicFamily::infiniband) {
             action = "On InfiniBand the subnet manager sets the MTU: raise it in the partition configuration "
                      "(opensm partitions.conf, `mtu=5` for 4096) and check `ibv_devinfo -d " +
                      jp.dev->name + "`.";
@@ -575,7 +668,7 @@ void rule_bond_mode_reorders(const Context& ctx, Severity sev, Findings& out) {
 void rule_subnet_overlap(const Context& ctx, Severity sev, Findings& out) {
     std::set<std::string> done;
     for (const auto& jp : ctx.ports) {
-        if (!jp.roce || jp.netdev.empty() || !done.insert(jp.netdev).second) continue;
+        if (!jp.ethernet || jp.netdev.empty() || !done.insert(jp.netdev).second) continue;
         const Link* l = find_link(ctx.s, jp.netdev);
         if (!l) continue;
         const auto mine = ipv4_of(*l);
@@ -664,10 +757,31 @@ uint64_t admin_downs_within(const Snapshot& s, const std::string& netdev, Durati
     return n;
 }
 
-std::string with_netdev(const char* text, const std::string& netdev) {
+void replace_all(std::string& s, std::string_view from, const std::string& to) {
+    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+        s.replace(pos, from.size(), to);
+}
+
+// Advice written for Ethernet ("`ethtool -m NETDEV`"), in the words of the port's family:
+// an InfiniBand port has no netdev, its cable is seen through ibstat/iblinkinfo and its
+// lossless flow control is the fabric's credit scheme, not PFC.
+std::string with_netdev(const char* text, const JudgedPort& jp) {
     std::string s = text;
-    const std::string nd = netdev.empty() ? "<netdev>" : netdev;
-    for (size_t pos; (pos = s.find("NETDEV")) != std::string::npos;) s.replace(pos, 6, nd);
+    if (is_ib(jp)) {
+        replace_all(s, "`ethtool -m NETDEV` for optical power and temperature", ibstat(jp) + ", `iblinkinfo`");
+        replace_all(s, "`ethtool -m NETDEV`", ibstat(jp) + ", `iblinkinfo`");
+        replace_all(s, "(`mlnx_qos -i NETDEV`)", "(the subnet manager's QoS and VL settings, `perfquery`)");
+        replace_all(s, "`mlnx_qos -i NETDEV`", "the subnet manager's QoS and VL settings (`perfquery`)");
+        replace_all(s, "check PFC on the RoCE priority on both ends and the switch",
+                    "check the VL arbitration and buffer settings of both ends and the switch");
+        replace_all(s, "enable PFC or ECN for the RoCE priority on both ends and the switch",
+                    "check the fabric's congestion control and QoS");
+        replace_all(s, "the RoCE path", "the path");
+        replace_all(s, "congestion without working PFC/ECN", "congestion");
+        replace_all(s, "NETDEV", jp.dev->name);
+        return s;
+    }
+    replace_all(s, "NETDEV", jp.netdev.empty() ? "<netdev>" : jp.netdev);
     return s;
 }
 
@@ -711,7 +825,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                                 (planned > 0 ? ", not counting " + plural(planned, "admin-down", "admin-downs") +
                                                    " of " + jp.netdev
                                              : ""),
-                            with_netdev(c.action, jp.netdev), std::move(details));
+                            with_netdev(c.action, jp), std::move(details));
         }
 
         if (auto it = p.window_increase.find("symbol_error"); it != p.window_increase.end() && window_hours > 0) {
@@ -722,7 +836,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                                     num(t.symbol_error_per_hour) + "/hour): the bit error rate is too high",
                                 with_netdev("Reseat or replace the cable or transceiver (`ethtool -m NETDEV` for "
                                             "optical power and temperature), and check the peer's port.",
-                                            jp.netdev),
+                                            jp),
                                 {{"per_hour", num(per_hour)},
                                  {"threshold_per_hour", num(t.symbol_error_per_hour)},
                                  {"increase", num(it->second)},
@@ -737,7 +851,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                             with_netdev("Packet loss on the RoCE path: enable PFC or ECN for the RoCE priority on "
                                         "both ends and the switch (`mlnx_qos -i NETDEV`), check for drops and for "
                                         "MTU mismatches.",
-                                        jp.netdev),
+                                        jp),
                             {{"per_second", num(it->second)},
                              {"threshold_per_second", num(t.local_ack_timeout_per_second)}});
 
@@ -747,7 +861,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
             counter_finding(warn, c.name,
                             port_words(jp) + ": " + c.name + " rose by " + num(it->second) + " in the last " + window +
                                 " (" + c.meaning + ")",
-                            with_netdev(c.action, jp.netdev),
+                            with_netdev(c.action, jp),
                             {{"increase", num(it->second)}, {"window", window}, {"expected", "0"}});
         }
     }
@@ -776,11 +890,14 @@ void rule_congestion(const Context& ctx, Severity sev, Findings& out) {
             details[std::string(c.name) + "_threshold"] = num(c.threshold);
         }
         if (over.empty()) continue;
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        const std::string settings = is_ib(jp) ? "the fabric's congestion control settings (the subnet manager's)"
+                                               : "the PFC/ECN settings on both ends (`mlnx_qos -i " +
+                                                     (jp.netdev.empty() ? std::string("<netdev>") : jp.netdev) + "`)";
         out.push_back(make("congestion", sev, jp.object, port_words(jp) + " is congested: " + join(over, "; "),
-                           "A link on the path is oversubscribed and DCQCN is throttling senders. Check switch port "
-                           "utilisation and the PFC/ECN settings on both ends (`mlnx_qos -i " +
-                               nd + "`); spread traffic over more rails or fewer senders per receiver.",
+                           std::string("A link on the path is oversubscribed and ") +
+                               (is_ib(jp) ? "the fabric's congestion control" : "DCQCN") +
+                               " is throttling senders. Check switch port utilisation and " + settings +
+                               "; spread traffic over more rails or fewer senders per receiver.",
                            std::move(details)));
     }
 }
@@ -1139,6 +1256,9 @@ struct RuleDef {
 constexpr RuleDef kRules[] = {
     {"port_down", Severity::critical, Scope::node, "RDMA port not ACTIVE/LinkUp, or an expected rail missing",
      rule_port_down},
+    {"ib_port_not_active_no_sm", Severity::critical, Scope::node,
+     "InfiniBand port with its link up but INIT or ARMED: no subnet manager has configured or activated it",
+     rule_ib_port_not_active_no_sm},
     {"netdev_down", Severity::critical, Scope::node,
      "netdev of an RDMA port (or expected interface) admin down, no carrier or not up", rule_netdev_down},
     {"port_rate_low", Severity::warning, Scope::node, "RDMA port rate below expect.port_rate_gbps", rule_port_rate_low},

@@ -413,3 +413,13 @@ TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
     EXPECT_FALSE(api::bearer_matches("abc", "abc"));
     EXPECT_FALSE(api::bearer_matches("Bearer ", "")) << "no token configured: nothing matches";
 }
+
+TEST(JsonView, PortsUpCountsActiveAndLinkUpOnly) {
+    auto s = api_sample::sample_snapshot();
+    s.devices.at(0).ports.at(0).phys_state = 4;  // ACTIVE, training: not up
+    const json j = status_json(s, api_sample::sample_time());
+    EXPECT_EQ(j["counts"]["ports_up"], 2);
+    const json d = devices_json(s);
+    EXPECT_EQ(d["devices"][0]["ports"][0]["up"], false);
+    EXPECT_EQ(d["devices"][0]["ports"][0]["nic_family"], "roce");
+}

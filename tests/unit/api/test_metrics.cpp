@@ -293,3 +293,14 @@ TEST(Metrics, SeriesDroppedAndCollectorAge) {
     EXPECT_EQ(value(fams, "rocewatch_collector_last_success_timestamp_seconds", {{"collector", "sysfs"}}),
               std::chrono::duration<double>(sample_time_minus(30).time_since_epoch()).count());
 }
+
+// One definition of up (model/rdma_port): ACTIVE with phys_state 4 is not up, in the metric
+// as in the rule and REST.
+TEST(Metrics, PortUpNeedsActiveAndLinkUp) {
+    auto s = api_sample::sample_snapshot();
+    s.devices.at(0).ports.at(0).phys_state = 4;
+    const auto fams = snapshot_to_families(s);
+    const LabelMap port = {{"device", s.devices.at(0).name}, {"port", "1"}};
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_state", port), 4.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_up", port), 0.0);
+}

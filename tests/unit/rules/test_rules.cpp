@@ -139,8 +139,8 @@ TEST(PortDown, DisabledPortSaysBringTheNetdevUp) {
     EXPECT_TRUE(has(f->summary, "rocep1s0f1/1")) << f->summary;
     EXPECT_TRUE(has(f->summary, "enp1s0f1np1")) << f->summary;
     EXPECT_TRUE(has(f->action, "ip link set enp1s0f1np1 up")) << f->action;
-    EXPECT_EQ(f->details.at("state"), "DOWN");
-    EXPECT_EQ(f->details.at("phys_state"), "Disabled");
+    EXPECT_EQ(f->details.at("state"), "state 1: DOWN");
+    EXPECT_EQ(f->details.at("phys_state"), "phys_state 3: Disabled");
     EXPECT_EQ(of_rule(all, "port_down").size(), 1u);
 }
 
