@@ -1,4 +1,5 @@
 // rocewatchd: the single composition root. Parses flags, loads config, builds and wires the modules, waits on signals.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
@@ -221,6 +222,12 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
 
 int main(int argc, char** argv) {
     using namespace rocewatch;
+    // glibc gives each thread that allocates its own arena (up to 8 per core), and the
+    // collection, render and probe threads each keep their freed pages: two arenas and a low
+    // trim threshold gave 4-5 MiB less RSS at 128 NICs (bench/memory_vs_node_exporter.py).
+    // MALLOC_ARENA_MAX in the environment still wins.
+    if (std::getenv("MALLOC_ARENA_MAX") == nullptr) (void)mallopt(M_ARENA_MAX, 2);
+    if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) (void)mallopt(M_TRIM_THRESHOLD, 128 * 1024);
     auto flags = parse_flags(argc, argv);
     if (!flags || flags->help) {
         (flags ? std::cout : std::cerr) << kUsage;
