@@ -233,8 +233,7 @@ SelfMatch find_self(const Inventory& inv, const std::string& hostname, const std
         if (e.port != listen_port) continue;
         if (addrs.count(e.host))
             by_address.push_back(i);
-        else if (!host.empty() && !is_ip_literal(e.host) &&
-                 (e.host == host || short_name(e.host) == short_name(host)))
+        else if (!host.empty() && !is_ip_literal(e.host) && (e.host == host || short_name(e.host) == short_name(host)))
             by_name.push_back(i);
     }
     auto pick = [&](const std::vector<size_t>& hits, const std::string& what) {

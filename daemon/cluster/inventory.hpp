@@ -16,11 +16,11 @@ namespace rocewatch {
 // 2,000 nodes take about 60 KiB and 2,000 targets.
 inline constexpr size_t kMaxInventoryBytes = 4 * 1024 * 1024;
 inline constexpr size_t kMaxInventoryTargets = 10000;
-inline constexpr size_t kMaxInventoryLabels = 64;         // per group
-inline constexpr size_t kMaxInventoryLabelBytes = 1024;   // a label's name or value
-inline constexpr size_t kMaxInventoryTargetBytes = 255;   // one target
-inline constexpr int kMaxInventoryDepth = 8;              // file_sd nests 3 deep
-inline constexpr uint16_t kDefaultInventoryPort = 9879;   // a target without a port
+inline constexpr size_t kMaxInventoryLabels = 64;        // per group
+inline constexpr size_t kMaxInventoryLabelBytes = 1024;  // a label's name or value
+inline constexpr size_t kMaxInventoryTargetBytes = 255;  // one target
+inline constexpr int kMaxInventoryDepth = 8;             // file_sd nests 3 deep
+inline constexpr uint16_t kDefaultInventoryPort = 9879;  // a target without a port
 
 struct InventoryParse {
     std::optional<Inventory> inventory;

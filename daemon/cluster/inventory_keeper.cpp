@@ -1,4 +1,5 @@
-// Keeps the cluster inventory loaded: reads it at start, on SIGHUP and when the file changes (inotify), and publishes the state.
+// Keeps the cluster inventory loaded: reads it at start, on SIGHUP and when the file changes (inotify), and publishes
+// the state.
 #include "daemon/cluster/inventory_keeper.hpp"
 
 #include <poll.h>
@@ -77,8 +78,8 @@ void InventoryKeeper::load_locked() {
             next->last_load_ok = false;
             next->last_error = r.error;
             ++next->load_failures;
-            log_->error("inventory rejected, keeping the previous one ({} entries): {}",
-                        next->inventory.entries.size(), r.error);
+            log_->error("inventory rejected, keeping the previous one ({} entries): {}", next->inventory.entries.size(),
+                        r.error);
         }
     }
     const bool changed = targets(*next) != targets(*state_);
@@ -191,8 +192,8 @@ std::vector<PeerConfig> inventory_peers(const ClusterState& state, const Config&
     const auto& entries = state.inventory.entries;
     for (size_t i : ring_successors(entries.size(), *state.self.index, c.cluster.ring_successors)) {
         if (configured.count(entries[i].target)) continue;
-        out.push_back(PeerConfig{.name = entries[i].target, .address = entries[i].target, .rails = {},
-                                 .from_inventory = true});
+        out.push_back(
+            PeerConfig{.name = entries[i].target, .address = entries[i].target, .rails = {}, .from_inventory = true});
     }
     return out;
 }

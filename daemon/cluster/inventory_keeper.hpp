@@ -1,4 +1,5 @@
-// Keeps the cluster inventory loaded: reads it at start, on SIGHUP and when the file changes (inotify), and publishes the state.
+// Keeps the cluster inventory loaded: reads it at start, on SIGHUP and when the file changes (inotify), and publishes
+// the state.
 #pragma once
 
 #include <spdlog/logger.h>

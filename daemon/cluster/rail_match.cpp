@@ -140,9 +140,14 @@ RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& p
             }
             const std::string& n = cands.front();
             used.insert(n);
-            by_rail[i] = RailMatch{local[i].name,   local[i].netdev, subnets[i]->second,
-                                   local[i].device, n,               address_in(peer.interfaces.at(n), subnet),
-                                   peer_device(n),  why};
+            by_rail[i] = RailMatch{local[i].name,
+                                   local[i].netdev,
+                                   subnets[i]->second,
+                                   local[i].device,
+                                   n,
+                                   address_in(peer.interfaces.at(n), subnet),
+                                   peer_device(n),
+                                   why};
             continue;
         }
         // Several rails in one subnet: by position, here and on the peer.
@@ -155,7 +160,8 @@ RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& p
         for (size_t pos = 0; pos < members.size(); ++pos) {
             const size_t i = members[pos];
             if (peer.rails.empty()) {
-                miss[i] = "rails share subnet " + net + " and the peer does not list its rails, so they cannot be "
+                miss[i] = "rails share subnet " + net +
+                          " and the peer does not list its rails, so they cannot be "
                           "paired by order";
                 continue;
             }

@@ -12,9 +12,9 @@ namespace rocewatch {
 
 // One rail of this node, as the matcher sees it.
 struct LocalRail {
-    std::string name;    // the rail's name in results and metrics: its RDMA device, or its netdev
-    std::string device;  // RDMA device, "" for a netdev-only rail
-    std::string netdev;  // "" when the device has no netdev
+    std::string name;                  // the rail's name in results and metrics: its RDMA device, or its netdev
+    std::string device;                // RDMA device, "" for a netdev-only rail
+    std::string netdev;                // "" when the device has no netdev
     std::vector<PeerPrefix> prefixes;  // IPv4, global scope
 };
 

@@ -33,14 +33,14 @@ struct SelfMatch {
 
 // The inventory state the daemon publishes: what is in force and how the last load went.
 struct ClusterState {
-    std::string path;             // [cluster] inventory; "" when none is configured
-    bool last_load_ok = true;     // false when the last load was rejected (the previous is kept)
-    std::string last_error;       // why it was rejected, "" when fine
-    TimePoint loaded_at{};        // when the inventory in force was read
-    TimePoint last_attempt{};     // when a load was last tried
-    uint64_t loads = 0;           // loads tried, good or bad
-    uint64_t load_failures = 0;   // loads rejected
-    Inventory inventory;          // the one in force (empty before the first good load)
+    std::string path;            // [cluster] inventory; "" when none is configured
+    bool last_load_ok = true;    // false when the last load was rejected (the previous is kept)
+    std::string last_error;      // why it was rejected, "" when fine
+    TimePoint loaded_at{};       // when the inventory in force was read
+    TimePoint last_attempt{};    // when a load was last tried
+    uint64_t loads = 0;          // loads tried, good or bad
+    uint64_t load_failures = 0;  // loads rejected
+    Inventory inventory;         // the one in force (empty before the first good load)
     SelfMatch self;
 };
 

@@ -190,7 +190,8 @@ struct DaemonStatus {
 };
 
 struct Config;
-struct ProbeBook;  // model/probe.hpp
+struct ProbeBook;     // model/probe.hpp
+struct ClusterState;  // model/cluster.hpp
 
 // ---------------------------------------------------------------- the snapshot
 
@@ -208,6 +209,8 @@ struct Snapshot {
     // Latest probe results per (peer, rail, kind) with a short history, and peer hellos;
     // never null once the engine published (an empty book while probing is off).
     std::shared_ptr<const ProbeBook> probes;
+    // The cluster inventory and this node's place in it; null when none is configured.
+    std::shared_ptr<const ClusterState> cluster;
     DaemonStatus daemon;
     uint64_t netlink_events = 0;   // events seen since start
     uint64_t netlink_resyncs = 0;  // re-dumps after buffer overruns

@@ -63,8 +63,7 @@ TEST(Inventory, RefusesBadJsonAndWrongShapesWithAReason) {
     EXPECT_NE(refused(R"([{"labels": {}}])").find("\"targets\" must be an array"), std::string::npos);
     EXPECT_NE(refused(R"([{"targets": "a:1"}])").find("\"targets\" must be an array"), std::string::npos);
     EXPECT_NE(refused(R"([{"targets": [1]}])").find("targets must be strings"), std::string::npos);
-    EXPECT_NE(refused(R"([{"targets": [], "labels": []}])").find("\"labels\" must be an object"),
-              std::string::npos);
+    EXPECT_NE(refused(R"([{"targets": [], "labels": []}])").find("\"labels\" must be an object"), std::string::npos);
     EXPECT_NE(refused(R"([{"targets": [], "labels": {"a": 1}}])").find("label values must be strings"),
               std::string::npos);
     EXPECT_NE(refused(R"([{"targets": [], "labels": {"1a": "x"}}])").find("not a Prometheus label name"),
@@ -94,8 +93,7 @@ TEST(Inventory, HostileSizesAreBounded) {
     many += "]}]";
     EXPECT_NE(refused(many).find("more than"), std::string::npos);
     // A label value over its bound.
-    EXPECT_NE(refused(R"([{"targets": [], "labels": {"x": ")" + std::string(kMaxInventoryLabelBytes + 1, 'v') +
-                      "\"}}]")
+    EXPECT_NE(refused(R"([{"targets": [], "labels": {"x": ")" + std::string(kMaxInventoryLabelBytes + 1, 'v') + "\"}}]")
                   .find("over"),
               std::string::npos);
 }
@@ -105,15 +103,11 @@ TEST(Inventory, ReadRefusesWhatIsNotARegularFile) {
     std::filesystem::create_directories(dir);
     EXPECT_NE(read_inventory(dir).error.find("not a regular file"), std::string::npos);
     EXPECT_NE(read_inventory(dir / "missing.json").error.find("cannot be read"), std::string::npos);
-    {
-        std::ofstream(dir / "inv.json") << R"([{"targets": ["a:1"]}])";
-    }
+    { std::ofstream(dir / "inv.json") << R"([{"targets": ["a:1"]}])"; }
     auto r = read_inventory(dir / "inv.json");
     ASSERT_TRUE(r.inventory) << r.error;
     EXPECT_EQ(r.inventory->entries.size(), 1u);
-    {
-        std::ofstream(dir / "bad.json") << "[{";
-    }
+    { std::ofstream(dir / "bad.json") << "[{"; }
     auto bad = read_inventory(dir / "bad.json");
     EXPECT_FALSE(bad.inventory);
     EXPECT_NE(bad.error.find("bad.json: not valid JSON"), std::string::npos) << bad.error;

@@ -106,6 +106,11 @@ rails = ["rocep1s0f0", "rocep1s0f1"]
 ignore_devices = ["roceP2p1s0f0"]
 interfaces = ["bond0", "enp1s0f0np0"]
 
+[cluster]
+inventory = "/etc/rocewatch/inventory.json"
+rails = ["r0", "r1"]
+ring_successors = 5
+
 [thresholds]
 symbol_error_per_hour = 60
 local_ack_timeout_per_second = 0.5
@@ -252,6 +257,9 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.expect.rails, (Lines{"rocep1s0f0", "rocep1s0f1"}));
     EXPECT_EQ(c.expect.ignore_devices, (Lines{"roceP2p1s0f0"}));
     EXPECT_EQ(c.expect.interfaces, (Lines{"bond0", "enp1s0f0np0"}));
+    EXPECT_EQ(c.cluster.inventory, "/etc/rocewatch/inventory.json");
+    EXPECT_EQ(c.cluster.rails, (Lines{"r0", "r1"}));
+    EXPECT_EQ(c.cluster.ring_successors, 5u);
     EXPECT_EQ(c.thresholds.symbol_error_per_hour, 60) << "an integer is fine where a number is asked";
     EXPECT_EQ(c.thresholds.local_ack_timeout_per_second, 0.5);
     EXPECT_EQ(c.thresholds.cnp_per_second, 2000);
