@@ -348,7 +348,7 @@ const KeySpec<ExpectConfig> kExpectKeys[] = {
 };
 
 const KeySpec<ClusterConfig> kClusterKeys[] = {
-    {"inventory", [](const Field& f, ClusterConfig& c) { assign(c.inventory, f.nonempty_string()); }},
+    {"inventory", [](const Field& f, ClusterConfig& c) { assign(c.inventory, f.string()); }},  // "" = none
     {"rails", [](const Field& f, ClusterConfig& c) { assign(c.rails, f.names()); }},
     // 0 turns the ring off (only [[peers]] are probed); 16 is far more than any cluster needs.
     {"ring_successors", [](const Field& f, ClusterConfig& c) { assign(c.ring_successors, f.integer(0, 16)); }},

@@ -427,12 +427,12 @@ TEST(ConfigErrors, FieldsOfAnError) {
 TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
               (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, "
-                     "thresholds, rules, probes, peers"}));
+                     "thresholds, rules, probes, cluster, peers"}));
     EXPECT_EQ(errors_of("\n[deamon]\nlisten = \":1\"\n"),
               (Lines{"t.toml:2: deamon: unknown table; did you mean \"daemon\"? "
-                     "Valid tables: daemon, expect, thresholds, rules, probes, peers"}));
+                     "Valid tables: daemon, expect, thresholds, rules, probes, cluster, peers"}));
     EXPECT_EQ(errors_of("interval = \"5s\"\n"), (Lines{"t.toml:1: interval: unknown key; settings belong in a table: "
-                                                       "daemon, expect, thresholds, rules, probes, peers"}));
+                                                       "daemon, expect, thresholds, rules, probes, cluster, peers"}));
 }
 
 TEST(ConfigErrors, KnownTableOfTheWrongType) {
@@ -678,20 +678,21 @@ severity = "urgent"
 
 [extras]
 )");
-    EXPECT_EQ(errors,
-              (Lines{
-                  "t.toml:2: thresholds.flap_transitions: -3 is out of range 1..4294967295",
-                  "t.toml:3: thresholds.cnp_per_second: expected a number, got a string",
-                  "t.toml:6: daemon.listen: \"nowhere\" is not a listen address: expected \"host:port\", "
-                  "\"[v6]:port\" or \":port\"",
-                  "t.toml:7: daemon.log_level: \"loud\" is not a log level (trace, debug, info, warn, "
-                  "error, critical, off)",
-                  "t.toml:8: daemon.interval: \"1x\" is not a duration (write e.g. \"500ms\", \"5s\", "
-                  "\"1m\", \"1h30m\"; zero is \"0s\")",
-                  "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
-                  "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " + kRuleIds,
-                  "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules, probes, peers",
-              }));
+    EXPECT_EQ(
+        errors,
+        (Lines{
+            "t.toml:2: thresholds.flap_transitions: -3 is out of range 1..4294967295",
+            "t.toml:3: thresholds.cnp_per_second: expected a number, got a string",
+            "t.toml:6: daemon.listen: \"nowhere\" is not a listen address: expected \"host:port\", "
+            "\"[v6]:port\" or \":port\"",
+            "t.toml:7: daemon.log_level: \"loud\" is not a log level (trace, debug, info, warn, "
+            "error, critical, off)",
+            "t.toml:8: daemon.interval: \"1x\" is not a duration (write e.g. \"500ms\", \"5s\", "
+            "\"1m\", \"1h30m\"; zero is \"0s\")",
+            "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
+            "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " + kRuleIds,
+            "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules, probes, cluster, peers",
+        }));
 }
 
 // ---------------------------------------------------------------- files
@@ -746,13 +747,13 @@ TEST(ConfigFile, UnknownKeyFixture) {
     EXPECT_EQ(fixture_errors("unknown-key.toml"),
               (Lines{
                   "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, thresholds, "
-                  "rules, probes, peers",
+                  "rules, probes, cluster, peers",
                   "unknown-key.toml:5: daemon.intervall: unknown key; did you mean \"interval\"? Valid keys: listen, "
                   "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit",
                   "unknown-key.toml:9: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                   "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces",
                   "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, thresholds, rules, "
-                  "probes, peers",
+                  "probes, cluster, peers",
               }));
 }
 
