@@ -1,6 +1,8 @@
 // Builds the REST API's JSON documents from a Snapshot; no I/O, no clocks.
 #include "api/json_view.hpp"
 
+#include "api/cluster_view.hpp"
+
 #include "daemon/model/probe.hpp"
 #include "daemon/model/rdma_port.hpp"
 #include "util/clock.hpp"
@@ -191,6 +193,7 @@ json status_json(const Snapshot& s, TimePoint now) {
           {"ucx_version", s.host.ucx_version.empty() ? json(nullptr) : json(s.host.ucx_version)}}},
         {"netlink", {{"events", s.netlink_events}, {"resyncs", s.netlink_resyncs}}},
         {"collectors", std::move(collectors)},
+        {"cluster", cluster_status_json(s)},
         // Peer probing on or off, and why off (no token file, unreadable token, data port taken).
         {"probes",
          {{"enabled", s.probes && s.probes->enabled},

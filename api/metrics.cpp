@@ -1,6 +1,7 @@
 // Snapshot -> Prometheus metric families, and their text rendering for /metrics.
 #include "api/metrics.hpp"
 
+#include "api/cluster_view.hpp"
 #include "api/json_view.hpp"
 #include "api/probe_view.hpp"
 #include "daemon/model/rdma_port.hpp"
@@ -316,6 +317,7 @@ std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
     self_families(bld, s);
     auto out = std::move(bld).finish();
     add_probe_families(out, s);
+    add_cluster_families(out, s);
     escape_labels(out);
     return out;
 }

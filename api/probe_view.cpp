@@ -13,6 +13,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "api/json_view.hpp"
+#include "daemon/cluster/rail_match.hpp"
 #include "util/ct_compare.hpp"
 #include "util/json_uint.hpp"
 
@@ -202,35 +203,60 @@ nlohmann::json hello_json(const Snapshot& s, uint16_t data_port) {
     nlohmann::json ifaces = nlohmann::json::object();
     for (const auto& l : s.links) {
         std::set<std::string> gid_types;
+        std::string rdma_device;
         for (const auto& d : s.devices)
             for (const auto& p : d.ports)
-                if (p.netdev == l.name)
+                if (p.netdev == l.name) {
+                    if (rdma_device.empty()) rdma_device = d.name;
                     for (const auto& g : p.gids)
                         if (!g.type.empty()) gid_types.insert(g.type);
+                }
         nlohmann::json addrs = nlohmann::json::array(), cidrs = nlohmann::json::array();
+        nlohmann::json prefixes = nlohmann::json::array();
         for (const auto& a : l.addresses) {
             addrs.push_back(a.address);
+            prefixes.push_back({{"address", a.address}, {"prefixlen", a.prefixlen}});
             if (a.family == AF_INET) cidrs.push_back(a.address + "/" + std::to_string(a.prefixlen));
         }
         nlohmann::json i = {{"mtu", l.mtu},
                             {"gid_types", gid_types},
                             {"addresses", std::move(addrs)},
+                            {"prefixes", std::move(prefixes)},
                             {"cidrs", std::move(cidrs)},
-                            {"mac", l.mac}};
+                            {"mac", l.mac},
+                            {"rdma_device", rdma_device}};
         // Who answers ARP for which address: what the peer's cabling checks need from us.
         if (l.arp_ignore) i["arp_ignore"] = *l.arp_ignore;
         if (l.arp_announce) i["arp_announce"] = *l.arp_announce;
         if (l.rp_filter) i["rp_filter"] = *l.rp_filter;
         ifaces[l.name] = std::move(i);
     }
+    // Our rails in order, so a peer whose rails share one subnet can pair them by position.
+    nlohmann::json rails = nlohmann::json::array();
+    if (s.config)
+        for (const auto& r : local_rails(s, *s.config))
+            rails.push_back({{"name", r.name}, {"device", r.device}, {"netdev", r.netdev}});
     return {
         {"version", s.version},
         {"protocol_version", kPeerProtocolVersion},
         {"data_port", data_port},
         {"ucx_version", s.host.ucx_version},
         {"interfaces", std::move(ifaces)},
+        {"rails", std::move(rails)},
     };
 }
+
+namespace {
+
+// A short name from a peer: a string of at most 255 bytes, else "".
+std::string peer_name(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return "";
+    const auto& v = it->get_ref<const std::string&>();
+    return v.size() <= 255 ? v : "";
+}
+
+}  // namespace
 
 PeerHello hello_from_json(const nlohmann::json& j) {
     PeerHello h;
@@ -258,8 +284,24 @@ PeerHello hello_from_json(const nlohmann::json& j) {
         info.rp_filter = small("rp_filter");
         if (i.contains("addresses"))
             for (const auto& a : i["addresses"]) h.address_interface[a.get<std::string>()] = name;
+        // Added after protocol 1 shipped: absent or malformed is "not said", never an error.
+        if (auto p = i.find("prefixes"); p != i.end() && p->is_array())
+            for (const auto& e : *p) {
+                if (!e.is_object()) continue;
+                int len = -1;
+                if (auto it = e.find("prefixlen"); it != e.end())
+                    if (auto v = json_uint<uint8_t>(*it)) len = *v;
+                auto addr = peer_name(e, "address");
+                if (len >= 0 && len <= 128 && !addr.empty()) info.prefixes.push_back({addr, len});
+            }
+        info.mac = peer_name(i, "mac");
+        info.rdma_device = peer_name(i, "rdma_device");
         h.interfaces[name] = std::move(info);
     }
+    if (auto r = j.find("rails"); r != j.end() && r->is_array())
+        for (const auto& e : *r)
+            if (e.is_object())
+                h.rails.push_back({peer_name(e, "name"), peer_name(e, "device"), peer_name(e, "netdev")});
     return h;
 }
 

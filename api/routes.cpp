@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "api/cluster_view.hpp"
 #include "api/http_wire.hpp"
 #include "api/log_safe.hpp"
 #include "api/replies.hpp"
@@ -83,6 +84,11 @@ void ApiServer::Impl::register_rest_routes() {
     add_route("/api/v1/bonds", "/api/v1/bonds", "GET", "bonds and their slaves",
               [this](const httplib::Request&, httplib::Response& res) {
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, bonds_json(*s));
+              });
+    add_route("/api/v1/peers", "/api/v1/peers", "GET",
+              "peers this node probes (configured and from the inventory), their hellos and matched rails",
+              [this](const httplib::Request&, httplib::Response& res) {
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, peers_json(*s));
               });
     add_route("/api/v1/alerts", "/api/v1/alerts", "GET", "active (pending and firing) alerts",
               [this](const httplib::Request&, httplib::Response& res) {

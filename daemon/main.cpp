@@ -19,6 +19,7 @@
 #include "api/server.hpp"
 #include "api/text_view.hpp"
 #include "daemon/alertmanager/notifier.hpp"
+#include "daemon/cluster/inventory_keeper.hpp"
 #include "daemon/config/config_loader.hpp"
 #include "daemon/config/flags.hpp"
 #include "daemon/core/engine.hpp"
@@ -74,13 +75,50 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log, b
 // What a SIGHUP reload replaces. The probe config changes only while the scheduler is
 // stopped, so its thread never reads it mid-write; token and data port stay as started.
 struct Running {
-    std::shared_ptr<const Config> config;
+    std::shared_ptr<const Config> config;  // as the file says
     std::shared_ptr<const Config>& probe_config;
     Engine& engine;
     ProbeScheduler& scheduler;
     alertmanager::Notifier& notifier;
+    InventoryKeeper& inventory;
     bool probing;
+    uint64_t inventory_generation = 0;  // of the inventory the running peers came from
 };
+
+// The file's config with the inventory's peers added: what the engine and the scheduler run.
+std::shared_ptr<const Config> with_inventory(const Running& run) {
+    auto state = run.inventory.latest();
+    auto peers = inventory_peers(*state, *run.config);
+    if (peers.empty()) return run.config;
+    auto c = std::make_shared<Config>(*run.config);
+    c->peers.insert(c->peers.end(), peers.begin(), peers.end());
+    return c;
+}
+
+void apply_probe_config(Running& run, std::shared_ptr<const Config> effective) {
+    run.scheduler.stop();
+    run.probe_config = effective;
+    run.scheduler.apply_config(std::move(effective));
+    if (run.probing) run.scheduler.start();
+}
+
+// The inventory changed (file, or this node's place in it): new peers, same config.
+void apply_inventory(Running& run, spdlog::logger& log) {
+    const uint64_t gen = run.inventory.generation();
+    if (gen == run.inventory_generation) return;
+    run.inventory_generation = gen;
+    auto effective = with_inventory(run);
+    std::vector<std::string> names;
+    for (const auto& p : effective->peers) names.push_back(p.name);
+    if (run.probe_config && run.probe_config->peers.size() == effective->peers.size()) {
+        bool same = true;
+        for (size_t i = 0; i < names.size() && same; ++i) same = run.probe_config->peers[i].name == names[i];
+        if (same) return;
+    }
+    log.info("inventory: probing {} peer(s)", effective->peers.size());
+    run.engine.replace_peers(effective);
+    apply_probe_config(run, std::move(effective));
+}
 
 void reload(const Flags& flags, Running& run, spdlog::logger& log) {
     auto r = load_config(flags.config_path, flags.overrides);
@@ -88,18 +126,19 @@ void reload(const Flags& flags, Running& run, spdlog::logger& log) {
         std::vector<std::string> errors;
         for (const auto& e : r.errors) errors.push_back(e.to_string());
         for (const auto& e : errors) log.error("config reload rejected: {}", e);
+        run.inventory.reload();  // SIGHUP rereads the inventory even so
         return run.engine.reject_config(std::move(errors));
     }
     if (r.config->daemon.listen != run.config->daemon.listen)
         log.warn("listen address change to {} takes effect at restart", r.config->daemon.listen);
     log.set_level(spdlog::level::from_str(r.config->daemon.log_level));
     run.config = std::make_shared<const Config>(std::move(*r.config));
-    run.engine.apply_config(run.config);
+    run.inventory.reload(run.config->cluster.inventory);
+    run.inventory_generation = run.inventory.generation();
+    auto effective = with_inventory(run);
+    run.engine.apply_config(effective);
     run.notifier.apply_config(*run.config);
-    run.scheduler.stop();
-    run.probe_config = run.config;
-    run.scheduler.apply_config(run.config);
-    if (run.probing) run.scheduler.start();
+    apply_probe_config(run, std::move(effective));
     log.info("config reloaded from {}", run.config->source.empty() ? "built-in defaults" : run.config->source);
 }
 
@@ -119,6 +158,7 @@ void serve(const Flags& flags, const sigset_t& sigs, Running& run, const Snapsho
             reload(flags, run, log);
             sd_notify(0, "READY=1");
         }
+        apply_inventory(run, log);
         auto s = store.latest();
         if (watchdog && s &&
             Clock::now() - s->collected_at < 3 * run.config->daemon.interval + std::chrono::seconds(10))
@@ -145,6 +185,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         log->warn("UCX probes unavailable: no working {} beside rocewatchd or in {}", kUcxSessionExe,
                   ROCEWATCH_UCX_LIBEXEC_DIR);
     alertmanager::Notifier notifier(*cfg, {.snapshots = [&] { return store.latest(); }, .log = log});
+    std::unique_ptr<InventoryKeeper> inventory;  // made once the HTTP port is known
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .netlink_events = [&] { return watcher->events(); },
@@ -153,6 +194,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                                 .alertmanager = [&] { return notifier.stats(); },
                                 .ucx_version = ucx_version,
                                 .probes = [&] { return probe_store.latest(); },
+                                .cluster = [&] { return inventory->latest(); },
                                 .wake = &wake},
                   store, log);
 
@@ -196,6 +238,20 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     api->start();
     log->info("rocewatchd {} serving on {}:{} (sysfs {}, config {})", ROCEWATCH_VERSION, listen->host, api->port(),
               cfg->daemon.sysfs_root, cfg->source.empty() ? "built-in defaults" : cfg->source);
+    // This node is found in the inventory by the addresses and name the snapshots show.
+    inventory = std::make_unique<InventoryKeeper>(
+        cfg->cluster.inventory, api->port(),
+        [&] {
+            LocalIdentity id;
+            if (auto s = store.latest()) {
+                id.hostname = s->host.hostname;
+                for (const auto& l : s->links)
+                    for (const auto& a : l.addresses) id.addresses.push_back(a.address);
+            }
+            return id;
+        },
+        log);
+    inventory->start();
     watcher->start();
     std::thread engine_thread([&] { engine.run(); });
     if (probing.data_port) probing.data_port->start();
@@ -203,13 +259,14 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     notifier.start();
     sd_notify(0, "READY=1\nSTATUS=collecting");
 
-    Running run{cfg, probe_config, engine, scheduler, notifier, probing.token.has_value()};
+    Running run{cfg, probe_config, engine, scheduler, notifier, *inventory, probing.token.has_value()};
     serve(flags, sigs, run, store, *log);
     sd_notify(0, "STOPPING=1");
     api->stop();
     notifier.stop();
     scheduler.stop();
     sessions.stop();
+    inventory->stop();
     if (probing.data_port) probing.data_port->stop();
     watcher->stop();
     engine.stop();

@@ -348,6 +348,13 @@ const KeySpec<ExpectConfig> kExpectKeys[] = {
     {"interfaces", [](const Field& f, ExpectConfig& e) { assign(e.interfaces, f.names()); }},
 };
 
+const KeySpec<ClusterConfig> kClusterKeys[] = {
+    {"inventory", [](const Field& f, ClusterConfig& c) { assign(c.inventory, f.string()); }},  // "" = none
+    {"rails", [](const Field& f, ClusterConfig& c) { assign(c.rails, f.names()); }},
+    // 0 turns the ring off (only [[peers]] are probed); 16 is far more than any cluster needs.
+    {"ring_successors", [](const Field& f, ClusterConfig& c) { assign(c.ring_successors, f.integer(0, 16)); }},
+};
+
 const KeySpec<Thresholds> kThresholdKeys[] = {
     {"symbol_error_per_hour", [](const Field& f, Thresholds& t) { assign(t.symbol_error_per_hour, f.number(0)); }},
     {"local_ack_timeout_per_second",
@@ -758,6 +765,8 @@ const SectionSpec kSections[] = {
     {"rules", load_rules},
     {"probes", [](const toml::table& t, const std::string& p, Errors& e,
                   Config& c) { load_keys<ProbesConfig>(t, p, kProbeKeys, c.probes, e); }},
+    {"cluster", [](const toml::table& t, const std::string& p, Errors& e,
+                   Config& c) { load_keys<ClusterConfig>(t, p, kClusterKeys, c.cluster, e); }},
     {"peers", nullptr},  // an array of tables: load_peers
     {"alertmanager", load_alertmanager},
 };

@@ -410,6 +410,12 @@ nlohmann::json config_to_json(const Config& c) {
          }},
         {"rules", std::move(rules)},
         {"probes", probes_json(c.probes)},
+        {"cluster",
+         {
+             {"inventory", c.cluster.inventory},
+             {"rails", c.cluster.rails},
+             {"ring_successors", c.cluster.ring_successors},
+         }},
         {"peers", peers_json(c.peers)},
         {"alertmanager", alertmanager_json(c.alertmanager)},
     };

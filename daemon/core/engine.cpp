@@ -410,6 +410,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
 
     snap->probes = src_.probes ? src_.probes() : nullptr;
     if (!snap->probes) snap->probes = std::make_shared<const ProbeBook>();
+    snap->cluster = src_.cluster ? src_.cluster() : nullptr;
 
     snap->collected_at = now;
     trends_->apply(*snap, now, cfg->thresholds);
@@ -489,6 +490,14 @@ void Engine::apply_config(std::shared_ptr<const Config> config) {
         daemon_.config_last_reload_ok = true;
         daemon_.config_last_reload = src_.now();
         daemon_.config_last_errors.clear();
+    }
+    wake();
+}
+
+void Engine::replace_peers(std::shared_ptr<const Config> config) {
+    {
+        std::lock_guard lock(mu_);
+        config_ = std::move(config);
     }
     wake();
 }

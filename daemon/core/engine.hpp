@@ -20,6 +20,7 @@
 #include "daemon/core/wake_signal.hpp"
 #include "daemon/logging/journal.hpp"
 #include "util/clock.hpp"
+#include "daemon/model/cluster.hpp"
 #include "daemon/model/config.hpp"
 #include "daemon/model/probe.hpp"
 #include "daemon/model/snapshot.hpp"
@@ -44,6 +45,8 @@ struct EngineSources {
     std::string ucx_version;  // of the UCX this binary is linked with, "" without UCX
     // The probe scheduler's latest book (core/probe_store.hpp); an empty book when unset.
     std::function<std::shared_ptr<const ProbeBook>()> probes;
+    // The inventory keeper's latest state (daemon/cluster); none when unset.
+    std::function<std::shared_ptr<const ClusterState>()> cluster;
     // Raised by netlink and probe results; the engine listens to it while it lives.
     WakeSignal* wake = nullptr;
     // The sysfs reader (read_rdma_devices when unset); tests put in one that blocks.
@@ -71,6 +74,9 @@ public:
     // SIGHUP: a good config replaces the running one; a bad one is kept out and reported.
     void apply_config(std::shared_ptr<const Config> config);
     void reject_config(std::vector<std::string> errors);
+    // The same config with other peers (the inventory's changed): not a reload, so the
+    // reload status stays as it is.
+    void replace_peers(std::shared_ptr<const Config> config);
 
 private:
     std::shared_ptr<const Config> config() const;

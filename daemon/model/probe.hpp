@@ -100,14 +100,29 @@ struct ProbeKey {
 };
 
 // What a peer's daemon said about itself in GET /api/v1/peer/hello.
+struct PeerPrefix {
+    std::string address;  // "10.0.1.7"
+    int prefixlen = 0;    // 24
+    auto operator<=>(const PeerPrefix&) const = default;
+};
+
 struct PeerInterfaceInfo {
     std::optional<uint32_t> mtu;         // netdev MTU
     std::vector<std::string> gid_types;  // distinct GID types on the interface's RDMA port
-    std::string mac;                     // "" where the peer did not say (older peers)
+    std::vector<PeerPrefix> prefixes;    // its addresses with their prefix lengths (hello v1 sends none)
+    std::string mac;                     // "" when not sent (older peers)
     std::vector<std::string> cidrs;      // its IPv4 addresses with prefix: "10.0.0.2/24"
     std::optional<int> arp_ignore;       // effective sysctls (max of "all" and its own)
     std::optional<int> arp_announce;
     std::optional<int> rp_filter;
+    std::string rdma_device;  // RDMA device bound to it, "" when none
+};
+
+// One of the peer's rails, in its [expect] rails order (its [cluster] rails when set).
+struct PeerRail {
+    std::string name;    // the peer's name for the rail (its RDMA device, or its netdev)
+    std::string device;  // RDMA device, "" for a netdev-only rail
+    std::string netdev;
 };
 
 struct PeerHello {
@@ -117,6 +132,7 @@ struct PeerHello {
     std::string ucx_version;                               // "" without UCX
     std::map<std::string, PeerInterfaceInfo> interfaces;   // keyed by the peer's netdev name
     std::map<std::string, std::string> address_interface;  // peer's address -> its netdev
+    std::vector<PeerRail> rails;                           // empty when the peer does not say
 };
 
 struct PeerState {

@@ -238,7 +238,8 @@ struct AlertmanagerStats {
 };
 
 struct Config;
-struct ProbeBook;  // model/probe.hpp
+struct ProbeBook;     // model/probe.hpp
+struct ClusterState;  // model/cluster.hpp
 
 // ---------------------------------------------------------------- the snapshot
 
@@ -256,6 +257,8 @@ struct Snapshot {
     // Latest probe results per (peer, rail, kind) with a short history, and peer hellos;
     // never null once the engine published (an empty book while probing is off).
     std::shared_ptr<const ProbeBook> probes;
+    // The cluster inventory and this node's place in it; null when none is configured.
+    std::shared_ptr<const ClusterState> cluster;
     DaemonStatus daemon;
     // Complete ARP entries (<procfs>/net/arp), for the cabling checks.
     std::vector<Neighbour> neighbours;

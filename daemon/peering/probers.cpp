@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "api/peer_client.hpp"
+#include "daemon/cluster/rail_match.hpp"
 #include "daemon/config/config_loader.hpp"
 #include "daemon/peering/rdma_runner.hpp"
 #include "daemon/peering/token.hpp"
@@ -181,6 +182,15 @@ ProbeSchedulerDeps Probers::scheduler_deps() const {
                 return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;
             },
         .available = [this](ProbeKind k) { return available(k); },
+        .match_rails =
+            [this](const PeerConfig&, const PeerHello& hello) {
+                std::vector<PeerRailConfig> rails;
+                auto s = ctx_.snapshot();
+                auto c = ctx_.config();
+                if (!s || !c) return rails;
+                for (const auto& m : match_rails(local_rails(*s, *c), hello).matched) rails.push_back(rail_config(m));
+                return rails;
+            },
     };
 }
 

@@ -108,6 +108,11 @@ rails = ["rocep1s0f0", "rocep1s0f1"]
 ignore_devices = ["roceP2p1s0f0"]
 interfaces = ["bond0", "enp1s0f0np0"]
 
+[cluster]
+inventory = "/etc/rocewatch/inventory.json"
+rails = ["r0", "r1"]
+ring_successors = 5
+
 [thresholds]
 symbol_error_per_hour = 60
 local_ack_timeout_per_second = 0.5
@@ -264,6 +269,9 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.expect.rails, (Lines{"rocep1s0f0", "rocep1s0f1"}));
     EXPECT_EQ(c.expect.ignore_devices, (Lines{"roceP2p1s0f0"}));
     EXPECT_EQ(c.expect.interfaces, (Lines{"bond0", "enp1s0f0np0"}));
+    EXPECT_EQ(c.cluster.inventory, "/etc/rocewatch/inventory.json");
+    EXPECT_EQ(c.cluster.rails, (Lines{"r0", "r1"}));
+    EXPECT_EQ(c.cluster.ring_successors, 5u);
     EXPECT_EQ(c.thresholds.symbol_error_per_hour, 60) << "an integer is fine where a number is asked";
     EXPECT_EQ(c.thresholds.local_ack_timeout_per_second, 0.5);
     EXPECT_EQ(c.thresholds.cnp_per_second, 2000);
@@ -479,13 +487,13 @@ TEST(ConfigErrors, FieldsOfAnError) {
 TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
               (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, "
-                     "thresholds, rules, probes, peers, alertmanager"}));
+                     "thresholds, rules, probes, cluster, peers, alertmanager"}));
     EXPECT_EQ(errors_of("\n[deamon]\nlisten = \":1\"\n"),
               (Lines{"t.toml:2: deamon: unknown table; did you mean \"daemon\"? "
-                     "Valid tables: daemon, expect, thresholds, rules, probes, peers, alertmanager"}));
+                     "Valid tables: daemon, expect, thresholds, rules, probes, cluster, peers, alertmanager"}));
     EXPECT_EQ(errors_of("interval = \"5s\"\n"),
               (Lines{"t.toml:1: interval: unknown key; settings belong in a table: "
-                     "daemon, expect, thresholds, rules, probes, peers, alertmanager"}));
+                     "daemon, expect, thresholds, rules, probes, cluster, peers, alertmanager"}));
 }
 
 TEST(ConfigErrors, KnownTableOfTheWrongType) {
@@ -743,7 +751,7 @@ severity = "urgent"
                           "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
                           "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " + kRuleIds,
                           "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules, probes, "
-                          "peers, alertmanager",
+                          "cluster, peers, alertmanager",
                       }));
 }
 
@@ -799,13 +807,13 @@ TEST(ConfigFile, UnknownKeyFixture) {
     EXPECT_EQ(fixture_errors("unknown-key.toml"),
               (Lines{
                   "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, thresholds, "
-                  "rules, probes, peers, alertmanager",
+                  "rules, probes, cluster, peers, alertmanager",
                   "unknown-key.toml:5: daemon.intervall: unknown key; did you mean \"interval\"? Valid keys: listen, "
                   "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit",
                   "unknown-key.toml:9: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                   "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces",
                   "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, thresholds, rules, "
-                  "probes, peers, alertmanager",
+                  "probes, cluster, peers, alertmanager",
               }));
 }
 
