@@ -31,6 +31,7 @@ constexpr int kMaxBlackboxWaiting = 3;
 // The handlers' shared state; at most one POST run and kMaxBlackboxWaiting /probe waits at
 // a time.
 struct State {
+    explicit State(PeerRoutes routes) : r(std::move(routes)) {}
     PeerRoutes r;
     std::atomic<bool> run_busy{false};
     std::atomic<int> blackbox_waiting{0};

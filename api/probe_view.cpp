@@ -268,7 +268,10 @@ PeerHello hello_from_json(const nlohmann::json& j) {
     h.protocol_version = *protocol;
     h.data_port = *port;
     h.ucx_version = j.value("ucx_version", "");
-    for (const auto& [name, i] : j.at("interfaces").items()) {
+    for (const auto& item : j.at("interfaces").items()) {
+        // Named, not a structured binding: clang 14 (Debian 12) cannot capture one in a lambda.
+        const std::string& name = item.key();
+        const nlohmann::json& i = item.value();
         PeerInterfaceInfo info;
         if (i.contains("mtu")) info.mtu = json_uint<uint32_t>(i["mtu"]);
         if (i.contains("gid_types")) info.gid_types = i["gid_types"].get<std::vector<std::string>>();

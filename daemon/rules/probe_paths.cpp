@@ -56,7 +56,9 @@ std::vector<PathVerdict> judge_probe_paths(const ProbeBook& book) {
         if (const ProbeResult* r = last_run(results)) peers[k.peer][k.rail].families[family_of(k.kind)].add(r);
 
     std::vector<PathVerdict> out;
-    for (const auto& [peer, rails] : peers) {
+    for (const auto& peer_rails : peers) {
+        const std::string& peer = peer_rails.first;
+        const auto& rails = peer_rails.second;
         bool any_pass = false, all_reachability = true;
         std::vector<const ProbeResult*> all_failed;
         std::vector<std::string> failed_rails;
@@ -77,7 +79,10 @@ std::vector<PathVerdict> judge_probe_paths(const ProbeBook& book) {
             out.push_back({.rule = "peer_unreachable", .peer = peer, .failed = all_failed, .rails = failed_rails});
             continue;
         }
-        for (const auto& [rail, paths] : rails) {
+        for (const auto& rail_paths : rails) {
+            // Named copies: clang 14 (Debian 12) cannot capture structured bindings in a lambda.
+            const std::string& rail = rail_paths.first;
+            const auto& paths = rail_paths.second;
             const State rdma = paths.state(Family::rdma), tcp = paths.state(Family::tcp);
             std::set<const ProbeResult*> covered;
             auto emit = [&](const char* rule, std::vector<const ProbeResult*> failed,

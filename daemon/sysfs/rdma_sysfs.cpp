@@ -385,9 +385,11 @@ constexpr std::pair<const char*, const char*> kCountersExt[] = {
 void merge_counters_ext(Reader& rd, const Dir& port, RdmaPort& p) {
     std::map<std::string, uint64_t> ext;
     read_counter_dir(rd, port, "counters_ext", ext, p.counters_dropped);
-    for (const auto& [name, value] : ext) {
+    for (const auto& entry : ext) {
+        // Not a structured binding: clang 14 (Debian 12) cannot capture one in a lambda.
+        const auto& [name, value] = entry;
         const auto* it = std::find_if(std::begin(kCountersExt), std::end(kCountersExt),
-                                      [&](const auto& m) { return name == m.first; });
+                                      [&entry](const auto& m) { return entry.first == m.first; });
         // A counters_ext file this table does not know keeps its own name.
         p.counters[it == std::end(kCountersExt) ? name : it->second] = value;
     }

@@ -172,8 +172,10 @@ def main():
             # The peer daemon goes away: peer_unreachable fires, /metrics stays quick.
             b.stop()
             t.within(lambda: ("peer_unreachable", "node-b") in a.alerts(), 15, "peer_unreachable fires for node-b")
-            reason = (latest(a, "node-b", "tcp_lat") or {}).get("reason")
-            t.check(reason in ("connection_refused", "peer_unreachable", "timeout"), f"reason says why ({reason})")
+            # The alert may come from another kind's run first: tcp_lat's own next run says why.
+            why = ("connection_refused", "peer_unreachable", "timeout")
+            t.within(lambda: (latest(a, "node-b", "tcp_lat") or {}).get("reason") in why, 15,
+                     "tcp_lat's reason says why")
             worst = max(scrape_seconds(a)[2] for _ in range(10))
             t.check(worst < 0.5, f"/metrics stays responsive ({worst * 1000:.0f} ms worst of 10)")
             for d in (a, c):
