@@ -1,7 +1,10 @@
 // Builds the REST API's JSON documents from a Snapshot; no I/O, no clocks.
 #include "api/json_view.hpp"
 
+#include "api/cluster_view.hpp"
+
 #include "daemon/model/probe.hpp"
+#include "daemon/model/rdma_port.hpp"
 #include "util/clock.hpp"
 
 #include <sys/socket.h>
@@ -46,7 +49,7 @@ json gid_json(const GidEntry& g) {
             {"ipv4", g.ipv4.empty() ? json(nullptr) : json(g.ipv4)}};
 }
 
-json port_json(const RdmaPort& p) {
+json port_json(const RdmaDevice& d, const RdmaPort& p) {
     json gids = json::array();
     for (const auto& g : p.gids) gids.push_back(gid_json(g));
     json roce_gid = nullptr;
@@ -58,10 +61,15 @@ json port_json(const RdmaPort& p) {
         {"state_name", p.state_name},
         {"phys_state", opt(p.phys_state)},
         {"phys_state_name", p.phys_state_name},
-        {"up", p.state ? json(*p.state == 4) : json(nullptr)},
+        {"up", port_up(p) ? json(*port_up(p)) : json(nullptr)},
         {"rate_bytes_per_second", p.rate_gbps ? json(*p.rate_gbps * 1e9 / 8) : json(nullptr)},
         {"rate_text", p.rate_text},
         {"link_layer", p.link_layer},
+        {"nic_family", to_string(nic_family(d, p))},
+        {"lid", opt(p.lid)},
+        {"sm_lid", opt(p.sm_lid)},
+        {"sm_sl", opt(p.sm_sl)},
+        {"cap_mask", opt(p.cap_mask)},
         {"netdev", p.netdev.empty() ? json(nullptr) : json(p.netdev)},
         {"active_mtu", opt(p.active_mtu)},
         {"max_mtu", opt(p.max_mtu)},
@@ -82,7 +90,7 @@ json port_json(const RdmaPort& p) {
 
 json device_object(const RdmaDevice& d) {
     json ports = json::array();
-    for (const auto& p : d.ports) ports.push_back(port_json(p));
+    for (const auto& p : d.ports) ports.push_back(port_json(d, p));
     return {{"name", d.name},           {"driver", d.driver},
             {"node_guid", d.node_guid}, {"sys_image_guid", d.sys_image_guid},
             {"fw_ver", d.fw_ver},       {"board_id", d.board_id},
@@ -116,6 +124,7 @@ json alert_object(const Alert& a) {
             {"object", a.object},
             {"severity", to_string(a.severity)},
             {"state", to_string(a.state)},
+            {"scope", to_string(a.scope)},
             {"summary", a.summary},
             {"action", a.action},
             {"details", details_json(a.details)},
@@ -165,7 +174,7 @@ json status_json(const Snapshot& s, TimePoint now) {
     for (const auto& d : s.devices)
         for (const auto& p : d.ports) {
             ++ports;
-            if (p.state == 4) ++ports_up;
+            if (port_up(p).value_or(false)) ++ports_up;
         }
     for (const auto& l : s.links) {
         if (l.bond) ++bonds;
@@ -224,6 +233,7 @@ json status_json(const Snapshot& s, TimePoint now) {
           {"ucx_version", s.host.ucx_version.empty() ? json(nullptr) : json(s.host.ucx_version)}}},
         {"netlink", {{"events", s.netlink_events}, {"resyncs", s.netlink_resyncs}}},
         {"collectors", std::move(collectors)},
+        {"cluster", cluster_status_json(s)},
         // Peer probing on or off, and why off (no token file, unreadable token, data port taken).
         {"probes",
          {{"enabled", s.probes && s.probes->enabled},
@@ -337,6 +347,7 @@ json alerts_json(const Snapshot& s, const AlertFilter& f) {
     for (const auto& a : s.alerts) {
         if (f.severity && a.severity != *f.severity) continue;
         if (f.state && a.state != *f.state) continue;
+        if (f.scope && a.scope != *f.scope) continue;
         if (f.rule && a.rule != *f.rule) continue;
         if (f.object && a.object != *f.object) continue;
         items.push_back(alert_object(a));
@@ -359,6 +370,7 @@ json history_json(const Snapshot& s, std::optional<std::size_t> limit) {
                              {"severity", to_string(t.severity)},
                              {"from", to_string(t.from)},
                              {"to", to_string(t.to)},
+                             {"scope", to_string(t.scope)},
                              {"summary", t.summary}});
         }
     }

@@ -28,6 +28,7 @@ nlohmann::json versioned(nlohmann::json j);
 struct AlertFilter {
     std::optional<Severity> severity;
     std::optional<AlertState> state;
+    std::optional<Scope> scope;
     std::optional<std::string> rule;
     std::optional<std::string> object;
 };

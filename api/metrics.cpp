@@ -1,9 +1,11 @@
 // Snapshot -> Prometheus metric families, and their text rendering for /metrics.
 #include "api/metrics.hpp"
 
+#include "api/cluster_view.hpp"
 #include "api/json_view.hpp"
 #include "api/probe_view.hpp"
 #include "daemon/model/config.hpp"
+#include "daemon/model/rdma_port.hpp"
 
 #include <deque>
 #include <optional>
@@ -69,12 +71,14 @@ double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_s
 bool is_counter_name(const std::string& hw_counter) { return hw_counter != "lifespan"; }
 
 void rdma_families(Builder& bld, const Snapshot& s) {
-    auto& dev_info = bld.gauge("rocewatch_rdma_device_info", "RDMA device metadata; always 1.");
+    auto& dev_info = bld.gauge("rocewatch_rdma_device_info",
+                               "RDMA device metadata; always 1. node_type: 1: CA (InfiniBand, RoCE), 4: RNIC (iWARP).");
     auto& port_info = bld.gauge("rocewatch_rdma_port_info", "RDMA port metadata; always 1.");
     auto& state = bld.gauge("rocewatch_rdma_port_state", "RDMA port logical state as sysfs numbers it (4 = ACTIVE).");
     auto& phys = bld.gauge("rocewatch_rdma_port_phys_state",
                            "RDMA port physical state as sysfs numbers it (5 = LinkUp).");
-    auto& up = bld.gauge("rocewatch_rdma_port_up", "1 when the RDMA port is ACTIVE, else 0.");
+    auto& up = bld.gauge("rocewatch_rdma_port_up",
+                         "1 when the RDMA port is up (state ACTIVE and phys_state LinkUp), else 0.");
     auto& rate = bld.gauge("rocewatch_rdma_port_rate_bytes_per_second",
                            "Negotiated RDMA port rate in bytes per second.");
     auto& amtu = bld.gauge("rocewatch_rdma_port_active_mtu_bytes", "Active RDMA path MTU in bytes.");
@@ -169,16 +173,15 @@ void rdma_families(Builder& bld, const Snapshot& s) {
              {"driver", d.driver},
              {"fw_ver", d.fw_ver},
              {"node_guid", d.node_guid},
-             {"board_id", d.board_id}},
+             {"board_id", d.board_id},
+             {"node_type", d.node_type}},
             1);
         for (const auto& p : d.ports) {
             const std::string port = std::to_string(p.port);
             const Labels dp = {{"device", d.name}, {"port", port}};
             add(port_info, {{"device", d.name}, {"port", port}, {"link_layer", p.link_layer}, {"netdev", p.netdev}}, 1);
-            if (p.state) {
-                add(state, dp, *p.state);
-                add(up, dp, b(*p.state == 4));
-            }
+            if (p.state) add(state, dp, *p.state);
+            if (auto u = port_up(p)) add(up, dp, b(*u));
             if (p.phys_state) add(phys, dp, *p.phys_state);
             if (p.rate_gbps) add(rate, dp, *p.rate_gbps * 1e9 / 8);
             if (p.active_mtu) add(amtu, dp, *p.active_mtu);
@@ -285,14 +288,17 @@ void bond_families(Builder& bld, const Snapshot& s) {
 void alert_families(Builder& bld, const Snapshot& s) {
     auto& active = bld.gauge("rocewatch_alert_active", "1 for every pending or firing alert.");
     auto& counts = bld.gauge("rocewatch_alerts", "Active alerts by severity and state.");
-    auto& health = bld.gauge("rocewatch_health_status", "Overall node health: 0 healthy, 1 warning, 2 critical.");
+    auto& health =
+        bld.gauge("rocewatch_health_status",
+                  "This node's health from its node-scoped firing alerts: 0 healthy, 1 warning, 2 critical.");
     for (const auto& a : s.alerts)
         if (a.state == AlertState::pending || a.state == AlertState::firing)
             add(active,
                 {{"rule", a.rule},
                  {"object", a.object},
                  {"severity", to_string(a.severity)},
-                 {"state", to_string(a.state)}},
+                 {"state", to_string(a.state)},
+                 {"scope", to_string(a.scope)}},
                 1);
     // Every combination, zeros included: an alert query should see 0, not "no data".
     for (auto sev : {Severity::info, Severity::warning, Severity::critical})
@@ -320,6 +326,24 @@ void host_families(Builder& bld, const Snapshot& s) {
     if (!s.host.ucx_version.empty()) add(ucx, {{"version", s.host.ucx_version}}, 1);
 }
 
+// The notifier's counters; the families are left out while no Alertmanager is configured.
+void alertmanager_families(Builder& bld, const Snapshot& s) {
+    auto& sent = bld.counter("rocewatch_alertmanager_notifications_total",
+                             "Alerts delivered to the Alertmanager (2xx answers) since start.");
+    auto& errors = bld.counter("rocewatch_alertmanager_errors_total",
+                               "Alerts in POSTs to the Alertmanager that failed (no answer, or not 2xx) since start.");
+    auto& dropped = bld.counter("rocewatch_alertmanager_dropped_total",
+                                "Alerts dropped, unsent, from the full notification queue since start.");
+    auto& queued = bld.gauge("rocewatch_alertmanager_queue_length", "Alerts waiting to be sent to Alertmanager.");
+    if (!s.alertmanager) return;
+    for (const auto& t : s.alertmanager->targets) {
+        add(sent, {{"alertmanager", t.url}}, static_cast<double>(t.sent));
+        add(errors, {{"alertmanager", t.url}}, static_cast<double>(t.errors));
+    }
+    add(dropped, {}, static_cast<double>(s.alertmanager->dropped));
+    add(queued, {}, static_cast<double>(s.alertmanager->queue_length));
+}
+
 void self_families(Builder& bld, const Snapshot& s) {
     auto& ok = bld.gauge("rocewatch_collector_success", "1 when the collector's last round succeeded, else 0.");
     auto& dur = bld.gauge("rocewatch_collector_duration_seconds", "Duration of the collector's last round in seconds.");
@@ -344,6 +368,7 @@ void self_families(Builder& bld, const Snapshot& s) {
     add(bld.counter("rocewatch_netlink_resyncs_total",
                     "Full netlink re-dumps after socket buffer overruns since start."),
         {}, static_cast<double>(s.netlink_resyncs));
+    alertmanager_families(bld, s);
     add(bld.gauge("rocewatch_config_last_reload_successful", "1 when the last configuration reload succeeded, else 0."),
         {}, b(s.daemon.config_last_reload_ok));
     auto& reload_ts = bld.gauge("rocewatch_config_last_reload_success_timestamp_seconds",
@@ -378,6 +403,7 @@ std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
     self_families(bld, s);
     auto out = std::move(bld).finish();
     add_probe_families(out, s);
+    add_cluster_families(out, s);
     escape_labels(out);
     return out;
 }

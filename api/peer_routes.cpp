@@ -21,14 +21,26 @@ namespace {
 using Req = httplib::Request;
 using Res = httplib::Response;
 
-// The handlers' shared state; at most one POST run and one /probe wait at a time, so
-// on-demand probes tie up two HTTP workers at most and /metrics keeps the rest.
+// GET /probe requests waiting at once, at most: the scheduler runs their probes one after
+// the other, so a multi-target Prometheus job's concurrent scrapes queue instead of failing.
+// Beyond this many, 429. Each waits on an HTTP worker; /metrics and /healthz keep their
+// reserved workers whatever waits (worker_pool.hpp), and 3 leaves the default pool of 4 one
+// general worker for the REST routes.
+constexpr int kMaxBlackboxWaiting = 3;
+
+// The handlers' shared state; at most one POST run and kMaxBlackboxWaiting /probe waits at
+// a time.
 struct State {
+    explicit State(PeerRoutes routes) : r(std::move(routes)) {}
     PeerRoutes r;
     std::atomic<bool> run_busy{false};
-    std::atomic<bool> blackbox_busy{false};
+    std::atomic<int> blackbox_waiting{0};
 
-    bool authorized(const Req& req) const { return bearer_matches(req.get_header_value("Authorization"), r.token_hex); }
+    // The peer token as a Bearer token, or as the password of basic auth (any user name):
+    // what Prometheus' `authorization` and `basic_auth` scrape settings send.
+    bool authorized(const Req& req) const {
+        return credentials_match(req.get_header_value("Authorization"), r.token_hex);
+    }
     bool probing_off(Res& res) const {
         if (!r.token_hex.empty()) return false;
         send_json(res, 503, error_json(503, "peer probing is off: " + r.no_probing));
@@ -40,6 +52,14 @@ struct State {
 struct Release {
     std::atomic<bool>& flag;
     ~Release() { flag = false; }
+};
+
+// One place of a counted bound, given back when the handler returns.
+struct Slot {
+    std::atomic<int>& n;
+    bool held;
+    Slot(std::atomic<int>& count, int bound) : n(count), held(++count <= bound) {}
+    ~Slot() { --n; }
 };
 
 bool wait_for(const std::shared_future<ProbeResult>& f, std::chrono::milliseconds bound) {
@@ -125,27 +145,44 @@ ProbeResult not_run(const ProbeJob& job, bool queued, std::chrono::steady_clock:
     return r;
 }
 
-// GET /probe?target=&module=&rail=: Prometheus's multi-target pattern, bounded by its
-// scrape timeout.
+// GET /probe?target=&module=&rail=: Prometheus's multi-target pattern, as blackbox_exporter
+// answers it: a module (probe kind) that is not enabled here is 400 (a job misconfigured);
+// a target that is not a configured peer/rail is 200 with probe_success 0 and the reason,
+// the probe's own failure. Bounded by the scrape timeout; concurrent scrapes queue.
 void blackbox(State& st, const Req& req, Res& res) {
     if (st.probing_off(res)) return;
-    auto kind = probe_kind_from_string(req.get_param_value("module"));
+    if (!st.authorized(req)) return send_unauthorized(res);
+    const std::string module = req.get_param_value("module");
+    auto kind = probe_kind_from_string(module);
     if (!kind || !st.r.scheduler.runnable(*kind))
         return send_json(res, 400,
                          error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw, "
                                          "rdma_write_lat, rdma_write_bw, rdma_multirail_bw, ucx_put_lat, "
                                          "ucx_put_bw)"));
+    const auto snap = st.r.snapshots.latest();
+    const Config& cfg = snap && snap->config ? *snap->config : *st.r.config;
+    if (std::find(cfg.probes.enabled.begin(), cfg.probes.enabled.end(), module) == cfg.probes.enabled.end())
+        return send_json(res, 400, error_json(400, "module " + module + " is not among this daemon's probes.enabled"));
+    const auto asked = std::chrono::steady_clock::now();
     auto job = st.r.scheduler.find_job(req.get_param_value("target"), req.get_param_value("rail"), *kind);
-    if (!job) return send_json(res, 404, error_json(404, "target must be a configured peer"));
-    bool expected = false;
-    if (!st.blackbox_busy.compare_exchange_strong(expected, true)) {
-        res.set_header("Retry-After", "1");
-        return send_json(res, 429, error_json(429, "a /probe is already running"));
+    if (!job) {
+        ProbeResult r;
+        r.kind = *kind;
+        r.peer = req.get_param_value("target");
+        r.success = false;
+        r.reason = reason::unknown_target;
+        r.detail = "target (and rail) must name a configured peer (and its rail)";
+        res.status = 200;
+        return res.set_content(render_probe_result(r), kMetricsContentType);
     }
-    Release release{st.blackbox_busy};
+    Slot slot(st.blackbox_waiting, kMaxBlackboxWaiting);
+    if (!slot.held) {
+        res.set_header("Retry-After", "1");
+        return send_json(res, 429,
+                         error_json(429, std::to_string(kMaxBlackboxWaiting) + " /probe requests are waiting already"));
+    }
     const double seconds = probe_timeout_seconds(req.get_header_value("X-Prometheus-Scrape-Timeout-Seconds"));
     const auto bound = std::chrono::milliseconds(std::llround(seconds * 1000));
-    const auto asked = std::chrono::steady_clock::now();
     job->deadline = asked + bound;
     auto f = st.r.scheduler.submit(*job);
     const ProbeResult r = f && wait_for(*f, bound + std::chrono::milliseconds(200))

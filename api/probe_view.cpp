@@ -1,14 +1,19 @@
 // Probe results, peer hellos and the peer-facing checks, as JSON and metric text: pure functions.
 #include "api/probe_view.hpp"
 
+#include <sys/socket.h>
+
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <type_traits>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
 
 #include "api/json_view.hpp"
+#include "daemon/cluster/rail_match.hpp"
 #include "util/ct_compare.hpp"
 #include "util/json_uint.hpp"
 
@@ -212,23 +217,60 @@ nlohmann::json hello_json(const Snapshot& s, uint16_t data_port) {
     nlohmann::json ifaces = nlohmann::json::object();
     for (const auto& l : s.links) {
         std::set<std::string> gid_types;
+        std::string rdma_device;
         for (const auto& d : s.devices)
             for (const auto& p : d.ports)
-                if (p.netdev == l.name)
+                if (p.netdev == l.name) {
+                    if (rdma_device.empty()) rdma_device = d.name;
                     for (const auto& g : p.gids)
                         if (!g.type.empty()) gid_types.insert(g.type);
-        nlohmann::json addrs = nlohmann::json::array();
-        for (const auto& a : l.addresses) addrs.push_back(a.address);
-        ifaces[l.name] = {{"mtu", l.mtu}, {"gid_types", gid_types}, {"addresses", std::move(addrs)}};
+                }
+        nlohmann::json addrs = nlohmann::json::array(), cidrs = nlohmann::json::array();
+        nlohmann::json prefixes = nlohmann::json::array();
+        for (const auto& a : l.addresses) {
+            addrs.push_back(a.address);
+            prefixes.push_back({{"address", a.address}, {"prefixlen", a.prefixlen}});
+            if (a.family == AF_INET) cidrs.push_back(a.address + "/" + std::to_string(a.prefixlen));
+        }
+        nlohmann::json i = {{"mtu", l.mtu},
+                            {"gid_types", gid_types},
+                            {"addresses", std::move(addrs)},
+                            {"prefixes", std::move(prefixes)},
+                            {"cidrs", std::move(cidrs)},
+                            {"mac", l.mac},
+                            {"rdma_device", rdma_device}};
+        // Who answers ARP for which address: what the peer's cabling checks need from us.
+        if (l.arp_ignore) i["arp_ignore"] = *l.arp_ignore;
+        if (l.arp_announce) i["arp_announce"] = *l.arp_announce;
+        if (l.rp_filter) i["rp_filter"] = *l.rp_filter;
+        ifaces[l.name] = std::move(i);
     }
+    // Our rails in order, so a peer whose rails share one subnet can pair them by position.
+    nlohmann::json rails = nlohmann::json::array();
+    if (s.config)
+        for (const auto& r : local_rails(s, *s.config))
+            rails.push_back({{"name", r.name}, {"device", r.device}, {"netdev", r.netdev}});
     return {
         {"version", s.version},
         {"protocol_version", kPeerProtocolVersion},
         {"data_port", data_port},
         {"ucx_version", s.host.ucx_version},
         {"interfaces", std::move(ifaces)},
+        {"rails", std::move(rails)},
     };
 }
+
+namespace {
+
+// A short name from a peer: a string of at most 255 bytes, else "".
+std::string peer_name(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return "";
+    const auto& v = it->get_ref<const std::string&>();
+    return v.size() <= 255 ? v : "";
+}
+
+}  // namespace
 
 PeerHello hello_from_json(const nlohmann::json& j) {
     PeerHello h;
@@ -240,14 +282,43 @@ PeerHello hello_from_json(const nlohmann::json& j) {
     h.protocol_version = *protocol;
     h.data_port = *port;
     h.ucx_version = j.value("ucx_version", "");
-    for (const auto& [name, i] : j.at("interfaces").items()) {
+    for (const auto& item : j.at("interfaces").items()) {
+        // Named, not a structured binding: clang 14 (Debian 12) cannot capture one in a lambda.
+        const std::string& name = item.key();
+        const nlohmann::json& i = item.value();
         PeerInterfaceInfo info;
         if (i.contains("mtu")) info.mtu = json_uint<uint32_t>(i["mtu"]);
         if (i.contains("gid_types")) info.gid_types = i["gid_types"].get<std::vector<std::string>>();
+        if (i.contains("mac") && i["mac"].is_string()) info.mac = i["mac"].get<std::string>();
+        if (i.contains("cidrs")) info.cidrs = i["cidrs"].get<std::vector<std::string>>();
+        auto small = [&](const char* key) -> std::optional<int> {
+            if (!i.contains(key)) return std::nullopt;
+            auto v = json_uint<uint8_t>(i[key]);
+            return v ? std::optional<int>(*v) : std::nullopt;
+        };
+        info.arp_ignore = small("arp_ignore");
+        info.arp_announce = small("arp_announce");
+        info.rp_filter = small("rp_filter");
         if (i.contains("addresses"))
             for (const auto& a : i["addresses"]) h.address_interface[a.get<std::string>()] = name;
+        // Added after protocol 1 shipped: absent or malformed is "not said", never an error.
+        if (auto p = i.find("prefixes"); p != i.end() && p->is_array())
+            for (const auto& e : *p) {
+                if (!e.is_object()) continue;
+                int len = -1;
+                if (auto it = e.find("prefixlen"); it != e.end())
+                    if (auto v = json_uint<uint8_t>(*it)) len = *v;
+                auto addr = peer_name(e, "address");
+                if (len >= 0 && len <= 128 && !addr.empty()) info.prefixes.push_back({addr, len});
+            }
+        info.mac = peer_name(i, "mac");
+        info.rdma_device = peer_name(i, "rdma_device");
         h.interfaces[name] = std::move(info);
     }
+    if (auto r = j.find("rails"); r != j.end() && r->is_array())
+        for (const auto& e : *r)
+            if (e.is_object())
+                h.rails.push_back({peer_name(e, "name"), peer_name(e, "device"), peer_name(e, "netdev")});
     return h;
 }
 
@@ -255,6 +326,50 @@ bool bearer_matches(const std::string& header, const std::string& token) {
     static constexpr std::string_view kPrefix = "Bearer ";
     if (token.empty() || !header.starts_with(kPrefix)) return false;
     return constant_time_equal(std::string_view(header).substr(kPrefix.size()), token);
+}
+
+namespace {
+
+// RFC 4648 base64, padding required; nullopt on anything else.
+std::optional<std::string> base64_decode(std::string_view in) {
+    if (in.size() % 4 != 0) return std::nullopt;
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+') return 62;
+        if (c == '/') return 63;
+        return -1;
+    };
+    std::string out;
+    for (size_t i = 0; i < in.size(); i += 4) {
+        int v[4];
+        for (int k = 0; k < 4; ++k) {
+            const char c = in[i + k];
+            const bool pad_ok = i + 4 == in.size() && k >= 2 && c == '=';
+            v[k] = pad_ok ? 0 : value(c);
+            if (v[k] < 0) return std::nullopt;
+            if (pad_ok && k == 2 && in[i + 3] != '=') return std::nullopt;
+        }
+        const unsigned n = (unsigned(v[0]) << 18) | (unsigned(v[1]) << 12) | (unsigned(v[2]) << 6) | unsigned(v[3]);
+        out += static_cast<char>((n >> 16) & 0xff);
+        if (in[i + 2] != '=') out += static_cast<char>((n >> 8) & 0xff);
+        if (in[i + 3] != '=') out += static_cast<char>(n & 0xff);
+    }
+    return out;
+}
+
+}  // namespace
+
+bool credentials_match(const std::string& header, const std::string& token) {
+    static constexpr std::string_view kBasic = "Basic ";
+    if (token.empty()) return false;
+    if (!header.starts_with(kBasic)) return bearer_matches(header, token);
+    const auto decoded = base64_decode(std::string_view(header).substr(kBasic.size()));
+    if (!decoded) return false;
+    const size_t colon = decoded->find(':');
+    if (colon == std::string::npos) return false;
+    return constant_time_equal(std::string_view(*decoded).substr(colon + 1), token);
 }
 
 void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {

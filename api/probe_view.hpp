@@ -34,6 +34,8 @@ PeerHello hello_from_json(const nlohmann::json& j);
 
 // "Authorization: Bearer <token>" against the expected token, in constant time.
 bool bearer_matches(const std::string& authorization_header, const std::string& token);
+// "Bearer <token>", or "Basic base64(<any user>:<token>)"; false when token is empty.
+bool credentials_match(const std::string& authorization_header, const std::string& token);
 
 // rocewatch_probe_* families for /metrics: per peer, rail and kind, from the latest results.
 void add_probe_families(std::vector<prometheus::MetricFamily>& out, const Snapshot& s);

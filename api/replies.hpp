@@ -21,8 +21,10 @@ inline void send_json(httplib::Response& res, int status, const nlohmann::json& 
 }
 
 inline void send_unauthorized(httplib::Response& res) {
-    res.set_header("WWW-Authenticate", "Bearer");
-    send_json(res, 401, error_json(401, "missing or wrong bearer token"));
+    res.set_header("WWW-Authenticate", "Bearer, Basic realm=\"rocewatch\"");
+    send_json(res, 401,
+              error_json(401, "missing or wrong credentials: the peer token as a bearer token, or as the "
+                              "password of basic auth"));
 }
 
 // The latest snapshot, or nullptr after answering 503 with Retry-After: clients (and peers

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "api/cluster_view.hpp"
 #include "api/http_wire.hpp"
 #include "api/log_safe.hpp"
 #include "api/replies.hpp"
@@ -89,10 +90,16 @@ void ApiServer::Impl::register_rest_routes() {
                   if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, bonds_json(*s));
               });
-    add_route("/api/v1/alerts", "/api/v1/alerts", "GET",
-              "active (pending and firing) alerts; ?severity=, ?state=, ?rule=, ?object= filter them",
+    add_route("/api/v1/peers", "/api/v1/peers", "GET",
+              "peers this node probes (configured and from the inventory), their hellos and matched rails",
               [this](const httplib::Request& req, httplib::Response& res) {
-                  if (!only_params(req, res, {"severity", "state", "rule", "object"})) return;
+                  if (!only_params(req, res, {})) return;
+                  if (auto s = snapshot_or_503(src, res)) send_json(res, 200, peers_json(*s));
+              });
+    add_route("/api/v1/alerts", "/api/v1/alerts", "GET",
+              "active (pending and firing) alerts; ?severity=, ?state=, ?scope=, ?rule=, ?object= filter them",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  if (!only_params(req, res, {"severity", "state", "scope", "rule", "object"})) return;
                   AlertFilter f;
                   for (const auto& [name, value] : req.params)
                       if (req.get_param_value_count(name) > 1) {
@@ -115,6 +122,13 @@ void ApiServer::Impl::register_rest_routes() {
                           f.state = AlertState::firing;
                       else {
                           send_json(res, 400, error_json(400, "state must be pending or firing"));
+                          return;
+                      }
+                  }
+                  if (req.has_param("scope")) {
+                      f.scope = scope_from_string(req.get_param_value("scope"));
+                      if (!f.scope) {
+                          send_json(res, 400, error_json(400, "scope must be node, peer or path"));
                           return;
                       }
                   }

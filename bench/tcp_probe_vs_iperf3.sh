@@ -11,6 +11,9 @@
 # (seconds per bandwidth run, an integer because iperf3 -t is one; 1), LAT_SIZE (64 bytes).
 # Bandwidth is what the receiver counted for both tools (iperf3's sum_received; ours is
 # counted by the peer's data port). Latency is half the round trip for both tools.
+# CPU per GB, for each side of each tool: the sender's user+system CPU from its rusage (bash's
+# `time`), the receiver's from /proc/PID/stat before and after the run (both servers stay up),
+# divided by the gigabytes the receiver counted. Counts, not wall time: fair on a busy machine.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -65,8 +68,10 @@ LOGDIR=$(mktemp -d)
 # server process (ip execs it) and the cleanup's kill reaches it.
 ip netns exec "$NS_B" "$CLI" serve --bind "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" >"$LOGDIR/ours.log" 2>&1 &
 PIDS+=($!)
+PID_OURS=$!
 ip netns exec "$NS_B" iperf3 -s -B "$ADDR_B" -p "$PORT_IPERF" >"$LOGDIR/iperf3.log" 2>&1 &
 PIDS+=($!)
+PID_IPERF=$!
 if [ "$HAVE_SOCKPERF" = 1 ]; then
     ip netns exec "$NS_B" sockperf server --tcp -i "$ADDR_B" -p "$PORT_SOCKPERF" >"$LOGDIR/sockperf.log" 2>&1 &
     PIDS+=($!)
@@ -83,6 +88,13 @@ wait_listen "$PORT_OURS"
 wait_listen "$PORT_IPERF"
 [ "$HAVE_SOCKPERF" = 1 ] && wait_listen "$PORT_SOCKPERF"
 
+TICK=$(getconf CLK_TCK)
+# utime + stime of a process, in seconds (every thread of it).
+cpu_s() { awk -v t="$TICK" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.3f", (f[12] + f[13]) / t }' "/proc/$1/stat"; }
+TIMEFORMAT='%U %S'
+# Runs a sender; its output to $LOGDIR/out, its user+system CPU seconds to $LOGDIR/cpu.
+timed() { { time "$@" >"$LOGDIR/out" 2>&1; } 2>"$LOGDIR/time" || return 1; awk '{ print $1 + $2 }' "$LOGDIR/time" >"$LOGDIR/cpu"; }
+per_gb() { awk -v c="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", c / (b / 1e9); else print "n/a" }'; }
 kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
 
@@ -90,18 +102,30 @@ echo "# rocewatch TCP probe vs reference tools over veth ($ADDR_A -> $ADDR_B), $
 echo "# $(iperf3 --version | head -1); $( [ "$HAVE_SOCKPERF" = 1 ] && sockperf --version 2>&1 | head -1 || echo 'sockperf: not installed')"
 echo
 echo "## bandwidth, ${DURATION} s per run, counted at the receiver (Gbit/s)"
-printf '%-8s %-4s %10s %10s %8s\n' streams run ours iperf3 ratio
+echo "# CPU-s per GB received: snd = sender, rcv = receiver; ratios ours/iperf3"
+printf '%-8s %-4s %10s %10s %8s %9s %9s %9s %9s %7s %7s\n' streams run ours iperf3 ratio \
+    snd_ours snd_ref rcv_ours rcv_ref r_snd r_rcv
 declare -A RSUM RCOUNT
 for run in $(seq "$RUNS"); do
     for p in 1 4; do
-        out=$(in_a "$CLI" bw --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --streams "$p" \
-              --duration "$DURATION") || die "our probe failed: $out"
+        r0=$(cpu_s "$PID_OURS")
+        timed in_a "$CLI" bw --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --streams "$p" \
+              --duration "$DURATION" || die "our probe failed: $(cat "$LOGDIR/out")"
+        out=$(cat "$LOGDIR/out")
         ours=$(kv gbps "$out")
-        ref=$(in_a iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J |
-              jq -r '.end.sum_received.bits_per_second / 1e9')
+        ob=$(kv bytes "$out")
+        osnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$ob")
+        orcv=$(per_gb "$(awk -v a="$r0" -v b="$(cpu_s "$PID_OURS")" 'BEGIN { print b - a }')" "$ob")
+        r0=$(cpu_s "$PID_IPERF")
+        timed in_a iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J || die "iperf3 failed"
+        ref=$(jq -r '.end.sum_received.bits_per_second / 1e9' "$LOGDIR/out")
+        rb=$(jq -r '.end.sum_received.bytes' "$LOGDIR/out")
+        rsnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$rb")
+        rrcv=$(per_gb "$(awk -v a="$r0" -v b="$(cpu_s "$PID_IPERF")" 'BEGIN { print b - a }')" "$rb")
         ref=$(printf '%.3f' "$ref")
         r=$(ratio "$ours" "$ref")
-        printf '%-8s %-4s %10s %10s %8s\n' "$p" "$run" "$ours" "$ref" "$r"
+        printf '%-8s %-4s %10s %10s %8s %9s %9s %9s %9s %7s %7s\n' "$p" "$run" "$ours" "$ref" "$r" \
+            "$osnd" "$rsnd" "$orcv" "$rrcv" "$(ratio "$osnd" "$rsnd")" "$(ratio "$orcv" "$rrcv")"
         RSUM[$p]=$(awk -v s="${RSUM[$p]:-0}" -v r="$r" 'BEGIN { print s + r }')
         RCOUNT[$p]=$(( ${RCOUNT[$p]:-0} + 1 ))
     done

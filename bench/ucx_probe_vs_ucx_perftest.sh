@@ -173,7 +173,7 @@ for run in $(seq "$RUNS"); do
     for who in $( [ $((run % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
         if [ "$who" = ours ]; then
             o=$(ours --mode bw --size "$BW_SIZE" --iters "$BW_ITERS" --outstanding "$OUTSTANDING")
-            obw=$(jq -r '.bandwidth_bits_per_second / 1e9' <<<"$o")
+            obw=$(jq -r '.bandwidth_bytes_per_second * 8 / 1e9' <<<"$o")
             obw=$(printf '%.3f' "$obw")
         else
             perftest "${BW_PT_ARGS[@]}"

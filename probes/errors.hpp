@@ -19,6 +19,7 @@ inline constexpr const char* peer_busy = kReasonPeerBusy;                // peer
 inline constexpr const char* protocol_error = "protocol_error";          // bad magic, short reply
 inline constexpr const char* version_mismatch = "version_mismatch";      // peer speaks another version
 inline constexpr const char* bad_target = "bad_target";                  // unusable address/settings
+inline constexpr const char* unknown_target = "unknown_target";          // GET /probe: no such configured peer/rail
 inline constexpr const char* local_bind_failed = "local_bind_failed";    // source address/interface
 inline constexpr const char* permission_denied = "permission_denied";
 inline constexpr const char* local_resources = "local_resources";  // fds, memory, buffers
@@ -30,6 +31,19 @@ inline constexpr const char* gid_mismatch = "gid_mismatch";
 inline constexpr const char* qp_transition_failed = "qp_transition_failed";
 inline constexpr const char* device_not_found = "device_not_found";
 inline constexpr const char* ucx_version_mismatch = "ucx_version_mismatch";
+// RDMA work completions, named after what was observed on the wire, not a guess at its cause:
+// "transport retry counter exceeded" means no ACK came back from the peer's RDMA port within
+// timeout x retry_cnt (the IP path may well work: a missing GID, a crossed rail, a dead port).
+inline constexpr const char* rdma_no_ack = "rdma_no_ack";
+// RNR retries exhausted: the peer's RDMA port answered, but kept saying "receiver not ready".
+inline constexpr const char* rdma_receiver_not_ready = "rdma_receiver_not_ready";
+// The QP went to the error state and flushed our work requests (a failure before it, or the
+// QP was torn down under them).
+inline constexpr const char* rdma_flushed = "rdma_flushed";
+// The peer's RDMA port answered and refused the request (rkey, address, size, operation).
+inline constexpr const char* rdma_remote_refused = "rdma_remote_refused";
+// Our own RDMA port is not ACTIVE: the probe never left this node.
+inline constexpr const char* local_port_down = "local_port_down";
 
 }  // namespace rocewatch::reason
 

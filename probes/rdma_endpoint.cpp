@@ -124,8 +124,8 @@ RdmaStatus RdmaEndpoint::read_port_and_gid() {
     if (int err = ibv_query_port(ctx_, opt.port, &pa))
         return fail(reason::device_not_found, errno_detail(opt.device + " port " + std::to_string(opt.port), err));
     if (pa.state != IBV_PORT_ACTIVE)
-        return fail(reason::peer_unreachable, opt.device + "/" + std::to_string(opt.port) + " is not ACTIVE (" +
-                                                  ibv_port_state_str(pa.state) + ")");
+        return fail(reason::local_port_down, opt.device + "/" + std::to_string(opt.port) + " is not ACTIVE (" +
+                                                 ibv_port_state_str(pa.state) + ")");
     auto& info = info_;
     info.device = opt.device;
     info.port = opt.port;

@@ -11,17 +11,19 @@ const char* reason_from_wc_status(ibv_wc_status status) {
     switch (status) {
         case IBV_WC_SUCCESS: return "";
         // The transport gave up: no ACK within timeout x retry_cnt (cable pulled, peer
-        // gone, path broken), or the peer kept answering "receiver not ready".
-        case IBV_WC_RETRY_EXC_ERR: return reason::peer_unreachable;
-        case IBV_WC_RNR_RETRY_EXC_ERR: return reason::peer_busy;
+        // port gone, its GID missing, a crossed rail). Said as observed: TCP may still work.
+        case IBV_WC_RETRY_EXC_ERR: return reason::rdma_no_ack;
+        // The peer's port answered, but kept saying "receiver not ready". Not peer_busy:
+        // that one means "did not run" to the verdicts, and this one did run and fail.
+        case IBV_WC_RNR_RETRY_EXC_ERR: return reason::rdma_receiver_not_ready;
         // Everything behind the failed WR is flushed; the first error is what counts.
-        case IBV_WC_WR_FLUSH_ERR: return reason::peer_closed;
+        case IBV_WC_WR_FLUSH_ERR: return reason::rdma_flushed;
         // The peer refused our rkey/address/size or the request itself.
         case IBV_WC_REM_ACCESS_ERR:
         case IBV_WC_REM_INV_REQ_ERR:
         case IBV_WC_REM_OP_ERR:
         case IBV_WC_REM_INV_RD_REQ_ERR:
-        case IBV_WC_REM_ABORT_ERR:
+        case IBV_WC_REM_ABORT_ERR: return reason::rdma_remote_refused;
         case IBV_WC_INV_EECN_ERR:
         case IBV_WC_INV_EEC_STATE_ERR:
         case IBV_WC_BAD_RESP_ERR: return reason::protocol_error;

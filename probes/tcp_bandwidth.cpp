@@ -194,18 +194,14 @@ std::string stall_note(const Sent& sent, uint64_t bytes) {
 // The figure from the reports: total bytes over the receiver's span, all streams together.
 void score(const std::vector<Stream>& streams, const Sent& sent, const std::string& where, ProbeResult& r) {
     uint64_t total = 0;
-    int64_t first = std::numeric_limits<int64_t>::max();
-    int64_t last = std::numeric_limits<int64_t>::min();
+    std::vector<tcpwire::Report> reports;
     r.bytes_per_stream.clear();
     std::string mismatch;
     for (size_t i = 0; i < streams.size(); ++i) {
         const auto& rep = *streams[i].report;
         r.bytes_per_stream.push_back(rep.bytes);
         total += rep.bytes;
-        if (rep.bytes > 0) {
-            first = std::min(first, rep.first_ns);
-            last = std::max(last, rep.last_ns);
-        }
+        reports.push_back(rep);
         // TCP delivers every byte before the FIN, so anything else means the peer cut us.
         if (rep.bytes != streams[i].sent && mismatch.empty())
             mismatch = "stream " + std::to_string(i) + ": peer received " + std::to_string(rep.bytes) + " bytes of " +
@@ -215,12 +211,12 @@ void score(const std::vector<Stream>& streams, const Sent& sent, const std::stri
     r.iterations = sent.writes;
     if (!mismatch.empty()) return fail(r, {reason::peer_closed, where + " " + mismatch});
     if (total == 0) return fail(r, {reason::no_data, where + " received no data"});
-    double receiver_seconds = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
+    const auto span = tcpwire::receiver_span(reports);
     // Everything arrived in one read: no receiver-side span to divide by.
-    r.info["time_source"] = receiver_seconds > 0 ? "receiver" : "sender";
-    if (receiver_seconds <= 0) receiver_seconds = sent.sender_seconds;
-    r.info["receiver_seconds"] = std::to_string(receiver_seconds);
-    r.bandwidth_bits_per_second = bandwidth_bps(total, receiver_seconds);
+    r.info["time_source"] = span.seconds > 0 ? "receiver" : "sender";
+    const double seconds = span.seconds > 0 ? span.seconds : sent.sender_seconds;
+    r.info["receiver_seconds"] = std::to_string(seconds);
+    r.bandwidth_bits_per_second = bandwidth_bps(span.seconds > 0 ? span.bytes : total, seconds);
     r.success = true;
 }
 

@@ -16,7 +16,7 @@ struct TcpProbeTarget {
     uint16_t port = 0;
     std::string rail;            // "" unless the probe runs over a configured rail
     std::string bind_address;    // local source address (bind()); "" lets the kernel choose
-    std::string bind_interface;  // SO_BINDTODEVICE; "" for none (needs CAP_NET_RAW)
+    std::string bind_interface;  // SO_BINDTODEVICE; "" for none (no capability needed since Linux 5.7)
     ProbeToken token{};
 };
 

@@ -1,6 +1,9 @@
 // Encoding and decoding of the TCP probe headers (see tcp_wire.hpp for the layouts).
 #include "probes/tcp_wire.hpp"
 
+#include <algorithm>
+#include <limits>
+
 #include "util/ct_compare.hpp"
 #include "util/hex.hpp"
 
@@ -94,6 +97,10 @@ std::array<uint8_t, kReportSize> encode(const Report& r) {
     std::array<uint8_t, kReportSize> b{};
     put32(&b[0], kReportMagic);
     b[4] = static_cast<uint8_t>(r.code);
+    const uint32_t fr = std::min(r.first_read, kMaxFirstRead);
+    b[5] = static_cast<uint8_t>(fr >> 16);
+    b[6] = static_cast<uint8_t>(fr >> 8);
+    b[7] = static_cast<uint8_t>(fr);
     put64(&b[8], r.bytes);
     put64(&b[16], static_cast<uint64_t>(r.first_ns));
     put64(&b[24], static_cast<uint64_t>(r.last_ns));
@@ -123,10 +130,26 @@ std::optional<Reply> decode_reply(const uint8_t* p, size_t n) {
     return r;
 }
 
+ReceiverSpan receiver_span(const std::vector<Report>& reports) {
+    const Report* earliest = nullptr;
+    int64_t last = std::numeric_limits<int64_t>::min();
+    uint64_t total = 0;
+    for (const auto& r : reports) {
+        if (r.bytes == 0) continue;
+        total += r.bytes;
+        if (earliest == nullptr || r.first_ns < earliest->first_ns) earliest = &r;
+        last = std::max(last, r.last_ns);
+    }
+    if (earliest == nullptr || last <= earliest->first_ns) return {total, 0};
+    return {total - std::min<uint64_t>(earliest->first_read, earliest->bytes),
+            static_cast<double>(last - earliest->first_ns) / 1e9};
+}
+
 std::optional<Report> decode_report(const uint8_t* p, size_t n) {
     if (p == nullptr || n < kReportSize || get32(p) != kReportMagic) return std::nullopt;
     Report r;
     r.code = static_cast<Code>(p[4]);
+    r.first_read = static_cast<uint32_t>(p[5]) << 16 | static_cast<uint32_t>(p[6]) << 8 | p[7];
     r.bytes = get64(p + 8);
     r.first_ns = static_cast<int64_t>(get64(p + 16));
     r.last_ns = static_cast<int64_t>(get64(p + 24));

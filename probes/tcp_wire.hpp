@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rocewatch {
 
@@ -74,13 +75,16 @@ struct Reply {
 // Server -> client at the end of a sink session (after the client's FIN, or when the
 // budget ran out): what arrived, and when on the server's monotonic clock. Times of
 // sessions of one server share a clock, so a client can take the span over its streams.
-//   0 magic u32 | 4 code u8 | 5 reserved [3] | 8 bytes u64 | 16 first_ns i64 | 24 last_ns i64
+//   0 magic u32 | 4 code u8 | 5 first_read u24 | 8 bytes u64 | 16 first_ns i64 | 24 last_ns i64
+// first_read was reserved (zero) before: a server that sends 0 there is read as before.
 struct Report {
     Code code = Code::ok;
-    uint64_t bytes = 0;    // payload bytes received (header excluded)
-    int64_t first_ns = 0;  // when the first payload byte was read
-    int64_t last_ns = 0;   // when the last one was read
+    uint64_t bytes = 0;       // payload bytes received (header excluded)
+    int64_t first_ns = 0;     // when the first payload byte was read
+    int64_t last_ns = 0;      // when the last one was read
+    uint32_t first_read = 0;  // bytes of the read at first_ns (they arrived before it), at most 2^24-1
 };
+inline constexpr uint32_t kMaxFirstRead = (1u << 24) - 1;
 
 std::array<uint8_t, kRequestSize> encode(const Request& r);
 std::array<uint8_t, kReplySize> encode(const Reply& r);
@@ -91,6 +95,16 @@ std::array<uint8_t, kReportSize> encode(const Report& r);
 std::optional<Request> decode_request(const uint8_t* p, size_t n);
 std::optional<Reply> decode_reply(const uint8_t* p, size_t n);
 std::optional<Report> decode_report(const uint8_t* p, size_t n);
+
+// What the streams' reports say arrived over the receiver's span, all streams together: from
+// the earliest first read to the latest last one. The bytes of that earliest first read arrived
+// before the span began, so they are not counted in it (counting them overstated short or
+// shaped runs). seconds is 0 when everything came in one read: no span to divide by.
+struct ReceiverSpan {
+    uint64_t bytes = 0;  // received within the span
+    double seconds = 0;
+};
+ReceiverSpan receiver_span(const std::vector<Report>& reports);
 
 }  // namespace tcpwire
 }  // namespace rocewatch

@@ -8,11 +8,13 @@ build_pkgs=(
   libibverbs-dev libucx-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev
   nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libtomlplusplus-dev libsystemd-dev
   rdma-core ibverbs-providers iproute2 curl jq
+  debhelper dpkg-dev scdoc python3  # the Debian package (debian/) and the man pages (man/)
 )
 test_pkgs=(
   libgtest-dev libgmock-dev
-  prometheus prometheus-node-exporter python3 kmod cpio procps
+  prometheus prometheus-node-exporter prometheus-alertmanager python3 python3-yaml kmod cpio procps
   clang-format  # scripts/check-format.sh
+  lintian systemd man-db  # pkg_deb's lintian, systemd-analyze verify of the unit and its man pages
   clang libclang-rt-14-dev llvm  # scripts/fuzz.sh: clang++, libFuzzer and ASan runtimes, llvm-symbolizer
   # the QEMU test bed: Debian's own kernel has rdma_rxe and bonding; this host's may not
   qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils perftest iperf3 ucx-utils

@@ -21,6 +21,7 @@
 #include "daemon/config/config_loader.hpp"
 #include "daemon/rules/rules.hpp"
 #include "daemon/model/probe.hpp"
+#include "util/http_url.hpp"
 
 namespace rocewatch {
 
@@ -366,6 +367,13 @@ const KeySpec<ExpectConfig> kExpectKeys[] = {
     {"interfaces", [](const Field& f, ExpectConfig& e) { assign(e.interfaces, f.names()); }},
 };
 
+const KeySpec<ClusterConfig> kClusterKeys[] = {
+    {"inventory", [](const Field& f, ClusterConfig& c) { assign(c.inventory, f.string()); }},  // "" = none
+    {"rails", [](const Field& f, ClusterConfig& c) { assign(c.rails, f.names()); }},
+    // 0 turns the ring off (only [[peers]] are probed); 16 is far more than any cluster needs.
+    {"ring_successors", [](const Field& f, ClusterConfig& c) { assign(c.ring_successors, f.integer(0, 16)); }},
+};
+
 const KeySpec<Thresholds> kThresholdKeys[] = {
     {"symbol_error_per_hour", [](const Field& f, Thresholds& t) { assign(t.symbol_error_per_hour, f.number(0)); }},
     {"local_ack_timeout_per_second",
@@ -687,6 +695,80 @@ void load_peers(const toml::node& node, const std::string& prefix, Errors& error
     }
 }
 
+// ---------------------------------------------------------------- alertmanager
+
+// A resend under a second would make the notifier the node's main traffic to Alertmanager.
+constexpr Duration kMinResendInterval{1000};
+constexpr Duration kMaxResendInterval{std::chrono::hours(1)};
+constexpr Duration kMaxAlertmanagerTimeout{std::chrono::minutes(1)};
+
+const KeySpec<AlertmanagerConfig> kAlertmanagerKeys[] = {
+    {"urls",
+     [](const Field& f, AlertmanagerConfig& a) {
+         const toml::array* arr = f.node().as_array();
+         if (!arr) {
+             f.fail(std::string("expected an array of URLs, got ") + type_name(f.node().type()));
+             return;
+         }
+         std::vector<std::string> urls;
+         bool ok = true;
+         for (size_t i = 0; i < arr->size(); ++i) {
+             Field item((*arr)[i], f.key() + "[" + std::to_string(i) + "]", f.errors());
+             auto v = item.string();
+             std::string why;
+             if (!v) {
+                 ok = false;
+             } else if (!parse_http_url(*v, why)) {
+                 item.fail(in_quotes(*v) + " is not an Alertmanager URL: " + why);
+                 ok = false;
+             } else if (std::ranges::find(urls, *v) != urls.end()) {
+                 item.fail(in_quotes(*v) + " is listed twice");
+                 ok = false;
+             } else {
+                 urls.push_back(*v);
+             }
+         }
+         if (ok) a.urls = std::move(urls);
+     }},
+    {"resend_interval",
+     [](const Field& f, AlertmanagerConfig& a) {
+         assign(a.resend_interval, f.duration(kMinResendInterval, kMaxResendInterval));
+     }},
+    {"timeout", [](const Field& f,
+                   AlertmanagerConfig& a) { assign(a.timeout, f.duration(Duration{100}, kMaxAlertmanagerTimeout)); }},
+    {"node", [](const Field& f, AlertmanagerConfig& a) { assign(a.node, f.nonempty_string()); }},
+    {"external_url",
+     [](const Field& f, AlertmanagerConfig& a) {
+         // Only a link in the alerts (generatorURL), never fetched: https is fine here.
+         auto v = f.string();
+         if (v && !v->starts_with("http://") && !v->starts_with("https://"))
+             f.fail(in_quotes(*v) + " is not a URL: must start with http:// or https://");
+         else
+             assign(a.external_url, v);
+     }},
+    {"bearer_token_file",
+     [](const Field& f, AlertmanagerConfig& a) { assign(a.bearer_token_file, f.nonempty_string()); }},
+    {"basic_auth_username",
+     [](const Field& f, AlertmanagerConfig& a) { assign(a.basic_auth_username, f.nonempty_string()); }},
+    {"basic_auth_password_file",
+     [](const Field& f, AlertmanagerConfig& a) { assign(a.basic_auth_password_file, f.nonempty_string()); }},
+    {"queue_capacity",
+     [](const Field& f, AlertmanagerConfig& a) { assign(a.queue_capacity, f.integer(1, 1'000'000)); }},
+};
+
+// [alertmanager]: its keys, then the ones that only make sense together.
+void load_alertmanager(const toml::table& t, const std::string& p, Errors& e, Config& c) {
+    auto& a = c.alertmanager;
+    load_keys<AlertmanagerConfig>(t, p, kAlertmanagerKeys, a, e);
+    auto at = [&](std::string_view key) { return t.get(key) ? t.get(key)->source() : t.source(); };
+    if (!a.basic_auth_username.empty() && a.basic_auth_password_file.empty())
+        e.add(at("basic_auth_username"), p + ".basic_auth_password_file", "missing (basic_auth_username is set)");
+    if (a.basic_auth_username.empty() && !a.basic_auth_password_file.empty())
+        e.add(at("basic_auth_password_file"), p + ".basic_auth_username", "missing (basic_auth_password_file is set)");
+    if (!a.bearer_token_file.empty() && !a.basic_auth_username.empty())
+        e.add(at("bearer_token_file"), p + ".bearer_token_file", "set together with basic_auth_username; choose one");
+}
+
 struct SectionSpec {
     std::string_view name;
     void (*load)(const toml::table&, const std::string& prefix, Errors&, Config&);
@@ -704,7 +786,10 @@ const SectionSpec kSections[] = {
     {"rules", load_rules},
     {"probes", [](const toml::table& t, const std::string& p, Errors& e,
                   Config& c) { load_keys<ProbesConfig>(t, p, kProbeKeys, c.probes, e); }},
+    {"cluster", [](const toml::table& t, const std::string& p, Errors& e,
+                   Config& c) { load_keys<ClusterConfig>(t, p, kClusterKeys, c.cluster, e); }},
     {"peers", nullptr},  // an array of tables: load_peers
+    {"alertmanager", load_alertmanager},
 };
 
 // ---------------------------------------------------------------- nesting pre-scan

@@ -350,6 +350,22 @@ nlohmann::json peers_json(const std::vector<PeerConfig>& peers) {
     return out;
 }
 
+// null for an unset file or name: "" is not a valid value, and the view must read back in.
+nlohmann::json alertmanager_json(const AlertmanagerConfig& a) {
+    auto or_null_text = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    return {
+        {"urls", a.urls},
+        {"resend_interval", format_duration(a.resend_interval)},
+        {"timeout", format_duration(a.timeout)},
+        {"node", or_null_text(a.node)},
+        {"external_url", or_null_text(a.external_url)},
+        {"bearer_token_file", or_null_text(a.bearer_token_file)},
+        {"basic_auth_username", or_null_text(a.basic_auth_username)},
+        {"basic_auth_password_file", or_null_text(a.basic_auth_password_file)},
+        {"queue_capacity", a.queue_capacity},
+    };
+}
+
 }  // namespace
 
 nlohmann::json config_to_json(const Config& c) {
@@ -399,7 +415,14 @@ nlohmann::json config_to_json(const Config& c) {
          }},
         {"rules", std::move(rules)},
         {"probes", probes_json(c.probes)},
+        {"cluster",
+         {
+             {"inventory", c.cluster.inventory},
+             {"rails", c.cluster.rails},
+             {"ring_successors", c.cluster.ring_successors},
+         }},
         {"peers", peers_json(c.peers)},
+        {"alertmanager", alertmanager_json(c.alertmanager)},
     };
     redact_secrets(j, secret_key_paths());
     return j;

@@ -4,6 +4,7 @@
 #include <getopt.h>
 
 #include <iostream>
+#include <string>
 
 namespace rocewatch {
 
@@ -16,11 +17,14 @@ const char* const kUsage = R"(usage: rocewatchd [options]
   --state-dir DIR      where alert state and history persist (default /var/lib/rocewatch)
   --log-level LEVEL    trace, debug, info, warn, error, critical, off
   --once               collect once, print the status JSON, exit 0 healthy / 1 warning / 2 critical
+                       (node-scoped alerts only; 3: could not judge)
+  --format FORMAT      with --once: json (default, for scripts) or text (alerts with their
+                       actions, coloured by severity on a terminal unless NO_COLOR is set)
   --version            print the version and exit
 )";
 
 std::optional<Flags> parse_flags(int argc, char** argv) {
-    enum { kConfig = 1000, kCheck, kListen, kSysfs, kProcfs, kState, kLog, kOnce, kVersion, kHelp };
+    enum { kConfig = 1000, kCheck, kListen, kSysfs, kProcfs, kState, kLog, kOnce, kFormat, kVersion, kHelp };
     static const option opts[] = {
         {"config", required_argument, nullptr, kConfig},
         {"check-config", no_argument, nullptr, kCheck},
@@ -30,6 +34,7 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
         {"state-dir", required_argument, nullptr, kState},
         {"log-level", required_argument, nullptr, kLog},
         {"once", no_argument, nullptr, kOnce},
+        {"format", required_argument, nullptr, kFormat},
         {"version", no_argument, nullptr, kVersion},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0},
@@ -45,6 +50,16 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
             case kState: f.overrides.state_dir = optarg; break;
             case kLog: f.overrides.log_level = optarg; break;
             case kOnce: f.once = true; break;
+            case kFormat:
+                if (std::string(optarg) == "json")
+                    f.text = false;
+                else if (std::string(optarg) == "text")
+                    f.text = true;
+                else {
+                    std::cerr << "rocewatchd: --format must be json or text, not '" << optarg << "'\n";
+                    return std::nullopt;
+                }
+                break;
             case kVersion: f.version = true; break;
             case kHelp: f.help = true; break;
             default: return std::nullopt;

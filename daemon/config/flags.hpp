@@ -12,6 +12,7 @@ struct Flags {
     std::optional<std::string> config_path;
     ConfigOverrides overrides;  // applied and validated by load_config
     bool check_config = false, once = false, version = false, help = false;
+    bool text = false;  // --format=text: --once prints for people, not scripts
 };
 
 extern const char* const kUsage;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "daemon/core/procfs_net.hpp"
 #include "daemon/rules/rules.hpp"
 #include "daemon/sysfs/rdma_sysfs.hpp"
 #include "daemon/sysfs/verbs.hpp"
@@ -22,9 +23,6 @@ constexpr auto kGidRefresh = std::chrono::seconds(60);
 constexpr std::size_t kMaxBlockedReads = 4;
 // A cycle's file reads that keep making progress are waited for this long in all.
 constexpr std::chrono::seconds kMaxCycleRead{60};
-// Unreadable files logged per cycle, and remembered as logged, at most.
-constexpr std::size_t kMaxLoggedPerCycle = 10;
-constexpr std::size_t kMaxLoggedFiles = 4096;
 
 // A cycle that skipped the GID tables takes them, and the netdev of ports bound where their
 // GID 0 points, from the previous snapshot.
@@ -334,19 +332,28 @@ void Engine::reap_blocked_reads() {
 // Each unreadable or garbled file once, and only a few new ones a cycle: a tree gone bad
 // all at once must not flood the journal.
 void Engine::log_read_errors(const std::vector<SysfsError>& errors) {
-    std::size_t logged = 0, later = 0;
+    logged_unreadable_.new_round();
     for (const auto& e : errors) {
-        if (logged_unreadable_.contains(e.path)) continue;
-        if (logged_unreadable_.size() >= kMaxLoggedFiles) break;
-        if (logged == kMaxLoggedPerCycle) {
-            ++later;
-            continue;
-        }
-        logged_unreadable_.insert(e.path);
-        ++logged;
+        if (!logged_unreadable_.admit(e.path)) continue;
+        logging::Fields f({{"FILE", e.path}});
         log_->warn("sysfs: {}: {} (value skipped; this file is logged once)", e.path, e.reason);
     }
-    if (later > 0) log_->warn("sysfs: {} more unreadable files, logged in the next cycles", later);
+    if (const auto later = logged_unreadable_.held_back(); later > 0)
+        log_->warn("sysfs: {} more unreadable files, logged in the next cycles", later);
+}
+
+void Engine::log_transitions(const std::vector<AlertTransition>& transitions) {
+    for (const auto& t : transitions) {
+        const auto how = logging::transition_log(t);
+        logging::Fields f({{"RULE", t.rule},
+                           {"OBJECT", t.object},
+                           {"DEVICE", logging::object_device(t.object)},
+                           {"SEVERITY", to_string(t.severity)},
+                           {"SCOPE", to_string(t.scope)},
+                           {"ALERT_STATE", to_string(t.to)}},
+                          how.priority);
+        log_->log(how.level, "{}", logging::transition_message(t));
+    }
 }
 
 std::shared_ptr<const Snapshot> Engine::collect_once() {
@@ -375,6 +382,9 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     CollectorStatus nl_status{.name = "netlink"};
     try {
         snap->links = src_.links();
+        // What rtnetlink leaves out: ARP sysctls per link and the ARP table (cabling checks).
+        read_ipv4_conf(snap->links, cfg->daemon.procfs_root);
+        snap->neighbours = read_arp_table(cfg->daemon.procfs_root);
         nl_status.success = true;
     } catch (const std::exception& e) {
         nl_status.last_error = e.what();
@@ -383,6 +393,8 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     nl_status.duration_seconds = seconds_between(t0, SteadyClock::now());
     snap->netlink_events = src_.netlink_events();
     snap->netlink_resyncs = src_.netlink_resyncs();
+    snap->link_events = src_.link_events();
+    snap->alertmanager = src_.alertmanager();
 
     snap->host.ucx_version = src_.ucx_version;
     snap->collectors = {files.sysfs, files.verbs, nl_status, files.host_status};
@@ -398,10 +410,12 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
 
     snap->probes = src_.probes ? src_.probes() : nullptr;
     if (!snap->probes) snap->probes = std::make_shared<const ProbeBook>();
+    snap->cluster = src_.cluster ? src_.cluster() : nullptr;
 
     snap->collected_at = now;
     trends_->apply(*snap, now, cfg->thresholds);
     alerts_->update(evaluate_rules(*snap, *cfg), *cfg, now);
+    log_transitions(alerts_->last_transitions());
     snap->alerts = alerts_->active();
     snap->history = alerts_->history();
     save_state_if_changed();
@@ -476,6 +490,14 @@ void Engine::apply_config(std::shared_ptr<const Config> config) {
         daemon_.config_last_reload_ok = true;
         daemon_.config_last_reload = src_.now();
         daemon_.config_last_errors.clear();
+    }
+    wake();
+}
+
+void Engine::replace_peers(std::shared_ptr<const Config> config) {
+    {
+        std::lock_guard lock(mu_);
+        config_ = std::move(config);
     }
     wake();
 }

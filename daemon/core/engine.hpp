@@ -18,7 +18,9 @@
 
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
+#include "daemon/logging/journal.hpp"
 #include "util/clock.hpp"
+#include "daemon/model/cluster.hpp"
 #include "daemon/model/config.hpp"
 #include "daemon/model/probe.hpp"
 #include "daemon/model/snapshot.hpp"
@@ -35,10 +37,16 @@ struct EngineSources {
     std::function<std::vector<Link>()> links;
     std::function<uint64_t()> netlink_events = [] { return uint64_t{0}; };
     std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
+    // The watcher's link transitions and address changes (netlink/history.hpp).
+    std::function<std::vector<LinkEvent>()> link_events = [] { return std::vector<LinkEvent>{}; };
+    // The Alertmanager notifier's counters; nothing while none is configured.
+    std::function<std::optional<AlertmanagerStats>()> alertmanager = [] { return std::optional<AlertmanagerStats>{}; };
     std::function<TimePoint()> now = [] { return Clock::now(); };
     std::string ucx_version;  // of the UCX this binary is linked with, "" without UCX
     // The probe scheduler's latest book (core/probe_store.hpp); an empty book when unset.
     std::function<std::shared_ptr<const ProbeBook>()> probes;
+    // The inventory keeper's latest state (daemon/cluster); none when unset.
+    std::function<std::shared_ptr<const ClusterState>()> cluster;
     // Raised by netlink and probe results; the engine listens to it while it lives.
     WakeSignal* wake = nullptr;
     // The sysfs reader (read_rdma_devices when unset); tests put in one that blocks.
@@ -66,6 +74,9 @@ public:
     // SIGHUP: a good config replaces the running one; a bad one is kept out and reported.
     void apply_config(std::shared_ptr<const Config> config);
     void reject_config(std::vector<std::string> errors);
+    // The same config with other peers (the inventory's changed): not a reload, so the
+    // reload status stays as it is.
+    void replace_peers(std::shared_ptr<const Config> config);
 
 private:
     std::shared_ptr<const Config> config() const;
@@ -82,6 +93,9 @@ private:
     FileRead gave_up(const Reading& r, std::chrono::milliseconds waited);
     void reap_blocked_reads();
     void log_read_errors(const std::vector<SysfsError>& errors);
+    // Every alert transition of the last update, at its priority, with RULE=, OBJECT=,
+    // DEVICE=, SEVERITY=, SCOPE= for the journal.
+    void log_transitions(const std::vector<AlertTransition>& transitions);
 
     EngineSources src_;
     SnapshotStore& store_;
@@ -116,9 +130,10 @@ private:
     std::shared_ptr<const std::set<std::string>> skip_ = std::make_shared<const std::set<std::string>>();
     // sysfs files kept open between cycles: a counter costs one pread (issue 14).
     std::shared_ptr<SysfsFileCache> sysfs_files_ = std::make_shared<SysfsFileCache>();
-    std::map<std::string, TimePoint> last_success_;      // by collector name
-    std::unordered_set<std::string> logged_unreadable_;  // each unreadable file is logged once
-    std::atomic<bool> stop_requested_{false};            // ends a wait on a blocked read
+    std::map<std::string, TimePoint> last_success_;  // by collector name
+    // Each unreadable file is logged once: at most 10 new ones a cycle, 4,096 remembered.
+    logging::OnceLimiter logged_unreadable_{10, 4096};
+    std::atomic<bool> stop_requested_{false};  // ends a wait on a blocked read
 };
 
 }  // namespace rocewatch

@@ -102,9 +102,9 @@ std::optional<ProbeJob> ProbeScheduler::find_job(const std::string& peer, const 
 }
 
 std::optional<std::shared_future<ProbeResult>> ProbeScheduler::submit(ProbeJob job) {
-    // Two waiting is enough: an operator's POST and one scrape. More would only queue up
-    // probes whose callers have given up.
-    constexpr size_t kMaxQueued = 2;
+    // An operator's POST and the GET /probe scrapes that may wait at once (3, peer_routes.cpp).
+    // More would only queue up probes whose callers have given up.
+    constexpr size_t kMaxQueued = 4;
     std::shared_future<ProbeResult> f;
     {
         std::lock_guard lock(mu_);
@@ -130,40 +130,65 @@ SteadyClock::duration ProbeScheduler::next_after(const ProbeJob& job, const Prob
     return std::min<SteadyClock::duration>(interval, kBusyRetry + std::chrono::milliseconds(d(rng_)));
 }
 
+void ProbeScheduler::add_entries(PeerConfig peer, SteadyClock::time_point now) {
+    if (peer.from_inventory)
+        if (auto it = matched_.find(peer.name); it != matched_.end()) peer.rails = it->second;
+    for (ProbeKind k : kinds_) {
+        if (is_peer_level_kind(k)) {
+            // All rails at once needs two of them to say anything a per-rail run does not.
+            if (k != ProbeKind::rdma_multirail_bw || peer.rails.size() >= 2)
+                entries_.push_back({ProbeJob{peer, std::nullopt, k}, now + jitter(k)});
+        } else if (!peer.rails.empty()) {
+            for (const auto& r : peer.rails) entries_.push_back({ProbeJob{peer, r, k}, now + jitter(k)});
+        } else if (is_tcp_kind(k)) {
+            // TCP can go to the peer's control host; RDMA needs a rail.
+            entries_.push_back({ProbeJob{peer, std::nullopt, k}, now + jitter(k)});
+        }
+    }
+}
+
 void ProbeScheduler::plan(SteadyClock::time_point now) {
     entries_.clear();
-    std::vector<ProbeKind> kinds;
+    kinds_.clear();
     for (const auto& name : cur_->probes.enabled) {
         auto k = probe_kind_from_string(name);
         if (!k) continue;
         if (runnable(*k))
-            kinds.push_back(*k);
+            kinds_.push_back(*k);
         else
             log_->warn("probe kind {} is enabled but not available in this build; not scheduled", name);
     }
-    for (const auto& peer : cur_->peers) {
-        for (ProbeKind k : kinds) {
-            if (is_peer_level_kind(k)) {
-                // All rails at once needs two of them to say anything a per-rail run does not.
-                if (k != ProbeKind::rdma_multirail_bw || peer.rails.size() >= 2)
-                    entries_.push_back({ProbeJob{peer, std::nullopt, k}, now + jitter(k)});
-            } else if (!peer.rails.empty()) {
-                for (const auto& r : peer.rails) entries_.push_back({ProbeJob{peer, r, k}, now + jitter(k)});
-            } else if (is_tcp_kind(k)) {
-                // TCP can go to the peer's control host; RDMA needs a rail.
-                entries_.push_back({ProbeJob{peer, std::nullopt, k}, now + jitter(k)});
-            }
-        }
-    }
-    hellos_.clear();
     // Results and hellos of peers the config no longer names would otherwise stay for good.
     std::set<std::string> names;
     for (const auto& peer : cur_->peers) names.insert(peer.name);
+    std::erase_if(matched_, [&](const auto& kv) { return !names.count(kv.first); });
+    rematch_.clear();
+    for (const auto& peer : cur_->peers) add_entries(peer, now);
+    hellos_.clear();
     store_.update([&](ProbeBook& b) {
         std::erase_if(b.results, [&](const auto& kv) { return !names.count(kv.first.peer); });
         std::erase_if(b.latency_totals, [&](const auto& kv) { return !names.count(kv.first.peer); });
         std::erase_if(b.peers, [&](const auto& kv) { return !names.count(kv.first); });
     });
+}
+
+// An inventory peer's hello gave it other rails: its probes now go over them, and results
+// on rails it no longer has (or towards its control host) are dropped.
+void ProbeScheduler::replan_matched(SteadyClock::time_point now) {
+    for (const auto& name : rematch_) {
+        std::erase_if(entries_, [&](const Entry& e) { return e.job.peer.name == name; });
+        for (const auto& peer : cur_->peers)
+            if (peer.name == name) add_entries(peer, now);
+        std::set<std::string> rails;
+        for (const auto& r : matched_[name]) rails.insert(r.name);
+        if (rails.empty()) rails.insert("");
+        store_.update([&](ProbeBook& b) {
+            std::erase_if(b.results,
+                          [&](const auto& kv) { return kv.first.peer == name && !rails.count(kv.first.rail); });
+        });
+        log_->info("peer {}: probing over {} matched rail(s)", name, matched_[name].size());
+    }
+    rematch_.clear();
 }
 
 const PeerHello* ProbeScheduler::fresh_hello(const ProbeJob& job, SteadyClock::time_point now, ProbeResult& failed) {
@@ -188,6 +213,14 @@ const PeerHello* ProbeScheduler::fresh_hello(const ProbeJob& job, SteadyClock::t
     st.hello_at = deps_.wall_now();
     store_.update([&](ProbeBook& b) { b.peers[st.name] = st; });
     hellos_[job.peer.name] = {st, now};
+    if (st.hello_ok && st.hello && job.peer.from_inventory) {
+        auto rails = deps_.match_rails(job.peer, *st.hello);
+        auto& have = matched_[job.peer.name];
+        if (rails != have) {
+            have = std::move(rails);
+            rematch_.insert(job.peer.name);
+        }
+    }
     if (st.hello_ok && st.hello) return &*hellos_[job.peer.name].first.hello;
     failed.reason = st.hello_error.empty() ? "protocol_error" : st.hello_error;
     failed.detail = "hello to " + job.peer.name + " (" + job.peer.address + ") failed: " + failed.reason;
@@ -276,7 +309,9 @@ SteadyClock::time_point ProbeScheduler::run_due(SteadyClock::time_point now) {
         now = deps_.now();
         e.due = now + next_after(e.job, r);
         drain();
+        if (!rematch_.empty()) break;  // entries_ changes under this loop
     }
+    if (!rematch_.empty()) replan_matched(now);
     auto next = now + std::chrono::hours(1);
     for (const auto& e : entries_) next = std::min(next, e.due);
     return next;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +50,10 @@ struct ProbeSchedulerDeps {
     };
     // Kinds this build has a runner for (RDMA needs libibverbs, UCX libucp).
     std::function<bool(ProbeKind)> available = [](ProbeKind k) { return is_tcp_kind(k); };
+    // The rails of a peer taken from the inventory, matched from its hello
+    // (daemon/cluster/rail_match); none: its probes go to its control host.
+    std::function<std::vector<PeerRailConfig>(const PeerConfig&, const PeerHello&)> match_rails =
+        [](const PeerConfig&, const PeerHello&) { return std::vector<PeerRailConfig>{}; };
     std::function<SteadyClock::time_point()> now = [] { return SteadyClock::now(); };
     std::function<TimePoint()> wall_now = [] { return Clock::now(); };
 };
@@ -96,6 +101,8 @@ private:
     };
     ProbeResult execute(const ProbeJob& job, bool scheduled);
     void plan(SteadyClock::time_point now);
+    void add_entries(PeerConfig peer, SteadyClock::time_point now);
+    void replan_matched(SteadyClock::time_point now);
     SteadyClock::duration jitter(ProbeKind k);
     SteadyClock::duration next_after(const ProbeJob& job, const ProbeResult& r);
     const PeerHello* fresh_hello(const ProbeJob& job, SteadyClock::time_point now, ProbeResult& failed);
@@ -121,6 +128,9 @@ private:
     std::shared_ptr<const Config> cur_;
     std::vector<Entry> entries_;
     std::map<std::string, std::pair<PeerState, SteadyClock::time_point>> hellos_;
+    std::vector<ProbeKind> kinds_;                                // enabled and runnable
+    std::map<std::string, std::vector<PeerRailConfig>> matched_;  // inventory peers' rails, by name
+    std::set<std::string> rematch_;                               // peers whose matched rails changed
     std::thread thread_;
 };
 

@@ -142,6 +142,15 @@ struct ProbeTiming {
     std::optional<double> busy_fraction;  // bandwidth kinds: skip above this rail utilisation
 };
 
+// [cluster]: one inventory for the whole cluster, and who probes whom in it.
+struct ClusterConfig {
+    std::string inventory;  // Prometheus file_sd JSON file; "" = no inventory
+    // Netdevs that are this node's rails, in order, where they are not RDMA devices (TCP-only
+    // nodes, tests); empty: the netdevs of [expect] rails (or of every RDMA device).
+    std::vector<std::string> rails;
+    uint32_t ring_successors = 3;  // each node probes the k entries after it in the ring
+};
+
 // [[peers.rails]]: one path to a peer. remote_address is the peer's address on that rail.
 struct PeerRailConfig {
     std::string name;
@@ -150,6 +159,7 @@ struct PeerRailConfig {
     std::string remote_address;
     std::string local_device;  // RDMA device (for the RDMA probes)
     std::string remote_device;
+    bool operator==(const PeerRailConfig&) const = default;
 };
 
 // [[peers]]: a peer daemon.
@@ -157,6 +167,23 @@ struct PeerConfig {
     std::string name;
     std::string address;  // host:port of its HTTP port (control)
     std::vector<PeerRailConfig> rails;
+    // Taken from [cluster] inventory, not written in [[peers]]: its rails are matched from
+    // its hello (daemon/cluster/rail_match), not configured.
+    bool from_inventory = false;
+};
+
+// [alertmanager]: where the daemon pushes its own firing and resolved alerts, as Prometheus
+// does (Alertmanager's v2 API). No urls: nothing is pushed.
+struct AlertmanagerConfig {
+    std::vector<std::string> urls;                      // "http://am:9093", an optional path prefix
+    Duration resend_interval{std::chrono::minutes(1)};  // every alert again after this long
+    Duration timeout{std::chrono::seconds(10)};         // per POST: to connect, to send, to answer
+    std::string node;                                   // the node label; "" = the host name
+    std::string external_url;                           // base of generatorURL; "" = from listen
+    std::string bearer_token_file;                      // "Authorization: Bearer <its content>"
+    std::string basic_auth_username;                    // with basic_auth_password_file
+    std::string basic_auth_password_file;
+    uint32_t queue_capacity = 10000;  // alerts waiting to be sent; beyond it the oldest go
 };
 
 // [metrics]: what /metrics exports. Netdev filters as node_exporter's
@@ -176,7 +203,9 @@ struct Config {
     Thresholds thresholds;
     std::map<std::string, RuleSettings> rules;  // by rule id; absent = defaults
     ProbesConfig probes;
+    ClusterConfig cluster;
     std::vector<PeerConfig> peers;
+    AlertmanagerConfig alertmanager;
 };
 
 enum class ProbeKind;

@@ -32,6 +32,22 @@ const char* to_string(Health h) {
     return "unknown";
 }
 
+const char* to_string(Scope s) {
+    switch (s) {
+        case Scope::node: return "node";
+        case Scope::peer: return "peer";
+        case Scope::path: return "path";
+    }
+    return "unknown";
+}
+
+std::optional<Scope> scope_from_string(const std::string& s) {
+    if (s == "node") return Scope::node;
+    if (s == "peer") return Scope::peer;
+    if (s == "path") return Scope::path;
+    return std::nullopt;
+}
+
 std::optional<Severity> severity_from_string(const std::string& s) {
     if (s == "info") return Severity::info;
     if (s == "warning") return Severity::warning;
@@ -42,7 +58,7 @@ std::optional<Severity> severity_from_string(const std::string& s) {
 Health overall_health(const Snapshot& s) {
     Health h = Health::healthy;
     for (const auto& a : s.alerts) {
-        if (a.state != AlertState::firing) continue;
+        if (a.state != AlertState::firing || a.scope != Scope::node) continue;
         if (a.severity == Severity::critical) return Health::critical;
         if (a.severity == Severity::warning) h = Health::warning;
     }

@@ -61,7 +61,8 @@ struct ProbeResult {
     double duration_seconds = 0;  // whole probe: connect, handshake, transfer, report
     // Empty on success. A short machine-friendly word from probes/errors.hpp (reason::...):
     // "peer_unreachable", "connection_refused", "timeout", "auth_refused", "peer_closed",
-    // "gid_mismatch", "qp_transition_failed", ...; "skipped_busy" when the scheduler did not
+    // "gid_mismatch", "qp_transition_failed", "rdma_no_ack", "rdma_receiver_not_ready",
+    // "rdma_flushed", "rdma_remote_refused", "local_port_down", ...; "skipped_busy" when the scheduler did not
     // run a bandwidth probe because the rail carried real traffic.
     std::string reason;
     std::string detail;  // human text: what failed, where, with errno text
@@ -99,9 +100,29 @@ struct ProbeKey {
 };
 
 // What a peer's daemon said about itself in GET /api/v1/peer/hello.
+struct PeerPrefix {
+    std::string address;  // "10.0.1.7"
+    int prefixlen = 0;    // 24
+    auto operator<=>(const PeerPrefix&) const = default;
+};
+
 struct PeerInterfaceInfo {
     std::optional<uint32_t> mtu;         // netdev MTU
     std::vector<std::string> gid_types;  // distinct GID types on the interface's RDMA port
+    std::vector<PeerPrefix> prefixes;    // its addresses with their prefix lengths (hello v1 sends none)
+    std::string mac;                     // "" when not sent (older peers)
+    std::vector<std::string> cidrs;      // its IPv4 addresses with prefix: "10.0.0.2/24"
+    std::optional<int> arp_ignore;       // effective sysctls (max of "all" and its own)
+    std::optional<int> arp_announce;
+    std::optional<int> rp_filter;
+    std::string rdma_device;  // RDMA device bound to it, "" when none
+};
+
+// One of the peer's rails, in its [expect] rails order (its [cluster] rails when set).
+struct PeerRail {
+    std::string name;    // the peer's name for the rail (its RDMA device, or its netdev)
+    std::string device;  // RDMA device, "" for a netdev-only rail
+    std::string netdev;
 };
 
 struct PeerHello {
@@ -111,6 +132,7 @@ struct PeerHello {
     std::string ucx_version;                               // "" without UCX
     std::map<std::string, PeerInterfaceInfo> interfaces;   // keyed by the peer's netdev name
     std::map<std::string, std::string> address_interface;  // peer's address -> its netdev
+    std::vector<PeerRail> rails;                           // empty when the peer does not say
 };
 
 struct PeerState {

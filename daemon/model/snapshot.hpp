@@ -33,8 +33,14 @@ struct RdmaPort {
     std::optional<double> rate_gbps;  // 100
     std::string rate_text;            // "100 Gb/sec (4X EDR)"
     std::string link_layer;           // "Ethernet" (RoCE) or "InfiniBand"
-    std::string netdev;               // netdev the port is bound to ("" if unknown)
-    std::vector<GidEntry> gids;       // non-empty entries only
+    // InfiniBand addressing (ports/N/lid, sm_lid, sm_sl, cap_mask); Ethernet ports read 0.
+    // sm_lid 0 on an InfiniBand port: no subnet manager has configured it.
+    std::optional<uint32_t> lid;
+    std::optional<uint32_t> sm_lid;
+    std::optional<uint32_t> sm_sl;
+    std::optional<uint32_t> cap_mask;  // PortInfo:CapabilityMask
+    std::string netdev;                // netdev the port is bound to ("" if unknown)
+    std::vector<GidEntry> gids;        // non-empty entries only
     // Index of the RoCE v2 GID holding the port netdev's IPv4 address (the one perftest's
     // -x and UCX need); unset when there is none.
     std::optional<int> roce_v2_ipv4_gid_index;
@@ -117,6 +123,29 @@ struct Link {
     std::optional<BondSlaveInfo> slave;  // when enslaved to a bond
     // Trend stage: carrier transitions inside the flap window.
     uint32_t transitions_in_window = 0;
+    // <procfs>/sys/net/ipv4/conf/<name>/: who answers ARP for which address, and reverse-path
+    // filtering; unset where unreadable.
+    std::optional<int> arp_ignore;
+    std::optional<int> arp_announce;
+    std::optional<int> rp_filter;
+};
+
+// A complete IPv4 neighbour (ARP) entry: who answered for an address, on which link.
+struct Neighbour {
+    std::string address;  // "192.168.100.12"
+    std::string mac;      // "30:c5:99:3e:6a:23", lower case
+    std::string link;     // our netdev it was learnt on
+};
+
+// A link's admin or carrier transition, or an address it lost or gained, as the netlink
+// watcher saw it: what verdicts that see only counters need to tell a planned change
+// (an admin-down to enslave a link or change its MTU) from a fault.
+struct LinkEvent {
+    TimePoint at{};
+    std::string link;     // netdev name at the time
+    std::string what;     // "admin_down", "admin_up", "carrier_down", "carrier_up",
+                          // "address_removed", "address_added"
+    std::string address;  // "192.168.100.11/24" for address events, else ""
 };
 
 // ---------------------------------------------------------------- host facts
@@ -144,12 +173,17 @@ struct CollectorStatus {
 
 enum class Severity { info, warning, critical };
 enum class AlertState { inactive, pending, firing, resolved };
+// What an alert points at: this node, a peer, or the path between this node and a peer.
+// Only node-scoped alerts judge this node's health (--once's exit code, health_status):
+// node health checks drain nodes on it, and a dead peer must not drain its prober.
+enum class Scope { node, peer, path };
 
 // One finding of one rule about one object, as the pure rule evaluation produces it.
 struct Finding {
     std::string rule;    // "port_down"
     std::string object;  // "rocep1s0f0/1", "enp1s0f0np0", "bond0"
     Severity severity = Severity::warning;
+    Scope scope = Scope::node;                   // the rule's, set by evaluate_rules
     std::string summary;                         // one line: what is wrong, where
     std::string action;                          // what to do
     std::map<std::string, std::string> details;  // figures behind the verdict
@@ -160,6 +194,7 @@ struct Alert {
     std::string object;
     Severity severity = Severity::warning;
     AlertState state = AlertState::pending;
+    Scope scope = Scope::node;
     std::string summary;
     std::string action;
     std::map<std::string, std::string> details;
@@ -176,6 +211,7 @@ struct AlertTransition {
     AlertState from = AlertState::inactive;
     AlertState to = AlertState::pending;
     std::string summary;
+    Scope scope = Scope::node;
 };
 
 // ---------------------------------------------------------------- daemon status
@@ -189,8 +225,21 @@ struct DaemonStatus {
     bool ready = false;                           // first full collection done
 };
 
+// The Alertmanager notifier's counters (daemon/alertmanager), as its metrics export them.
+struct AlertmanagerStats {
+    struct Target {
+        std::string url;
+        uint64_t sent = 0;    // alerts delivered (2xx)
+        uint64_t errors = 0;  // alerts in POSTs that failed
+    };
+    std::vector<Target> targets;
+    uint64_t dropped = 0;       // alerts pushed out of the full queue, never sent
+    uint64_t queue_length = 0;  // alerts waiting
+};
+
 struct Config;
-struct ProbeBook;  // model/probe.hpp
+struct ProbeBook;     // model/probe.hpp
+struct ClusterState;  // model/cluster.hpp
 
 // ---------------------------------------------------------------- the snapshot
 
@@ -208,18 +257,28 @@ struct Snapshot {
     // Latest probe results per (peer, rail, kind) with a short history, and peer hellos;
     // never null once the engine published (an empty book while probing is off).
     std::shared_ptr<const ProbeBook> probes;
+    // The cluster inventory and this node's place in it; null when none is configured.
+    std::shared_ptr<const ClusterState> cluster;
     DaemonStatus daemon;
-    uint64_t netlink_events = 0;   // events seen since start
-    uint64_t netlink_resyncs = 0;  // re-dumps after buffer overruns
+    // Complete ARP entries (<procfs>/net/arp), for the cabling checks.
+    std::vector<Neighbour> neighbours;
+    // Link transitions and address changes seen by the netlink watcher, oldest first, bounded.
+    std::vector<LinkEvent> link_events;
+    uint64_t netlink_events = 0;                    // events seen since start
+    uint64_t netlink_resyncs = 0;                   // re-dumps after buffer overruns
+    std::optional<AlertmanagerStats> alertmanager;  // absent while no Alertmanager is configured
 };
 
-// Overall verdict: critical if any critical alert fires, warning if any alert fires.
+// Overall verdict of this node: critical if any node-scoped critical alert fires, warning if
+// any node-scoped alert fires. Peer- and path-scoped alerts are reported, never counted.
 enum class Health { healthy, warning, critical };
 
 const char* to_string(Severity s);
 const char* to_string(AlertState s);
 const char* to_string(Health h);
+const char* to_string(Scope s);
 std::optional<Severity> severity_from_string(const std::string& s);
+std::optional<Scope> scope_from_string(const std::string& s);
 
 Health overall_health(const Snapshot& s);
 

@@ -210,8 +210,14 @@ std::vector<Link> NetlinkWatcher::dump() {
 
     std::vector<Link> view = assemble_links(std::move(r.links), r.addrs);
     std::lock_guard vl(view_mutex_);
+    history_.observe_view(view, Clock::now());
     view_ = view;
     return view;
+}
+
+std::vector<LinkEvent> NetlinkWatcher::link_events() const {
+    std::lock_guard lk(view_mutex_);
+    return history_.events();
 }
 
 std::vector<Link> NetlinkWatcher::links() const {
@@ -288,6 +294,13 @@ bool NetlinkWatcher::drain_events(bool& overrun) {
             std::memcpy(&h, buf + off, sizeof h);
             if (h.nlmsg_len < sizeof(nlmsghdr) || h.nlmsg_len > total - off) break;
             ++count;
+            // Each link message is a state the link passed through: kept in the history even
+            // when the re-dump after the burst finds it changed back (down, MTU, up).
+            if (h.nlmsg_type == RTM_NEWLINK)
+                if (auto l = parse_link_message(reinterpret_cast<const nlmsghdr*>(buf + off))) {
+                    std::lock_guard vl(view_mutex_);
+                    history_.observe_link(*l, Clock::now(), false);
+                }
             off += NLMSG_ALIGN(h.nlmsg_len);
             if (off > total) break;
         }

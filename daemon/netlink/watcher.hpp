@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon/model/snapshot.hpp"
+#include "daemon/netlink/history.hpp"
 
 struct nl_sock;
 namespace spdlog {
@@ -42,7 +43,10 @@ public:
 
     std::vector<Link> links() const;  // latest assembled view, thread-safe copy
     uint64_t events() const;          // netlink event messages seen
-    uint64_t resyncs() const;         // re-dumps after ENOBUFS overruns
+    // Admin/carrier transitions (from every link event, so a down-and-up within one burst
+    // is kept) and address changes (between dumps), oldest first, bounded.
+    std::vector<LinkEvent> link_events() const;
+    uint64_t resyncs() const;  // re-dumps after ENOBUFS overruns
 
     // Synchronous fresh dump of links and addresses; also becomes the latest view.
     // Throws std::runtime_error when the kernel cannot be asked or answers with an error.
@@ -79,6 +83,7 @@ private:
     std::mutex dump_mutex_;  // serialises dumps so the stored view is always the newest
     mutable std::mutex view_mutex_;
     std::vector<Link> view_;
+    LinkHistory history_;  // guarded by view_mutex_
 
     std::atomic<uint64_t> events_{0};
     std::atomic<uint64_t> resyncs_{0};

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "api/peer_client.hpp"
+#include "daemon/cluster/rail_match.hpp"
 #include "daemon/config/config_loader.hpp"
 #include "daemon/peering/rdma_runner.hpp"
 #include "daemon/peering/token.hpp"
@@ -16,10 +17,6 @@
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
 #include "probes/tcp.hpp"
-
-#ifdef ROCEWATCH_HAVE_UCX
-#include <ucp/api/ucp.h>
-#endif
 
 namespace rocewatch {
 namespace {
@@ -44,8 +41,12 @@ ProbeResult tcp_prober(const ProberContext& ctx, const std::string&, const Probe
     t.rail = job.rail ? job.rail->name : "";
     if (job.rail) {
         t.address = job.rail->remote_address;
-        // The source address pins the rail; SO_BINDTODEVICE would need CAP_NET_RAW, which
-        // the unit does not grant.
+        // The probe proves its rail's path, not whichever path the routing table picks: with
+        // two rails in one subnet a source address alone leaves the kernel free to send over
+        // the other rail's link. SO_BINDTODEVICE pins the netdev; since Linux 5.7 a socket
+        // not yet bound to a device needs no CAP_NET_RAW for it (only re-binding does), so
+        // the unit's capability set suffices.
+        t.bind_interface = job.rail->local_interface;
         t.bind_address = job.rail->local_address;
     } else {
         auto where = parse_listen_address(job.peer.address);
@@ -85,7 +86,7 @@ ProbeResult rdma_prober(const ProberContext& ctx, const std::string& token_hex, 
                                         const PeerHello&, Deadline d) {
     const auto cfg = ctx.config();
     auto s = ctx.snapshot();
-    return run_ucx_job(*cfg, job, ctx.self_exe, exchange_with(job, token_hex, "/api/v1/peer/ucx"), d,
+    return run_ucx_job(*cfg, job, ctx.ucx_session_exe, exchange_with(job, token_hex, "/api/v1/peer/ucx"), d,
                        s ? rail_tx_counters(*cfg, *s, job.peer) : std::vector<std::pair<std::string, RdmaTxCounter>>{});
 }
 
@@ -126,12 +127,11 @@ std::string bind_host(const std::string& listen_host) {
 
 }  // namespace
 
-std::string linked_ucx_version() {
+std::string ucx_session_child_version(const std::string& exe) {
 #ifdef ROCEWATCH_HAVE_UCX
-    unsigned major = 0, minor = 0, release = 0;
-    ucp_get_version(&major, &minor, &release);
-    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+    return ucx_session_version(exe, Deadline::after_seconds(5));
 #else
+    (void)exe;
     return "";
 #endif
 }
@@ -182,6 +182,15 @@ ProbeSchedulerDeps Probers::scheduler_deps() const {
                 return s ? probe_utilisation(*s, job.peer, job.rail ? &*job.rail : nullptr) : std::nullopt;
             },
         .available = [this](ProbeKind k) { return available(k); },
+        .match_rails =
+            [this](const PeerConfig&, const PeerHello& hello) {
+                std::vector<PeerRailConfig> rails;
+                auto s = ctx_.snapshot();
+                auto c = ctx_.config();
+                if (!s || !c) return rails;
+                for (const auto& m : match_rails(local_rails(*s, *c), hello).matched) rails.push_back(rail_config(m));
+                return rails;
+            },
     };
 }
 
@@ -194,8 +203,8 @@ std::vector<SessionKind> Probers::session_kinds() const {
          }}};
     if (available(ProbeKind::ucx_put_lat))
         kinds.push_back({"/api/v1/peer/ucx", "UCX",
-                         [exe = ctx_.self_exe](const Config& c, const Snapshot&, const nlohmann::json& r,
-                                               const std::atomic<bool>* x) {
+                         [exe = ctx_.ucx_session_exe](const Config& c, const Snapshot&, const nlohmann::json& r,
+                                                      const std::atomic<bool>* x) {
                              auto a = accept_ucx_session(c, r, exe, x);
                              return std::make_pair(std::move(a.reply), std::move(a.serve));
                          }});

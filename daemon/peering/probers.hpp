@@ -27,11 +27,12 @@ struct ProberContext {
     std::function<std::shared_ptr<const Config>()> config;
     std::function<std::shared_ptr<const Snapshot>()> snapshot;
     ProbeToken token{};
-    std::string self_exe;  // UCX session children are this binary again
+    std::string ucx_session_exe;  // the UCX session child's executable (find_ucx_session_exe)
 };
 
-// The version of the UCX this build links ("1.16.0"), "" without UCX.
-std::string linked_ucx_version();
+// The version of the UCX the session child `exe` links ("1.13.1"), asked of the child; ""
+// in a build without UCX or when the child cannot say.
+std::string ucx_session_child_version(const std::string& exe);
 
 // Peer probing as configured: on only with a readable token and a data port bound.
 struct Probing {

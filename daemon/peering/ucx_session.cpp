@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <vector>
 
 #include "api/probe_view.hpp"
@@ -54,7 +55,32 @@ std::vector<std::string> child_environment() {
 
 // ---------------------------------------------------------------- the child process
 
-std::unique_ptr<UcxChild> UcxChild::spawn(const std::string& exe, std::string& why) {
+std::string find_ucx_session_exe(const std::string& self_exe, const std::string& libexec_dir) {
+    std::vector<std::string> candidates;
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink(self_exe, ec);
+    if (ec) self = std::filesystem::path(self_exe);
+    if (self.has_parent_path()) candidates.push_back((self.parent_path() / kUcxSessionExe).string());
+    if (!libexec_dir.empty()) candidates.push_back((std::filesystem::path(libexec_dir) / kUcxSessionExe).string());
+    for (const auto& c : candidates)
+        if (::access(c.c_str(), X_OK) == 0) return c;
+    return "";
+}
+
+std::string ucx_session_version(const std::string& exe, Deadline deadline) {
+    if (exe.empty()) return "";
+    std::string why;
+    auto child = UcxChild::spawn(exe, why, "--version");
+    if (!child) return "";
+    auto line = child->receive(deadline, why);
+    if (!line || !line->is_object()) return "";
+    auto v = line->value("ucx_version", std::string());
+    // A version is digits and dots; anything else is not one.
+    if (v.size() > 32 || v.find_first_not_of("0123456789.") != std::string::npos) return "";
+    return v;
+}
+
+std::unique_ptr<UcxChild> UcxChild::spawn(const std::string& exe, std::string& why, const std::string& flag) {
     int to_child[2], from_child[2];
     if (::pipe2(to_child, O_CLOEXEC) != 0) {
         why = errno_detail("pipe", errno);
@@ -85,7 +111,7 @@ std::unique_ptr<UcxChild> UcxChild::spawn(const std::string& exe, std::string& w
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
-    std::string arg0 = exe, arg1 = kUcxSessionFlag;
+    std::string arg0 = exe, arg1 = flag;
     char* argv[] = {arg0.data(), arg1.data(), nullptr};
     pid_t pid = -1;
     int rc = ::posix_spawn(&pid, exe.c_str(), &fa, &attr, argv, envp.data());

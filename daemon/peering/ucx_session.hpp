@@ -1,9 +1,11 @@
 // UCX probes as the daemon runs them: every UCX endpoint lives in a child process.
 //
-// The child is rocewatchd itself, started as `rocewatchd --ucx-session` (posix_spawn of
-// /proc/self/exe) with UCX's memory hooks off in its environment (UCX_MEM_MMAP_HOOK_MODE=
-// none, UCX_MEM_EVENTS=no: libucs reads them before main(), and the unit forbids the
-// code patching they would do). Three reasons for the process boundary:
+// The child is its own executable, rocewatch-ucx-session (ucx_session_main.cpp), started
+// with UCX's memory hooks off in its environment (UCX_MEM_MMAP_HOOK_MODE=none,
+// UCX_MEM_EVENTS=no: libucs reads them before main(), and the unit forbids the code
+// patching they would do). rocewatchd itself does not link UCX at all, so UCX's load-time
+// constructors and memory hooks never run in the daemon process (a test reads its maps).
+// Reasons for the process boundary:
 //   - UCX cannot validate a worker address or rkey: a malformed one aborts the process
 //     (ucs_fatal_error). A bad peer may kill a session child, never the daemon.
 //   - A UCX call that blocks past the deadline is ended by killing the child.
@@ -34,14 +36,24 @@
 
 namespace rocewatch {
 
-// The flag that makes rocewatchd a UCX session child.
+// The session child's executable and the flag it is started with.
+inline constexpr const char* kUcxSessionExe = "rocewatch-ucx-session";
 inline constexpr const char* kUcxSessionFlag = "--ucx-session";
+
+// Where the session child is: beside `self_exe`'s target (the build tree, or a relocated
+// install), else in `libexec_dir`; "" when neither holds an executable one.
+std::string find_ucx_session_exe(const std::string& self_exe, const std::string& libexec_dir);
+
+// The UCX version the session child links ("1.13.1"), asked of the child itself within
+// `deadline` (`rocewatch-ucx-session --version`); "" without one.
+std::string ucx_session_version(const std::string& exe, Deadline deadline);
 
 // A running session child: its pipes and pid; killed and reaped on destruction.
 class UcxChild {
 public:
-    // Starts `exe --ucx-session`; nullptr with `why` when it cannot.
-    static std::unique_ptr<UcxChild> spawn(const std::string& exe, std::string& why);
+    // Starts `exe --ucx-session` (or `exe <flag>`); nullptr with `why` when it cannot.
+    static std::unique_ptr<UcxChild> spawn(const std::string& exe, std::string& why,
+                                           const std::string& flag = kUcxSessionFlag);
     ~UcxChild();
     UcxChild(const UcxChild&) = delete;
     UcxChild& operator=(const UcxChild&) = delete;
@@ -75,7 +87,8 @@ struct UcxSessionAccept {
 UcxSessionAccept accept_ucx_session(const Config& cfg, const nlohmann::json& request, const std::string& exe,
                                     const std::atomic<bool>* cancel = nullptr);
 
-// The child's main: reads the session from stdin, runs it, exits. Only in builds with UCX.
+// The child's main: reads the session from stdin, runs it, exits. Only in the session
+// child's executable (ucx_child.cpp, linked into rocewatch-ucx-session alone).
 int run_ucx_session_child();
 
 }  // namespace rocewatch

@@ -7,6 +7,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "daemon/rules/rules.hpp"
+
 namespace rocewatch {
 namespace {
 
@@ -36,6 +38,14 @@ AlertState state_at(const nlohmann::json& j, const char* key) {
     return *st;
 }
 
+// A state file written before alerts had a scope has none: the rule's own scope then.
+Scope scope_at(const nlohmann::json& j) {
+    if (!j.contains("scope")) return rule_scope(j.at("rule").get<std::string>());
+    auto sc = scope_from_string(j.at("scope").get<std::string>());
+    if (!sc) throw std::runtime_error("unknown alert scope in 'scope'");
+    return *sc;
+}
+
 }  // namespace
 
 AlertTracker::AlertTracker(size_t history_limit)
@@ -49,7 +59,8 @@ void AlertTracker::record(std::vector<AlertTransition>& out, const Alert& a, Ale
                    .severity = a.severity,
                    .from = from,
                    .to = to,
-                   .summary = a.summary});
+                   .summary = a.summary,
+                   .scope = a.scope});
 }
 
 void AlertTracker::update(const std::vector<Finding>& findings, const Config& c, TimePoint now) {
@@ -67,6 +78,7 @@ void AlertTracker::update(const std::vector<Finding>& findings, const Config& c,
                     .object = f.object,
                     .severity = f.severity,
                     .state = AlertState::pending,
+                    .scope = f.scope,
                     .summary = f.summary,
                     .action = f.action,
                     .details = f.details,
@@ -82,6 +94,7 @@ void AlertTracker::update(const std::vector<Finding>& findings, const Config& c,
         Alert& a = it->second;
         const Severity before = a.severity;
         a.severity = f.severity;
+        a.scope = f.scope;
         a.summary = f.summary;
         a.action = f.action;
         a.details = f.details;
@@ -112,6 +125,7 @@ void AlertTracker::update(const std::vector<Finding>& findings, const Config& c,
         absent_since_.erase(it->first);
         it = alerts_.erase(it);
     }
+    last_ = fresh;
     append_history(std::move(fresh));
 }
 
@@ -147,6 +161,7 @@ nlohmann::json AlertTracker::to_json() const {
                           {"object", a.object},
                           {"severity", to_string(a.severity)},
                           {"state", to_string(a.state)},
+                          {"scope", to_string(a.scope)},
                           {"summary", a.summary},
                           {"action", a.action},
                           {"details", a.details},
@@ -161,6 +176,7 @@ nlohmann::json AlertTracker::to_json() const {
                            {"severity", to_string(t.severity)},
                            {"from", to_string(t.from)},
                            {"to", to_string(t.to)},
+                           {"scope", to_string(t.scope)},
                            {"summary", t.summary}});
     return {{"version", kStateVersion}, {"alerts", std::move(alerts)}, {"history", std::move(history)}};
 }
@@ -180,6 +196,7 @@ AlertTracker AlertTracker::from_json(const nlohmann::json& j, size_t limit) {
                     .object = ja.at("object").get<std::string>(),
                     .severity = severity_at(ja, "severity"),
                     .state = state_at(ja, "state"),
+                    .scope = scope_at(ja),
                     .summary = ja.value("summary", ""),
                     .action = ja.value("action", ""),
                     .details = ja.value("details", std::map<std::string, std::string>{}),
@@ -200,7 +217,8 @@ AlertTracker AlertTracker::from_json(const nlohmann::json& j, size_t limit) {
                                .severity = severity_at(jt, "severity"),
                                .from = state_at(jt, "from"),
                                .to = state_at(jt, "to"),
-                               .summary = jt.value("summary", "")});
+                               .summary = jt.value("summary", ""),
+                               .scope = scope_at(jt)});
         out.append_history(std::move(history));
     } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(std::string("alert state: ") + e.what());

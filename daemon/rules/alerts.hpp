@@ -42,6 +42,8 @@ public:
     // Transitions, oldest first, at most c.daemon.history_limit (of the last update).
     // The vector is immutable; a later update makes a new one.
     [[nodiscard]] std::shared_ptr<const std::vector<AlertTransition>> history() const;
+    // The transitions the last update made, oldest first (for the log).
+    [[nodiscard]] const std::vector<AlertTransition>& last_transitions() const { return last_; }
 
     // Persistence. Times are milliseconds since the Unix epoch. from_json throws
     // std::runtime_error on a document it does not understand (wrong version or shape).
@@ -61,6 +63,7 @@ private:
     // lasted until the fix must get its full clear_after after the fix.
     std::map<Key, TimePoint> absent_since_;
     std::shared_ptr<const std::vector<AlertTransition>> history_;
+    std::vector<AlertTransition> last_;
 };
 
 }  // namespace rocewatch

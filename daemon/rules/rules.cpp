@@ -11,7 +11,10 @@
 #include <string_view>
 
 #include "daemon/model/probe.hpp"
+#include "daemon/rules/cabling.hpp"
+#include "daemon/model/rdma_port.hpp"
 #include "daemon/rules/ipv4.hpp"
+#include "daemon/rules/probe_paths.hpp"
 #include "daemon/rules/rail_resolve.hpp"
 
 namespace rocewatch {
@@ -24,7 +27,9 @@ struct JudgedPort {
     const RdmaPort* port = nullptr;
     std::string object;  // "rocep1s0f0/1"
     std::string netdev;  // "" when unknown
-    bool roce = true;    // Ethernet link layer: the netdev rules apply
+    NicFamily family = NicFamily::roce;
+    bool roce = true;      // an Ethernet port of a CA: the RoCE rules (GIDs, bonds) apply
+    bool ethernet = true;  // RoCE, iWARP, usNIC: the netdev rules (up, MTU, flaps, subnets) apply
 };
 
 struct Context {
@@ -67,12 +72,16 @@ Context make_context(const Snapshot& s, const Config& c) {
     }
     for (const auto* d : devices) {
         for (const auto& p : d->ports) {
+            const NicFamily family = nic_family(*d, p);
             JudgedPort jp{.dev = d,
                           .port = &p,
                           .object = d->name + "/" + std::to_string(p.port),
                           .netdev = port_netdev(*d, p),
-                          .roce = p.link_layer != "InfiniBand"};
-            if (jp.roce && !jp.netdev.empty() && !contains(ctx.netdevs, jp.netdev)) ctx.netdevs.push_back(jp.netdev);
+                          .family = family,
+                          .roce = family == NicFamily::roce,
+                          .ethernet = family != NicFamily::infiniband};
+            if (jp.ethernet && !jp.netdev.empty() && !contains(ctx.netdevs, jp.netdev))
+                ctx.netdevs.push_back(jp.netdev);
             ctx.ports.push_back(std::move(jp));
         }
     }
@@ -181,6 +190,67 @@ int roce_mtu_for(uint32_t netdev_mtu) {
     return 0;
 }
 
+// ---------------------------------------------------------------- InfiniBand
+
+bool is_ib(const JudgedPort& jp) { return jp.family == NicFamily::infiniband; }
+
+// `ibstat mlx4_0 1`: the InfiniBand view of one port.
+std::string ibstat(const JudgedPort& jp) {
+    return "`ibstat " + jp.dev->name + " " + std::to_string(jp.port->port) + "`";
+}
+
+// Where to look at a link's cable and its far end, in the words of the port's family.
+std::string link_check(const JudgedPort& jp) {
+    if (is_ib(jp)) return ibstat(jp) + ", `iblinkinfo` (both ends of every link: width, speed, state)";
+    const std::string nd = jp.netdev.empty() ? "the port's netdev" : jp.netdev;
+    return jp.netdev.empty() ? "`ethtool` and `ethtool -m` on the port's netdev (`rdma link show " + jp.object + "`)"
+                             : "`ethtool " + nd + "`, `ethtool -m " + nd + "`";
+}
+
+// An InfiniBand port that is physically up but INIT (2) or ARMED (3): waiting for a subnet
+// manager to configure (INIT) or activate (ARMED) it.
+bool ib_waits_for_sm(const RdmaPort& p) {
+    const bool init_or_armed = p.state ? (*p.state == 2 || *p.state == 3)
+                                       : (p.state_name == "INIT" || p.state_name == "ARMED");
+    const bool link_up = p.phys_state ? *p.phys_state == 5
+                                      : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
+    return init_or_armed && link_up;
+}
+
+std::string port_down_action(const JudgedPort& jp, bool link_up) {
+    const auto& p = *jp.port;
+    const bool disabled = p.phys_state == 3 || p.phys_state_name == "Disabled";
+    const bool polling = p.phys_state == 2 || p.phys_state_name == "Polling";
+    std::string action;
+    if (is_ib(jp)) {
+        if (disabled)
+            action = "The port is disabled: enable it on the switch or from the subnet manager (`ibportstate`) and "
+                     "check " +
+                     ibstat(jp) + ".";
+        else if (polling)
+            action = "No link partner: check the cable and the switch port (" + link_check(jp) + ").";
+        else if (link_up)
+            action = "The physical link is up but the port is not ACTIVE: check the subnet manager (`sminfo`, "
+                     "`systemctl status opensm`) and " +
+                     ibstat(jp) + ".";
+        else
+            action = "Check " + link_check(jp) + ", `dmesg | grep -i " + jp.dev->name +
+                     "`, the cable and the switch port; check that a subnet manager runs (`sminfo`).";
+        return action + " Verify with " + ibstat(jp) + ".";
+    }
+    const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+    if (disabled)
+        action = "The port is disabled, usually because its netdev is administratively down: `ip link set " + nd +
+                 " up`.";
+    else if (polling)
+        action = "No link partner: check the cable and transceiver (" + link_check(jp) +
+                 ") and that the peer's port is up.";
+    else
+        action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
+                 "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
+    return action + " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
+}
+
 // ---------------------------------------------------------------- the rules
 
 using Findings = std::vector<Finding>;
@@ -194,33 +264,51 @@ void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& jp : ctx.ports) {
         const auto& p = *jp.port;
         // Unreadable state is not judged: an unknown is not a "down".
-        const bool active = p.state ? *p.state == 4 : (p.state_name.empty() || p.state_name == "ACTIVE");
-        const bool link_up = p.phys_state ? *p.phys_state == 5
-                                          : (p.phys_state_name.empty() || p.phys_state_name == "LinkUp");
-        if (active && link_up) continue;
+        if (port_up(p).value_or(true)) continue;
+        const bool link_up = p.phys_state ? *p.phys_state == 5 : p.phys_state_name == "LinkUp";
 
-        const std::string state = p.state_name.empty() ? (p.state ? num(uint64_t(*p.state)) : "?") : p.state_name;
-        const std::string phys = p.phys_state_name.empty() ? (p.phys_state ? num(uint64_t(*p.phys_state)) : "?")
-                                                           : p.phys_state_name;
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
-        std::string action;
-        if (p.phys_state == 3 || p.phys_state_name == "Disabled")
-            action = "The port is disabled, usually because its netdev is administratively down: `ip link set " + nd +
-                     " up`.";
-        else if (p.phys_state == 2 || p.phys_state_name == "Polling")
-            action = "No link partner: check the cable and transceiver (`ethtool " + nd + "`, `ethtool -m " + nd +
-                     "`) and that the peer's port is up.";
-        else if (link_up && !jp.roce)
-            action = "The physical link is up but the port is not ACTIVE: InfiniBand needs a running subnet "
-                     "manager (`sminfo`, `systemctl status opensm`).";
-        else
-            action = "Check `ibstat " + jp.dev->name + "`, `dmesg | grep -i " + jp.dev->name +
-                     "`, the cable and the peer's port; `ip link set " + nd + " up` if the netdev is down.";
-        action += " Verify with `ibdev2netdev` or `rdma link show " + jp.object + "`.";
-        out.push_back(
-            make("port_down", sev, jp.object,
-                 port_words(jp) + " is down: port state " + state + ", physical state " + phys, action,
-                 {{"state", state}, {"phys_state", phys}, {"expected", "ACTIVE / LinkUp"}, {"netdev", jp.netdev}}));
+        const std::string state = state_words(p);
+        const std::string phys = phys_state_words(p);
+        // INIT / ARMED with the link up is the subnet manager's business, said by its own rule.
+        if (jp.family == NicFamily::infiniband && ib_waits_for_sm(p)) continue;
+        const std::string action = port_down_action(jp, link_up);
+        out.push_back(make("port_down", sev, jp.object, port_words(jp) + " is not up: " + state + ", " + phys, action,
+                           {{"state", state},
+                            {"phys_state", phys},
+                            {"expected", "state 4: ACTIVE, phys_state 5: LinkUp"},
+                            {"netdev", jp.netdev}}));
+    }
+}
+
+void rule_ib_port_not_active_no_sm(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        const auto& p = *jp.port;
+        if (!is_ib(jp) || !ib_waits_for_sm(p)) continue;
+        const bool armed = p.state ? *p.state == 3 : p.state_name == "ARMED";
+        std::string summary = "InfiniBand " + port_words(jp) + " has its link up (" + phys_state_words(p) +
+                              ") but is " + state_words(p) + ": ";
+        summary += armed ? "a subnet manager configured it but has not activated it"
+                         : "no subnet manager has configured it";
+        if (p.sm_lid && *p.sm_lid == 0) summary += " (sm_lid 0: no subnet manager seen)";
+        std::string action =
+            armed ? "The subnet manager stopped between configuring and activating the port: check its log "
+                    "(`/var/log/opensm.log`) and `sminfo`; restarting it (`systemctl restart opensm`) activates "
+                    "ARMED ports."
+                  : "Run a subnet manager on the fabric: `systemctl enable --now opensm` on one node, or enable the "
+                    "SM on a managed switch; `sminfo` must answer.";
+        action += " Then " + ibstat(jp) + " shows State: Active and a non-zero SM lid; `iblinkinfo` shows the fabric.";
+        auto hex = [](const std::optional<uint32_t>& v) {
+            if (!v) return std::string("?");
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "0x%x", *v);
+            return std::string(buf);
+        };
+        out.push_back(make("ib_port_not_active_no_sm", sev, jp.object, summary, action,
+                           {{"state", state_words(p)},
+                            {"phys_state", phys_state_words(p)},
+                            {"lid", hex(p.lid)},
+                            {"sm_lid", hex(p.sm_lid)},
+                            {"expected", "state 4: ACTIVE, configured by a subnet manager"}}));
     }
 }
 
@@ -275,16 +363,17 @@ void rule_port_rate_low(const Context& ctx, Severity sev, Findings& out) {
         // A down port reports a meaningless rate; port_down speaks for it.
         if (!p.rate_gbps || (p.state && *p.state != 4)) continue;
         if (*p.rate_gbps >= *want) continue;
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        std::string action =
+            "The link negotiated a lower speed or width. Check the cable's rating and the peer's port (" +
+            link_check(jp) + "); reseat or replace the cable";
+        if (is_ib(jp))
+            action += ".";
+        else
+            action += "; make sure neither end forces a lower speed (`ethtool -s " +
+                      (jp.netdev.empty() ? std::string("<netdev>") : jp.netdev) + " autoneg on`).";
         out.push_back(
             make("port_rate_low", sev, jp.object,
-                 port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) + " Gb/s",
-                 "The link negotiated a lower speed. Check the cable and transceiver rating and the "
-                 "peer's port speed (`ethtool " +
-                     nd + "`, `ethtool -m " + nd +
-                     "`); reseat or replace the cable; make sure neither end forces a lower speed "
-                     "(`ethtool -s " +
-                     nd + " autoneg on`).",
+                 port_words(jp) + " links at " + num(*p.rate_gbps) + " Gb/s, expected " + num(*want) + " Gb/s", action,
                  {{"expected_rate_bytes_per_second", num(*want * 1e9 / 8)},
                   {"actual_rate_bytes_per_second", num(*p.rate_gbps * 1e9 / 8)},
                   {"rate", p.rate_text}}));
@@ -328,8 +417,14 @@ void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
         if (p.max_mtu) details["max_mtu"] = num(uint64_t(*p.max_mtu));
         const int needed = *want + kRoceHeaderBytes;
         std::string action;
-        const Link* l = jp.roce && !jp.netdev.empty() ? find_link(ctx.s, jp.netdev) : nullptr;
-        if (l && l->mtu > 0) {
+        const Link* l = jp.ethernet && !jp.netdev.empty() ? find_link(ctx.s, jp.netdev) : nullptr;
+        if (l && l->mtu > 0 && !jp.roce) {
+            // iWARP and usNIC carry RDMA in TCP or UDP: no RoCE headers to make room for.
+            details["netdev_mtu"] = num(uint64_t(l->mtu));
+            action = "The RDMA MTU of " + std::string(to_string(jp.family)) + " follows the netdev MTU (" + jp.netdev +
+                     " has " + num(uint64_t(l->mtu)) + "): run `ip link set " + jp.netdev +
+                     " mtu 9000` on both nodes, then check `ibv_devinfo -d " + jp.dev->name + "`.";
+        } else if (l && l->mtu > 0) {
             details["netdev_mtu"] = num(uint64_t(l->mtu));
             if (static_cast<int>(l->mtu) < needed)
                 action = "The RoCE MTU follows the netdev MTU: " + num(uint64_t(*want)) +
@@ -342,7 +437,7 @@ void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
                          num(uint64_t(*want)) + ": bounce the link (`ip link set " + jp.netdev +
                          " down && ip link set " + jp.netdev + " up`) and check `ibv_devinfo -d " + jp.dev->name +
                          "`; the peer must allow the same MTU.";
-        } else if (!jp.roce) {
+        } else if (jp.family == NicFamily::infiniband) {
             action = "On InfiniBand the subnet manager sets the MTU: raise it in the partition configuration "
                      "(opensm partitions.conf, `mtu=5` for 4096) and check `ibv_devinfo -d " +
                      jp.dev->name + "`.";
@@ -412,6 +507,14 @@ void rule_no_roce_v2_gid(const Context& ctx, Severity sev, Findings& out) {
     }
 }
 
+// The IPv4 address the netlink history last saw `netdev` lose, "" when none.
+std::string former_ipv4(const Snapshot& s, const std::string& netdev) {
+    for (auto it = s.link_events.rbegin(); it != s.link_events.rend(); ++it)
+        if (it->link == netdev && it->what == "address_removed" && it->address.find(':') == std::string::npos)
+            return it->address;
+    return "";
+}
+
 void rule_gid_on_bond(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& jp : ctx.ports) {
         if (!jp.roce) continue;
@@ -439,10 +542,16 @@ void rule_gid_on_bond(const Context& ctx, Severity sev, Findings& out) {
         }
         summary += "; RDMA on " + jp.dev->name + " (memory registration, connections) fails";
 
-        // The bond's address can go back to one former slave only; the others need their own.
+        // The rail's own former address, where the netlink history saw it go (enslaving a
+        // link removes its addresses); else the bond's, which can go back to one former slave
+        // only, the others needing their own.
         std::string addr_hint = "<ip>/<prefix>";
         std::string addr_note;
-        if (const Link* b = find_link(ctx.s, bond); b) {
+        const std::string former = former_ipv4(ctx.s, nd);
+        if (!former.empty()) {
+            addr_hint = former;
+            addr_note = ", the address it held before";
+        } else if (const Link* b = find_link(ctx.s, bond); b) {
             if (auto a = ipv4_of(*b); !a.empty()) {
                 const bool first_slave = b->bond && !b->bond->slaves.empty() && b->bond->slaves.front() == nd;
                 if (first_slave)
@@ -462,6 +571,7 @@ void rule_gid_on_bond(const Context& ctx, Severity sev, Findings& out) {
                      "on interfaces RDMA does not use.",
                  {{"bond", bond},
                   {"netdev", jp.netdev},
+                  {"former_address", former.empty() ? "unknown" : former},
                   {"gid_indices_on_bond", on_bond.empty() ? "none" : join(on_bond)},
                   {"expected_gid_netdev", jp.netdev}}));
     }
@@ -560,7 +670,7 @@ void rule_bond_mode_reorders(const Context& ctx, Severity sev, Findings& out) {
 void rule_subnet_overlap(const Context& ctx, Severity sev, Findings& out) {
     std::set<std::string> done;
     for (const auto& jp : ctx.ports) {
-        if (!jp.roce || jp.netdev.empty() || !done.insert(jp.netdev).second) continue;
+        if (!jp.ethernet || jp.netdev.empty() || !done.insert(jp.netdev).second) continue;
         const Link* l = find_link(ctx.s, jp.netdev);
         if (!l) continue;
         const auto mine = ipv4_of(*l);
@@ -640,10 +750,40 @@ constexpr CounterAdvice kRisingCounters[] = {
      "Check the cable and transceiver (`ethtool -m NETDEV`) and the peer's port."},
 };
 
-std::string with_netdev(const char* text, const std::string& netdev) {
+// Admin-downs of `netdev` the netlink history saw within `window` of the snapshot.
+uint64_t admin_downs_within(const Snapshot& s, const std::string& netdev, Duration window) {
+    if (netdev.empty()) return 0;
+    uint64_t n = 0;
+    for (const auto& e : s.link_events)
+        if (e.link == netdev && e.what == "admin_down" && e.at + window >= s.collected_at) ++n;
+    return n;
+}
+
+void replace_all(std::string& s, std::string_view from, const std::string& to) {
+    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+        s.replace(pos, from.size(), to);
+}
+
+// Advice written for Ethernet ("`ethtool -m NETDEV`"), in the words of the port's family:
+// an InfiniBand port has no netdev, its cable is seen through ibstat/iblinkinfo and its
+// lossless flow control is the fabric's credit scheme, not PFC.
+std::string with_netdev(const char* text, const JudgedPort& jp) {
     std::string s = text;
-    const std::string nd = netdev.empty() ? "<netdev>" : netdev;
-    for (size_t pos; (pos = s.find("NETDEV")) != std::string::npos;) s.replace(pos, 6, nd);
+    if (is_ib(jp)) {
+        replace_all(s, "`ethtool -m NETDEV` for optical power and temperature", ibstat(jp) + ", `iblinkinfo`");
+        replace_all(s, "`ethtool -m NETDEV`", ibstat(jp) + ", `iblinkinfo`");
+        replace_all(s, "(`mlnx_qos -i NETDEV`)", "(the subnet manager's QoS and VL settings, `perfquery`)");
+        replace_all(s, "`mlnx_qos -i NETDEV`", "the subnet manager's QoS and VL settings (`perfquery`)");
+        replace_all(s, "check PFC on the RoCE priority on both ends and the switch",
+                    "check the VL arbitration and buffer settings of both ends and the switch");
+        replace_all(s, "enable PFC or ECN for the RoCE priority on both ends and the switch",
+                    "check the fabric's congestion control and QoS");
+        replace_all(s, "the RoCE path", "the path");
+        replace_all(s, "congestion without working PFC/ECN", "congestion");
+        replace_all(s, "NETDEV", jp.dev->name);
+        return s;
+    }
+    replace_all(s, "NETDEV", jp.netdev.empty() ? "<netdev>" : jp.netdev);
     return s;
 }
 
@@ -665,11 +805,29 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
         for (const auto& c : kFatalCounters) {
             auto it = p.window_increase.find(c.name);
             if (it == p.window_increase.end() || it->second == 0) continue;
+            uint64_t increase = it->second;
+            std::map<std::string, std::string> details{{"increase", num(increase)},
+                                                       {"window", window},
+                                                       {"expected", "0"}};
+            // A link taken down on purpose (to enslave it, to change its MTU) downs the port
+            // once: each admin-down the netlink history saw inside the window accounts for one.
+            uint64_t planned = 0;
+            if (std::string_view(c.name) == "link_downed") {
+                planned = admin_downs_within(ctx.s, jp.netdev, t.counter_window);
+                if (planned >= increase) continue;
+                if (planned > 0) {
+                    increase -= planned;
+                    details["increase"] = num(increase);
+                    details["admin_downs"] = num(planned);
+                }
+            }
             counter_finding(sev, c.name,
-                            port_words(jp) + ": " + c.name + " rose by " + num(it->second) + " in the last " + window +
-                                " (" + c.meaning + ")",
-                            with_netdev(c.action, jp.netdev),
-                            {{"increase", num(it->second)}, {"window", window}, {"expected", "0"}});
+                            port_words(jp) + ": " + c.name + " rose by " + num(increase) + " in the last " + window +
+                                " (" + c.meaning + ")" +
+                                (planned > 0 ? ", not counting " + plural(planned, "admin-down", "admin-downs") +
+                                                   " of " + jp.netdev
+                                             : ""),
+                            with_netdev(c.action, jp), std::move(details));
         }
 
         if (auto it = p.window_increase.find("symbol_error"); it != p.window_increase.end() && window_hours > 0) {
@@ -680,7 +838,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                                     num(t.symbol_error_per_hour) + "/hour): the bit error rate is too high",
                                 with_netdev("Reseat or replace the cable or transceiver (`ethtool -m NETDEV` for "
                                             "optical power and temperature), and check the peer's port.",
-                                            jp.netdev),
+                                            jp),
                                 {{"per_hour", num(per_hour)},
                                  {"threshold_per_hour", num(t.symbol_error_per_hour)},
                                  {"increase", num(it->second)},
@@ -695,7 +853,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
                             with_netdev("Packet loss on the RoCE path: enable PFC or ECN for the RoCE priority on "
                                         "both ends and the switch (`mlnx_qos -i NETDEV`), check for drops and for "
                                         "MTU mismatches.",
-                                        jp.netdev),
+                                        jp),
                             {{"per_second", num(it->second)},
                              {"threshold_per_second", num(t.local_ack_timeout_per_second)}});
 
@@ -705,7 +863,7 @@ void rule_error_counters(const Context& ctx, Severity sev, Findings& out) {
             counter_finding(warn, c.name,
                             port_words(jp) + ": " + c.name + " rose by " + num(it->second) + " in the last " + window +
                                 " (" + c.meaning + ")",
-                            with_netdev(c.action, jp.netdev),
+                            with_netdev(c.action, jp),
                             {{"increase", num(it->second)}, {"window", window}, {"expected", "0"}});
         }
     }
@@ -734,11 +892,14 @@ void rule_congestion(const Context& ctx, Severity sev, Findings& out) {
             details[std::string(c.name) + "_threshold"] = num(c.threshold);
         }
         if (over.empty()) continue;
-        const std::string nd = jp.netdev.empty() ? "<netdev>" : jp.netdev;
+        const std::string settings = is_ib(jp) ? "the fabric's congestion control settings (the subnet manager's)"
+                                               : "the PFC/ECN settings on both ends (`mlnx_qos -i " +
+                                                     (jp.netdev.empty() ? std::string("<netdev>") : jp.netdev) + "`)";
         out.push_back(make("congestion", sev, jp.object, port_words(jp) + " is congested: " + join(over, "; "),
-                           "A link on the path is oversubscribed and DCQCN is throttling senders. Check switch port "
-                           "utilisation and the PFC/ECN settings on both ends (`mlnx_qos -i " +
-                               nd + "`); spread traffic over more rails or fewer senders per receiver.",
+                           std::string("A link on the path is oversubscribed and ") +
+                               (is_ib(jp) ? "the fabric's congestion control" : "DCQCN") +
+                               " is throttling senders. Check switch port utilisation and " + settings +
+                               "; spread traffic over more rails or fewer senders per receiver.",
                            std::move(details)));
     }
 }
@@ -787,10 +948,6 @@ void rule_peermem_missing(const Context& ctx, Severity sev, Findings& out) {
 // Over the probe book (latest result per peer, rail and kind). Rules over RDMA and UCX
 // results see none until those probes exist; they are tested on synthetic results.
 
-bool unreachable_reason(const std::string& r) {
-    return r == "peer_unreachable" || r == "connection_refused" || r == "timeout";
-}
-
 std::string probe_object(const ProbeKey& k) {
     return k.peer + (k.rail.empty() ? "" : "/" + k.rail) + ":" + to_string(k.kind);
 }
@@ -817,29 +974,118 @@ std::optional<double> local_rate_bps(const Context& ctx, const ProbeKey& k) {
     return std::nullopt;
 }
 
+// Every failing probe path gets one verdict (probe_paths.hpp); each of these rules words its own.
+std::vector<PathVerdict> path_verdicts(const Context& ctx, const char* rule) {
+    std::vector<PathVerdict> v;
+    if (!ctx.s.probes) return v;
+    for (auto& p : judge_probe_paths(*ctx.s.probes))
+        if (p.rule == rule) v.push_back(std::move(p));
+    return v;
+}
+
+std::string kinds_and_reasons(const std::vector<const ProbeResult*>& v) {
+    std::vector<std::string> words;
+    for (const auto* r : v) words.push_back(std::string(to_string(r->kind)) + ": " + r->reason);
+    return join(words);
+}
+
+std::string reasons_of(const std::vector<const ProbeResult*>& v) {
+    std::vector<std::string> words;
+    for (const auto* r : v)
+        if (!contains(words, r->reason)) words.push_back(r->reason);
+    return join(words);
+}
+
+std::string over(const std::string& rail) { return rail.empty() ? "" : " over " + rail; }
+
 void rule_peer_unreachable(const Context& ctx, Severity sev, Findings& out) {
-    if (!ctx.s.probes) return;
-    // A peer is unreachable when its latest probe of every kind and rail failed that way.
-    std::map<std::string, std::pair<int, int>> by_peer;  // failed-unreachable, total
-    std::map<std::string, std::string> why;
-    for (const auto& [k, results] : ctx.s.probes->results) {
-        const ProbeResult* r = last_run(results);
-        if (!r) continue;
-        auto& [bad, total] = by_peer[k.peer];
-        ++total;
-        if (!r->success && unreachable_reason(r->reason)) {
-            ++bad;
-            why[k.peer] = r->reason;
+    for (const auto& v : path_verdicts(ctx, "peer_unreachable")) {
+        const std::string why = reasons_of(v.failed);
+        out.push_back(
+            make("peer_unreachable", sev, v.peer,
+                 "Peer " + v.peer + " is unreachable: its last probes failed (" + why + ")" +
+                     (v.rails.empty() ? "" : " on every rail (" + join(v.rails) + ")"),
+                 "Check that rocewatchd runs on " + v.peer +
+                     " and that its HTTP and probe data ports "
+                     "are reachable from here (routes, firewall, the rail links themselves).",
+                 {{"reason", why}, {"failed_probes", std::to_string(v.failed.size())}, {"rails", join(v.rails)}}));
+    }
+}
+
+void rule_rail_unreachable(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& v : path_verdicts(ctx, "rail_unreachable")) {
+        out.push_back(
+            make("rail_unreachable", sev, v.peer + "/" + v.rail,
+                 "Every probe to " + v.peer + " over rail " + v.rail + " fails (" + kinds_and_reasons(v.failed) +
+                     ") while other paths to " + v.peer + " pass: the rail to that peer is down",
+                 "Check the rail on both ends: the link and its carrier, the peer's address on the rail "
+                 "(`ip -br addr` on " +
+                     v.peer +
+                     "), its RoCE v2 GID, the VLAN and the switch port; `ping -I <rail netdev>` the peer's rail "
+                     "address.",
+                 {{"reason", reasons_of(v.failed)}, {"failed_probes", std::to_string(v.failed.size())}}));
+    }
+}
+
+void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) {
+    const auto cabling = judge_cabling(ctx.s, ctx.c);
+    for (const auto& v : path_verdicts(ctx, "rdma_fails_tcp_works")) {
+        // Where the cabling checks know why (TCP answered by the peer's wrong NIC), they say it,
+        // rather than send people to the RDMA set-up.
+        const Finding* cause = nullptr;
+        for (const auto& f : cabling)
+            if (f.object == v.peer + "/" + v.rail && f.rule != "rail_subnet_mismatch") cause = &f;
+        for (const auto* r : v.failed) {
+            const ProbeKey k{r->peer, r->rail, r->kind};
+            if (cause) {
+                out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
+                                   "RDMA to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                                       ") while TCP works, but TCP reached the peer's wrong NIC (" + cause->rule +
+                                       "): " + cause->summary,
+                                   cause->action, {{"reason", r->reason}, {"cause", cause->rule}}));
+                continue;
+            }
+            out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
+                               "RDMA to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                                   ") while TCP over the same path works: the network carries IP, so the fault is "
+                                   "in the RDMA set-up",
+                               "Check the GID index (a RoCE v2 GID holding the rail's IPv4 address on both ends), "
+                               "the RoCE MTU on both ends, and the QP settings (path MTU, GID type, PFC/ECN for "
+                               "lossless traffic); `show_gids` on both nodes.",
+                               {{"reason", r->reason}}));
         }
     }
-    for (const auto& [peer, n] : by_peer) {
-        if (n.first == 0 || n.first != n.second) continue;
-        out.push_back(make("peer_unreachable", sev, peer,
-                           "Peer " + peer + " is unreachable: its last probes failed (" + why[peer] + ")",
-                           "Check that rocewatchd runs on " + peer +
-                               " and that its HTTP and probe data ports "
-                               "are reachable from here (routes, firewall, the rail links themselves).",
-                           {{"reason", why[peer]}, {"failed_probes", std::to_string(n.first)}}));
+}
+
+void rule_tcp_fails_rdma_works(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& v : path_verdicts(ctx, "tcp_fails_rdma_works")) {
+        for (const auto* r : v.failed) {
+            const ProbeKey k{r->peer, r->rail, r->kind};
+            out.push_back(make("tcp_fails_rdma_works", sev, probe_object(k),
+                               "TCP to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                                   ") while RDMA over the same path works: the RDMA port answers, so the fault is "
+                                   "in IP or in the peer's daemon",
+                               "Check the peer's probe data port and firewall (nftables/iptables on both ends), that "
+                               "rocewatchd runs on " +
+                                   v.peer +
+                                   ", and the rail netdev's address and routes on both ends (the TCP probe is bound "
+                                   "to the rail's interface).",
+                               {{"reason", r->reason}}));
+        }
+    }
+}
+
+void rule_probe_failed(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& v : path_verdicts(ctx, "probe_failed")) {
+        for (const auto* r : v.failed) {
+            const ProbeKey k{r->peer, r->rail, r->kind};
+            out.push_back(make("probe_failed", sev, probe_object(k),
+                               std::string(to_string(r->kind)) + " to " + v.peer + over(v.rail) + " fails (" +
+                                   r->reason + ")" + (r->detail.empty() ? "" : ": " + r->detail),
+                               "Read the probe's detail (GET /api/v1/probes); the reason names what was observed. "
+                               "Run the probe again on demand (POST /api/v1/probe) after a change.",
+                               {{"reason", r->reason}}));
+        }
     }
 }
 
@@ -884,30 +1130,6 @@ void rule_probe_latency_high(const Context& ctx, Severity sev, Findings& out) {
                            "peer CPU; compare with the other rails.",
                            {{"p99_seconds", std::to_string(r.latency->p99)},
                             {"typical_seconds", std::to_string(r.latency->typical)}}));
-    }
-}
-
-void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) {
-    if (!ctx.s.probes) return;
-    std::set<std::string> tcp_ok;
-    // A probe that did not run (our rail busy, the peer busy with another session) says
-    // nothing about the path: judge the newest one that did, on both sides of the comparison.
-    for (const auto& [k, results] : ctx.s.probes->results)
-        if (const ProbeResult* r = last_run(results); is_tcp_kind(k.kind) && r && r->success)
-            tcp_ok.insert(k.peer + "/" + k.rail);
-    for (const auto& [k, results] : ctx.s.probes->results) {
-        const ProbeResult* ran = is_rdma_kind(k.kind) ? last_run(results) : nullptr;
-        if (!ran) continue;
-        const ProbeResult& r = *ran;
-        if (r.success || !tcp_ok.count(k.peer + "/" + k.rail)) continue;
-        out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
-                           "RDMA to " + k.peer + (k.rail.empty() ? "" : " over " + k.rail) + " fails (" + r.reason +
-                               ") while TCP over the same path works: the network carries IP, so the fault is in "
-                               "the RDMA set-up",
-                           "Check the GID index (a RoCE v2 GID holding the rail's IPv4 address on both ends), the "
-                           "RoCE MTU on both ends, and the QP settings (path MTU, GID type, PFC/ECN for lossless "
-                           "traffic); `show_gids` on both nodes.",
-                           {{"reason", r.reason}}));
     }
 }
 
@@ -1003,6 +1225,25 @@ void rule_peer_config_mismatch(const Context& ctx, Severity sev, Findings& out) 
     }
 }
 
+// ---------------------------------------------------------------- cabling (cabling.hpp)
+
+void cabling_rule(const Context& ctx, const char* rule, Severity sev, Findings& out) {
+    for (auto& f : judge_cabling(ctx.s, ctx.c))
+        if (f.rule == rule) {
+            f.severity = sev;
+            out.push_back(std::move(f));
+        }
+}
+void rule_rails_crossed(const Context& ctx, Severity sev, Findings& out) {
+    cabling_rule(ctx, "rails_crossed", sev, out);
+}
+void rule_arp_answered_by_wrong_nic(const Context& ctx, Severity sev, Findings& out) {
+    cabling_rule(ctx, "arp_answered_by_wrong_nic", sev, out);
+}
+void rule_rail_subnet_mismatch(const Context& ctx, Severity sev, Findings& out) {
+    cabling_rule(ctx, "rail_subnet_mismatch", sev, out);
+}
+
 // ---------------------------------------------------------------- the table
 
 using RuleFn = void (*)(const Context&, Severity, Findings&);
@@ -1010,50 +1251,75 @@ using RuleFn = void (*)(const Context&, Severity, Findings&);
 struct RuleDef {
     const char* id;
     Severity severity;
+    Scope scope;  // what its findings point at: this node, a peer, or the path to one
     const char* description;
     RuleFn fn;
 };
 
 constexpr RuleDef kRules[] = {
-    {"port_down", Severity::critical, "RDMA port not ACTIVE/LinkUp, or an expected rail missing", rule_port_down},
-    {"netdev_down", Severity::critical,
+    {"port_down", Severity::critical, Scope::node, "RDMA port not ACTIVE/LinkUp, or an expected rail missing",
+     rule_port_down},
+    {"ib_port_not_active_no_sm", Severity::critical, Scope::node,
+     "InfiniBand port with its link up but INIT or ARMED: no subnet manager has configured or activated it",
+     rule_ib_port_not_active_no_sm},
+    {"netdev_down", Severity::critical, Scope::node,
      "netdev of an RDMA port (or expected interface) admin down, no carrier or not up", rule_netdev_down},
-    {"port_rate_low", Severity::warning, "RDMA port rate below expect.port_rate_gbps", rule_port_rate_low},
-    {"mtu_low", Severity::warning, "netdev MTU below expect.mtu", rule_mtu_low},
-    {"roce_mtu_low", Severity::warning, "RDMA active_mtu below expect.roce_active_mtu (default: max_mtu)",
+    {"port_rate_low", Severity::warning, Scope::node, "RDMA port rate below expect.port_rate_gbps", rule_port_rate_low},
+    {"mtu_low", Severity::warning, Scope::node, "netdev MTU below expect.mtu", rule_mtu_low},
+    {"roce_mtu_low", Severity::warning, Scope::node, "RDMA active_mtu below expect.roce_active_mtu (default: max_mtu)",
      rule_roce_mtu_low},
-    {"no_roce_v2_gid", Severity::critical, "netdev IPv4 address without a RoCE v2 GID entry", rule_no_roce_v2_gid},
-    {"gid_on_bond", Severity::critical, "RDMA device's netdev enslaved to a bond / GIDs pointing at a bond",
-     rule_gid_on_bond},
-    {"bond_slave_down", Severity::critical, "bond slave MII down (warning while another slave is up)",
+    {"no_roce_v2_gid", Severity::critical, Scope::node, "netdev IPv4 address without a RoCE v2 GID entry",
+     rule_no_roce_v2_gid},
+    {"gid_on_bond", Severity::critical, Scope::node,
+     "RDMA device's netdev enslaved to a bond / GIDs pointing at a bond", rule_gid_on_bond},
+    {"bond_slave_down", Severity::critical, Scope::node, "bond slave MII down (warning while another slave is up)",
      rule_bond_slave_down},
-    {"bond_degraded", Severity::warning, "bond with fewer slaves up than enslaved", rule_bond_degraded},
-    {"bond_link_failures", Severity::warning, "bond slave link failures inside the counter window",
+    {"bond_degraded", Severity::warning, Scope::node, "bond with fewer slaves up than enslaved", rule_bond_degraded},
+    {"bond_link_failures", Severity::warning, Scope::node, "bond slave link failures inside the counter window",
      rule_bond_link_failures},
-    {"bond_mode_reorders", Severity::warning, "bond in balance-rr mode (TCP reordering)", rule_bond_mode_reorders},
-    {"subnet_overlap", Severity::warning, "another interface holds an address in an RDMA netdev's IPv4 subnet",
-     rule_subnet_overlap},
-    {"error_counters", Severity::critical,
+    {"bond_mode_reorders", Severity::warning, Scope::node, "bond in balance-rr mode (TCP reordering)",
+     rule_bond_mode_reorders},
+    {"subnet_overlap", Severity::warning, Scope::node,
+     "another interface holds an address in an RDMA netdev's IPv4 subnet", rule_subnet_overlap},
+    {"error_counters", Severity::critical, Scope::node,
      "fatal RDMA error counters rising, symbol errors or ACK timeouts above threshold, receive errors or discards "
      "rising (warning)",
      rule_error_counters},
-    {"congestion", Severity::warning, "CNP or ECN-marked packet rates above threshold", rule_congestion},
-    {"link_flapping", Severity::warning, "carrier changes inside the flap window at or above threshold",
+    {"congestion", Severity::warning, Scope::node, "CNP or ECN-marked packet rates above threshold", rule_congestion},
+    {"link_flapping", Severity::warning, Scope::node, "carrier changes inside the flap window at or above threshold",
      rule_link_flapping},
-    {"peermem_missing", Severity::warning, "NVIDIA GPU present without nvidia_peermem (no GPUDirect RDMA)",
+    {"peermem_missing", Severity::warning, Scope::node, "NVIDIA GPU present without nvidia_peermem (no GPUDirect RDMA)",
      rule_peermem_missing},
-    {"peer_unreachable", Severity::critical, "every latest probe to a peer failed: unreachable, refused or timed out",
-     rule_peer_unreachable},
-    {"probe_bandwidth_low", Severity::warning, "probe bandwidth below probes.bw_fraction_of_link of the link rate",
-     rule_probe_bandwidth_low},
-    {"probe_latency_high", Severity::warning,
+    {"peer_unreachable", Severity::critical, Scope::peer,
+     "every latest probe to a peer failed: unreachable, refused, timed out or no RDMA ACK", rule_peer_unreachable},
+    {"rail_unreachable", Severity::critical, Scope::path,
+     "every probe to a peer over one rail fails (RDMA and TCP) while other paths to it pass", rule_rail_unreachable},
+    {"probe_bandwidth_low", Severity::warning, Scope::path,
+     "probe bandwidth below probes.bw_fraction_of_link of the link rate", rule_probe_bandwidth_low},
+    {"probe_latency_high", Severity::warning, Scope::path,
      "probe p99 latency above its kind's latency_threshold (else probes.latency_threshold)", rule_probe_latency_high},
-    {"rdma_fails_tcp_works", Severity::critical, "RDMA probe to a peer fails while TCP over the same rail works",
-     rule_rdma_fails_tcp_works},
-    {"rail_imbalance", Severity::warning, "one rail carried more than 90% of a multi-rail run", rule_rail_imbalance},
-    {"ucx_version_mismatch", Severity::warning, "the peer's UCX version differs from ours", rule_ucx_version_mismatch},
-    {"peer_config_mismatch", Severity::warning, "the peer's MTU or GID types on a rail differ from ours",
+    {"rdma_fails_tcp_works", Severity::critical, Scope::path,
+     "RDMA probe to a peer fails while TCP over the same rail works", rule_rdma_fails_tcp_works},
+    {"tcp_fails_rdma_works", Severity::critical, Scope::path,
+     "TCP probe to a peer fails while RDMA over the same rail works", rule_tcp_fails_rdma_works},
+    {"probe_failed", Severity::warning, Scope::path,
+     "a probe kind fails in a way no other probe verdict covers (its family passes, the other family was not "
+     "probed, or another reason)",
+     rule_probe_failed},
+    {"rail_imbalance", Severity::warning, Scope::path, "one rail carried more than 90% of a multi-rail run",
+     rule_rail_imbalance},
+    {"ucx_version_mismatch", Severity::warning, Scope::peer, "the peer's UCX version differs from ours",
+     rule_ucx_version_mismatch},
+    {"peer_config_mismatch", Severity::warning, Scope::peer, "the peer's MTU or GID types on a rail differ from ours",
      rule_peer_config_mismatch},
+    {"rails_crossed", Severity::critical, Scope::path,
+     "a rail's neighbour for the peer's rail address is the peer's NIC of another rail (another subnet)",
+     rule_rails_crossed},
+    {"arp_answered_by_wrong_nic", Severity::warning, Scope::peer,
+     "the peer's NIC of another rail in the same subnet answered ARP for the rail's address (arp_ignore=0)",
+     rule_arp_answered_by_wrong_nic},
+    {"rail_subnet_mismatch", Severity::warning, Scope::path,
+     "the peer's rail address is on none of our rail netdev's subnets", rule_rail_subnet_mismatch},
 };
 
 }  // namespace
@@ -1061,7 +1327,7 @@ constexpr RuleDef kRules[] = {
 const std::vector<RuleInfo>& rule_catalog() {
     static const std::vector<RuleInfo> catalog = [] {
         std::vector<RuleInfo> v;
-        for (const auto& r : kRules) v.push_back({r.id, r.severity, r.description});
+        for (const auto& r : kRules) v.push_back({r.id, r.severity, r.scope, r.description});
         return v;
     }();
     return catalog;
@@ -1076,6 +1342,12 @@ const std::vector<std::string>& all_rule_ids() {
     return ids;
 }
 
+Scope rule_scope(const std::string& id) {
+    for (const auto& r : kRules)
+        if (id == r.id) return r.scope;
+    return Scope::node;
+}
+
 std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {
     const Context ctx = make_context(s, c);
     std::vector<Finding> out;
@@ -1084,6 +1356,7 @@ std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {
         if (!settings.enabled) continue;
         const size_t first = out.size();
         r.fn(ctx, r.severity, out);
+        for (size_t i = first; i < out.size(); ++i) out[i].scope = r.scope;
         if (settings.severity)
             for (size_t i = first; i < out.size(); ++i) out[i].severity = *settings.severity;
     }

@@ -13,8 +13,14 @@ namespace rocewatch {
 struct RuleInfo {
     std::string id;
     Severity default_severity = Severity::warning;
+    // node: this node is at fault and its health says so; peer / path: a peer or the path to
+    // it is, reported but not counted in this node's health (see overall_health).
+    Scope scope = Scope::node;
     std::string description;
 };
+
+// The scope of a rule id; Scope::node for an id that is not a rule.
+Scope rule_scope(const std::string& id);
 
 // Every rule, in evaluation order: the one list of rules, which the config's [rules.<id>]
 // validation and the docs' alert reference are derived from.

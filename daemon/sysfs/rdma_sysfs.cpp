@@ -215,8 +215,20 @@ public:
     std::optional<uint64_t> counter(const Dir& dir, const Entry& e) {
         auto text = optional_text(dir, e.name, e.type);
         if (!text) return std::nullopt;
+        // The kernel's answer for a PMA counter of a device without a performance management
+        // agent (iWARP, some IB drivers): a known "not available", absent, not an error.
+        if (is_no_pma(*text)) return std::nullopt;
         auto v = parse_u64_counter(*text);
         if (!v) error(path_, "not a counter: " + excerpt(*text));
+        return v;
+    }
+
+    // "0x3" (lid, sm_lid, cap_mask) or "0" (sm_sl): a u32 in hex with its 0x, else decimal.
+    std::optional<uint32_t> u32_value(const Dir& dir, const std::string& name) {
+        auto text = optional_text(dir, name);
+        if (!text) return std::nullopt;
+        auto v = parse_u32_attr(*text);
+        if (!v) error(path_, "expected a number, got " + excerpt(*text));
         return v;
     }
 
@@ -356,6 +368,33 @@ void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std:
     }
 }
 
+// Kernels before 4.5 keep the 64-bit PMA counters apart, in counters_ext/, while counters/
+// holds the 32-bit ones, which saturate (port_xmit_data at 2^32 words = 16 GiB). Where both
+// exist the 64-bit value is the one kept, under the counters/ name.
+constexpr std::pair<const char*, const char*> kCountersExt[] = {
+    {"port_xmit_data_64", "port_xmit_data"},
+    {"port_rcv_data_64", "port_rcv_data"},
+    {"port_xmit_packets_64", "port_xmit_packets"},
+    {"port_rcv_packets_64", "port_rcv_packets"},
+    {"port_unicast_xmit_packets", "unicast_xmit_packets"},
+    {"port_unicast_rcv_packets", "unicast_rcv_packets"},
+    {"port_multicast_xmit_packets", "multicast_xmit_packets"},
+    {"port_multicast_rcv_packets", "multicast_rcv_packets"},
+};
+
+void merge_counters_ext(Reader& rd, const Dir& port, RdmaPort& p) {
+    std::map<std::string, uint64_t> ext;
+    read_counter_dir(rd, port, "counters_ext", ext, p.counters_dropped);
+    for (const auto& entry : ext) {
+        // Not a structured binding: clang 14 (Debian 12) cannot capture one in a lambda.
+        const auto& [name, value] = entry;
+        const auto* it = std::find_if(std::begin(kCountersExt), std::end(kCountersExt),
+                                      [&entry](const auto& m) { return entry.first == m.first; });
+        // A counters_ext file this table does not know keeps its own name.
+        p.counters[it == std::end(kCountersExt) ? name : it->second] = value;
+    }
+}
+
 void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
     const Dir gids(port_dir, "gids");
     // Kernels before gid_attrs existed give no types at all: unknown, not an error.
@@ -419,10 +458,15 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
         }
     }
     p.link_layer = rd.text_or_empty(dir, "link_layer");
+    p.lid = rd.u32_value(dir, "lid");
+    p.sm_lid = rd.u32_value(dir, "sm_lid");
+    p.sm_sl = rd.u32_value(dir, "sm_sl");
+    p.cap_mask = rd.u32_value(dir, "cap_mask");
 
     rd.start_port();
     read_counter_dir(rd, dir, "counters", p.counters, p.counters_dropped);
     read_counter_dir(rd, dir, "hw_counters", p.hw_counters, p.counters_dropped);
+    merge_counters_ext(rd, dir, p);
     // The PMA data counters count 4-byte words (x4 wraps only after 2^64 bytes: years at 400G).
     if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end()) p.xmit_bytes = it->second * 4;
     if (auto it = p.counters.find("port_rcv_data"); it != p.counters.end()) p.rcv_bytes = it->second * 4;
@@ -492,6 +536,22 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
 }  // namespace
 
 // ---------------------------------------------------------------- pure parsers
+
+std::optional<uint32_t> parse_u32_attr(std::string_view text) {
+    text = trim(text);
+    int base = 10;
+    if (text.starts_with("0x") || text.starts_with("0X")) {
+        text.remove_prefix(2);
+        base = 16;
+    }
+    if (text.empty()) return std::nullopt;
+    uint32_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+    if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+bool is_no_pma(std::string_view text) { return trim(text) == "N/A (no PMA)"; }
 
 std::optional<std::pair<int, std::string>> parse_enum_line(std::string_view text) {
     text = trim(text);

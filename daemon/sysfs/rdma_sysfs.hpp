@@ -35,6 +35,13 @@ namespace rocewatch {
 // True for the all-zero GID that fills a table's empty slots.
 [[nodiscard]] bool is_zero_gid(std::string_view gid);
 
+// "N/A (no PMA)": what the kernel prints for a counters/ file of a device that has no
+// performance management agent (i40iw, some IB drivers). Not a value, and not an error.
+[[nodiscard]] bool is_no_pma(std::string_view text);
+
+// "0x3" (lid, sm_lid, cap_mask: hex with 0x) or "0" (sm_sl: decimal) -> the number.
+[[nodiscard]] std::optional<uint32_t> parse_u32_attr(std::string_view text);
+
 // The text of one counter file: a decimal u64, surrounding whitespace allowed.
 [[nodiscard]] std::optional<uint64_t> parse_u64_counter(std::string_view text);
 

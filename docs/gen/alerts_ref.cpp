@@ -19,9 +19,9 @@ std::string cell(const std::string& text) {
 }  // namespace
 
 int main() {
-    std::cout << "| rule | default severity | fires when |\n| --- | --- | --- |\n";
+    std::cout << "| rule | default severity | scope | fires when |\n| --- | --- | --- | --- |\n";
     for (const auto& r : rocewatch::rule_catalog())
-        std::cout << "| `" << r.id << "` | " << rocewatch::to_string(r.default_severity) << " | " << cell(r.description)
-                  << " |\n";
+        std::cout << "| `" << r.id << "` | " << rocewatch::to_string(r.default_severity) << " | "
+                  << rocewatch::to_string(r.scope) << " | " << cell(r.description) << " |\n";
     return 0;
 }

@@ -177,17 +177,19 @@ class Daemon:
         self.dump_log()
         raise AssertionError("rocewatchd not ready within %ss" % timeout)
 
-    def get(self, path, method="GET"):
+    def get(self, path, method="GET", headers=None):
         """(status, body) for a request made from inside the daemon's namespace."""
         if self.netns:
-            r = self.netns.run("curl", "-sS", "-X", method, "-o", "/dev/stdout", "-w", "\n%{http_code}",
+            hdr = [a for k, v in (headers or {}).items() for a in ("-H", f"{k}: {v}")]
+            r = self.netns.run("curl", "-sS", "-X", method, *hdr, "-o", "/dev/stdout", "-w", "\n%{http_code}",
                                "--max-time", "5", self.base + path, check=False)
             if r.returncode != 0:
                 raise OSError(r.stderr.strip())
             body, _, code = r.stdout.rpartition("\n")
             return int(code), body
         try:
-            with urllib.request.urlopen(urllib.request.Request(self.base + path, method=method), timeout=5) as r:
+            req = urllib.request.Request(self.base + path, method=method, headers=headers or {})
+            with urllib.request.urlopen(req, timeout=5) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()

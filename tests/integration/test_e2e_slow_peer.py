@@ -97,9 +97,13 @@ def post_run(token, kind):
     return code, res, secs
 
 
+TOKEN = ""  # set by main: GET /probe wants the peer token
+
+
 def blackbox(kind, scrape_timeout):
     code, text, secs = http(f"/probe?target=node-b&module={kind}",
-                            headers={"X-Prometheus-Scrape-Timeout-Seconds": str(scrape_timeout)})
+                            headers={"X-Prometheus-Scrape-Timeout-Seconds": str(scrape_timeout),
+                                     "Authorization": f"Bearer {TOKEN}"})
     return code, text, secs
 
 
@@ -302,6 +306,8 @@ def main():
     work = tempfile.mkdtemp(prefix="rw-slow-")
     token_file = os.path.join(work, "token")
     token = secrets.token_hex(32)
+    global TOKEN
+    TOKEN = token
     with open(token_file, "w") as f:
         f.write(token + "\n")
     os.chmod(token_file, 0o600)

@@ -4,6 +4,7 @@
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"
 #include "api/probe_view.hpp"
+#include "daemon/model/config.hpp"
 #include "daemon/model/probe.hpp"
 #include "sample_snapshot.hpp"
 
@@ -230,8 +231,9 @@ TEST(JsonView, AlertFiltersSelectAndCombine) {
     EXPECT_EQ(count({.severity = Severity::critical, .state = AlertState::firing}), both);
     EXPECT_EQ(count({.rule = s.alerts[0].rule, .object = s.alerts[0].object}), 1u);
     EXPECT_EQ(count({.rule = "no_such_rule"}), 0u);
-    for (const auto& a : alerts_json(s, {.severity = Severity::critical})["alerts"])
-        EXPECT_EQ(a["severity"], "critical");
+    // Held in a local: a range-for over a member of a temporary would read freed memory.
+    const auto only_critical = alerts_json(s, {.severity = Severity::critical});
+    for (const auto& a : only_critical["alerts"]) EXPECT_EQ(a["severity"], "critical");
 }
 
 // The same escape as /metrics, in strings and keys (counter names are keys), and the
@@ -488,6 +490,26 @@ TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
     EXPECT_EQ(h.interfaces.at("enp1s0f0np0").mtu, 9000u);
     EXPECT_EQ(h.interfaces.at("enp1s0f0np0").gid_types, std::vector<std::string>{"RoCE v2"});
     EXPECT_EQ(h.address_interface.at("10.1.0.2"), "enp1s0f0np0");
+    EXPECT_EQ(h.interfaces.at("enp1s0f0np0").prefixes, (std::vector<PeerPrefix>{{"10.1.0.2", 24}}));
+    EXPECT_EQ(h.interfaces.at("enp1s0f0np0").rdma_device, "rocep1s0f0");
+    EXPECT_TRUE(h.rails.empty()) << "a snapshot without a config lists no rails";
+    auto with_rails = s;
+    auto cfg = std::make_shared<Config>();
+    cfg->expect.rails = {"rocep1s0f0"};
+    with_rails.config = cfg;
+    auto hr = api::hello_from_json(api::hello_json(with_rails, 9880));
+    ASSERT_EQ(hr.rails.size(), 1u);
+    EXPECT_EQ(hr.rails[0].device, "rocep1s0f0");
+    EXPECT_EQ(hr.rails[0].netdev, "enp1s0f0np0");
+    // The fields added after protocol 1: a peer that sends them malformed is one that did not.
+    auto odd = api::hello_json(with_rails, 9880);
+    odd["rails"] = "r0";
+    odd["interfaces"]["enp1s0f0np0"]["prefixes"] = {{{"address", "10.1.0.2"}, {"prefixlen", -1}}, 7};
+    odd["interfaces"]["enp1s0f0np0"]["mac"] = 5;
+    auto ho = api::hello_from_json(odd);
+    EXPECT_TRUE(ho.rails.empty());
+    EXPECT_TRUE(ho.interfaces.at("enp1s0f0np0").prefixes.empty());
+    EXPECT_EQ(ho.interfaces.at("enp1s0f0np0").mac, "");
 
     // A hello's numbers are whole and in range, or the hello is refused (never a wrapped port).
     auto j = api::hello_json(s, 9880);
@@ -508,4 +530,14 @@ TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
     EXPECT_FALSE(api::bearer_matches("Bearer abcd", "abc"));
     EXPECT_FALSE(api::bearer_matches("abc", "abc"));
     EXPECT_FALSE(api::bearer_matches("Bearer ", "")) << "no token configured: nothing matches";
+}
+
+TEST(JsonView, PortsUpCountsActiveAndLinkUpOnly) {
+    auto s = api_sample::sample_snapshot();
+    s.devices.at(0).ports.at(0).phys_state = 4;  // ACTIVE, training: not up
+    const json j = status_json(s, api_sample::sample_time());
+    EXPECT_EQ(j["counts"]["ports_up"], 2);
+    const json d = devices_json(s);
+    EXPECT_EQ(d["devices"][0]["ports"][0]["up"], false);
+    EXPECT_EQ(d["devices"][0]["ports"][0]["nic_family"], "roce");
 }

@@ -140,7 +140,11 @@ TEST(Metrics, LinkBondAlertHostSelfFamilies) {
 
     EXPECT_EQ(samples(fams, "rocewatch_alert_active"), 4u);
     EXPECT_EQ(value(fams, "rocewatch_alert_active",
-                    {{"rule", "subnet_overlap"}, {"object", "wlP9s9"}, {"severity", "warning"}, {"state", "pending"}}),
+                    {{"rule", "subnet_overlap"},
+                     {"object", "wlP9s9"},
+                     {"severity", "warning"},
+                     {"state", "pending"},
+                     {"scope", "node"}}),
               1.0);
     EXPECT_EQ(samples(fams, "rocewatch_alerts"), 6u) << "all severity x state combinations";
     EXPECT_EQ(value(fams, "rocewatch_alerts", {{"severity", "warning"}, {"state", "firing"}}), 1.0);
@@ -318,7 +322,7 @@ TEST(Metrics, InvalidUtf8InNamesIsEscapedAndPromtoolAccepts) {
     s.devices[0].name = std::string("rxe\xed\xa0\x80", 6);  // a UTF-16 surrogate
     s.devices[0].fw_ver = "\xe2\x82\xac ok";                // valid UTF-8 stays as it is
     const auto fams = snapshot_to_families(s);
-    EXPECT_TRUE(value(fams, "rocewatch_link_up", {{"interface", "v\\xff\\xfe"}}));
+    EXPECT_TRUE(value(fams, "rocewatch_link_up", {{"netdev", "v\\xff\\xfe"}}));
     EXPECT_TRUE(value(fams, "rocewatch_link_info", {{"master", "b\\xc3"}}));
     EXPECT_TRUE(value(fams, "rocewatch_rdma_port_up", {{"device", "rxe\\xed\\xa0\\x80"}}));
     EXPECT_TRUE(value(fams, "rocewatch_rdma_device_info", {{"fw_ver", "\xe2\x82\xac ok"}}));
@@ -341,4 +345,15 @@ TEST(Metrics, SeriesDroppedAndCollectorAge) {
     EXPECT_EQ(value(fams, "rocewatch_rdma_port_series_dropped", {{"device", s.devices[0].name}, {"port", "1"}}), 9012);
     EXPECT_EQ(value(fams, "rocewatch_collector_last_success_timestamp_seconds", {{"collector", "sysfs"}}),
               std::chrono::duration<double>(sample_time_minus(30).time_since_epoch()).count());
+}
+
+// One definition of up (model/rdma_port): ACTIVE with phys_state 4 is not up, in the metric
+// as in the rule and REST.
+TEST(Metrics, PortUpNeedsActiveAndLinkUp) {
+    auto s = api_sample::sample_snapshot();
+    s.devices.at(0).ports.at(0).phys_state = 4;
+    const auto fams = snapshot_to_families(s);
+    const LabelMap port = {{"device", s.devices.at(0).name}, {"port", "1"}};
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_state", port), 4.0);
+    EXPECT_EQ(value(fams, "rocewatch_rdma_port_up", port), 0.0);
 }

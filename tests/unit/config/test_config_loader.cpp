@@ -81,10 +81,12 @@ std::string to_toml(const nlohmann::json& j) {
 }
 
 const std::string kRuleIds =
-    "port_down, netdev_down, port_rate_low, mtu_low, roce_mtu_low, no_roce_v2_gid, gid_on_bond, bond_slave_down, "
+    "port_down, ib_port_not_active_no_sm, netdev_down, port_rate_low, mtu_low, roce_mtu_low, no_roce_v2_gid, "
+    "gid_on_bond, bond_slave_down, "
     "bond_degraded, bond_link_failures, bond_mode_reorders, subnet_overlap, error_counters, congestion, "
-    "link_flapping, peermem_missing, peer_unreachable, probe_bandwidth_low, probe_latency_high, "
-    "rdma_fails_tcp_works, rail_imbalance, ucx_version_mismatch, peer_config_mismatch";
+    "link_flapping, peermem_missing, peer_unreachable, rail_unreachable, probe_bandwidth_low, probe_latency_high, "
+    "rdma_fails_tcp_works, tcp_fails_rdma_works, probe_failed, rail_imbalance, ucx_version_mismatch, "
+    "peer_config_mismatch, rails_crossed, arp_answered_by_wrong_nic, rail_subnet_mismatch";
 
 const char* kEveryKey = R"(
 [daemon]
@@ -105,6 +107,11 @@ roce_active_mtu = 1024
 rails = ["rocep1s0f0", "rocep1s0f1"]
 ignore_devices = ["roceP2p1s0f0"]
 interfaces = ["bond0", "enp1s0f0np0"]
+
+[cluster]
+inventory = "/etc/rocewatch/inventory.json"
+rails = ["r0", "r1"]
+ring_successors = 5
 
 [thresholds]
 symbol_error_per_hour = 60
@@ -186,6 +193,16 @@ local_address = "192.168.100.11"
 remote_address = "192.168.100.12"
 local_device = "rocep1s0f0"
 remote_device = "rocep1s0f0"
+
+[alertmanager]
+urls = ["http://am-1:9093", "http://[::1]:9093/am"]
+resend_interval = "30s"
+timeout = "3s"
+node = "spark-a"
+external_url = "https://spark-a.example:9879"
+basic_auth_username = "rocewatch"
+basic_auth_password_file = "/etc/rocewatch/am-password"
+queue_capacity = 500
 )";
 
 }  // namespace
@@ -252,6 +269,9 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.expect.rails, (Lines{"rocep1s0f0", "rocep1s0f1"}));
     EXPECT_EQ(c.expect.ignore_devices, (Lines{"roceP2p1s0f0"}));
     EXPECT_EQ(c.expect.interfaces, (Lines{"bond0", "enp1s0f0np0"}));
+    EXPECT_EQ(c.cluster.inventory, "/etc/rocewatch/inventory.json");
+    EXPECT_EQ(c.cluster.rails, (Lines{"r0", "r1"}));
+    EXPECT_EQ(c.cluster.ring_successors, 5u);
     EXPECT_EQ(c.thresholds.symbol_error_per_hour, 60) << "an integer is fine where a number is asked";
     EXPECT_EQ(c.thresholds.local_ack_timeout_per_second, 0.5);
     EXPECT_EQ(c.thresholds.cnp_per_second, 2000);
@@ -294,6 +314,49 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(rail.remote_address, "192.168.100.12");
     EXPECT_EQ(rail.local_device, "rocep1s0f0");
     EXPECT_EQ(rail.remote_device, "rocep1s0f0");
+    const AlertmanagerConfig& am = c.alertmanager;
+    EXPECT_EQ(am.urls, (Lines{"http://am-1:9093", "http://[::1]:9093/am"}));
+    EXPECT_EQ(am.resend_interval, 30s);
+    EXPECT_EQ(am.timeout, 3s);
+    EXPECT_EQ(am.node, "spark-a");
+    EXPECT_EQ(am.external_url, "https://spark-a.example:9879");
+    EXPECT_EQ(am.basic_auth_username, "rocewatch");
+    EXPECT_EQ(am.basic_auth_password_file, "/etc/rocewatch/am-password");
+    EXPECT_EQ(am.queue_capacity, 500u);
+}
+
+TEST(ConfigKeys, AlertmanagerDefaultsSendNothing) {
+    const AlertmanagerConfig am = default_config().alertmanager;
+    EXPECT_TRUE(am.urls.empty());
+    EXPECT_EQ(am.resend_interval, 1min);
+    EXPECT_EQ(am.timeout, 10s);
+    EXPECT_EQ(am.queue_capacity, 10000u);
+    auto r = parse_config("[alertmanager]\nurls = [\"http://am:9093\"]\nbearer_token_file = \"/run/t\"\n", "t.toml");
+    ASSERT_TRUE(r.config);
+    EXPECT_EQ(r.config->alertmanager.bearer_token_file, "/run/t");
+}
+
+TEST(ConfigErrors, Alertmanager) {
+    EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"https://am:9093\", \"am:9093\", \"http://am:0\"]\n"),
+              (Lines{"t.toml:2: alertmanager.urls[0]: \"https://am:9093\" is not an Alertmanager URL: https is not "
+                     "supported (no TLS client in this build); use http:// on a trusted network",
+                     "t.toml:2: alertmanager.urls[1]: \"am:9093\" is not an Alertmanager URL: must start with http://",
+                     "t.toml:2: alertmanager.urls[2]: \"http://am:0\" is not an Alertmanager URL: port must be "
+                     "1..65535"}));
+    EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"http://a:1\", \"http://a:1\"]\n"),
+              (Lines{"t.toml:2: alertmanager.urls[1]: \"http://a:1\" is listed twice"}));
+    EXPECT_EQ(errors_of("[alertmanager]\nresend_interval = \"500ms\"\ntimeout = \"2m\"\n"),
+              (Lines{"t.toml:2: alertmanager.resend_interval: 500ms is below the minimum 1s",
+                     "t.toml:3: alertmanager.timeout: 2m is above the maximum 1m"}));
+    EXPECT_EQ(errors_of("[alertmanager]\nbasic_auth_username = \"u\"\n"),
+              (Lines{"t.toml:2: alertmanager.basic_auth_password_file: missing (basic_auth_username is set)"}));
+    EXPECT_EQ(errors_of("[alertmanager]\nbearer_token_file = \"/t\"\nbasic_auth_username = \"u\"\n"
+                        "basic_auth_password_file = \"/p\"\n"),
+              (Lines{"t.toml:2: alertmanager.bearer_token_file: set together with basic_auth_username; choose one"}));
+    EXPECT_EQ(errors_of("[alertmanager]\nurl = \"http://am:9093\"\n"),
+              (Lines{"t.toml:2: alertmanager.url: unknown key; did you mean \"urls\"? Valid keys: urls, "
+                     "resend_interval, timeout, node, external_url, bearer_token_file, basic_auth_username, "
+                     "basic_auth_password_file, queue_capacity"}));
 }
 
 TEST(ConfigKeys, ProbeDefaultsAreGentle) {
@@ -354,6 +417,11 @@ TEST(ConfigKeys, EveryKeyDiffersFromItsDefaultInTheTestConfig) {
     for (const char* sub : {"tcp_lat", "tcp_bw", "rdma_bw", "rdma_lat", "ucx_bw", "ucx_lat"})
         for (const auto& [k, v] : def["probes"][sub].items())
             EXPECT_NE(got["probes"][sub][k], v) << "probes." << sub << "." << k << " is not exercised";
+    // bearer_token_file excepted: it cannot be set together with basic auth (see above).
+    for (const auto& [k, v] : def["alertmanager"].items())
+        if (k != "bearer_token_file") {
+            EXPECT_NE(got["alertmanager"][k], v) << "alertmanager." << k << " is not exercised";
+        }
     for (const auto& [k, v] : def["rules"]["mtu_low"].items())
         EXPECT_NE(got["rules"]["mtu_low"][k], v) << "rules.mtu_low." << k << " is not exercised";
 }
@@ -418,13 +486,15 @@ TEST(ConfigErrors, FieldsOfAnError) {
 
 TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
-              (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, "
-                     "thresholds, rules, probes, peers"}));
+              (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, metrics, "
+                     "thresholds, rules, probes, cluster, peers, alertmanager"}));
     EXPECT_EQ(errors_of("\n[deamon]\nlisten = \":1\"\n"),
-              (Lines{"t.toml:2: deamon: unknown table; did you mean \"daemon\"? "
-                     "Valid tables: daemon, expect, thresholds, rules, probes, peers"}));
-    EXPECT_EQ(errors_of("interval = \"5s\"\n"), (Lines{"t.toml:1: interval: unknown key; settings belong in a table: "
-                                                       "daemon, expect, thresholds, rules, probes, peers"}));
+              (Lines{
+                  "t.toml:2: deamon: unknown table; did you mean \"daemon\"? "
+                  "Valid tables: daemon, expect, metrics, thresholds, rules, probes, cluster, peers, alertmanager"}));
+    EXPECT_EQ(errors_of("interval = \"5s\"\n"),
+              (Lines{"t.toml:1: interval: unknown key; settings belong in a table: "
+                     "daemon, expect, metrics, thresholds, rules, probes, cluster, peers, alertmanager"}));
 }
 
 TEST(ConfigErrors, KnownTableOfTheWrongType) {
@@ -670,20 +740,20 @@ severity = "urgent"
 
 [extras]
 )");
-    EXPECT_EQ(errors,
-              (Lines{
-                  "t.toml:2: thresholds.flap_transitions: -3 is out of range 1..4294967295",
-                  "t.toml:3: thresholds.cnp_per_second: expected a number, got a string",
-                  "t.toml:6: daemon.listen: \"nowhere\" is not a listen address: expected \"host:port\", "
-                  "\"[v6]:port\" or \":port\"",
-                  "t.toml:7: daemon.log_level: \"loud\" is not a log level (trace, debug, info, warn, "
-                  "error, critical, off)",
-                  "t.toml:8: daemon.interval: \"1x\" is not a duration (write e.g. \"500ms\", \"5s\", "
-                  "\"1m\", \"1h30m\"; zero is \"0s\")",
-                  "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
-                  "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " + kRuleIds,
-                  "t.toml:15: extras: unknown table; valid tables: daemon, expect, thresholds, rules, probes, peers",
-              }));
+    EXPECT_EQ(errors, (Lines{
+                          "t.toml:2: thresholds.flap_transitions: -3 is out of range 1..4294967295",
+                          "t.toml:3: thresholds.cnp_per_second: expected a number, got a string",
+                          "t.toml:6: daemon.listen: \"nowhere\" is not a listen address: expected \"host:port\", "
+                          "\"[v6]:port\" or \":port\"",
+                          "t.toml:7: daemon.log_level: \"loud\" is not a log level (trace, debug, info, warn, "
+                          "error, critical, off)",
+                          "t.toml:8: daemon.interval: \"1x\" is not a duration (write e.g. \"500ms\", \"5s\", "
+                          "\"1m\", \"1h30m\"; zero is \"0s\")",
+                          "t.toml:11: rules.port_down.severity: \"urgent\" is not a severity (info, warning, critical)",
+                          "t.toml:13: rules.port_up: unknown rule id; valid rule ids: " + kRuleIds,
+                          "t.toml:15: extras: unknown table; valid tables: daemon, expect, metrics, thresholds, rules, "
+                          "probes, cluster, peers, alertmanager",
+                      }));
 }
 
 // ---------------------------------------------------------------- files
@@ -737,14 +807,14 @@ TEST(ConfigFile, BadSyntaxFixture) {
 TEST(ConfigFile, UnknownKeyFixture) {
     EXPECT_EQ(fixture_errors("unknown-key.toml"),
               (Lines{
-                  "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, thresholds, "
-                  "rules, probes, peers",
+                  "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, metrics, "
+                  "thresholds, rules, probes, cluster, peers, alertmanager",
                   "unknown-key.toml:5: daemon.intervall: unknown key; did you mean \"interval\"? Valid keys: listen, "
                   "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit",
                   "unknown-key.toml:9: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                   "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces",
-                  "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, thresholds, rules, "
-                  "probes, peers",
+                  "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, metrics, thresholds, "
+                  "rules, probes, cluster, peers, alertmanager",
               }));
 }
 

@@ -165,11 +165,14 @@ TEST_F(SchedulerTest, OnDemandProbesRunOnTheWorkerAndTheQueueIsBounded) {
     auto job = s->find_job("spark-b", "rail0", ProbeKind::tcp_lat);
     ASSERT_TRUE(job);
     EXPECT_FALSE(s->find_job("spark-c", "", ProbeKind::tcp_lat));
+    // Four wait (three concurrent /probe scrapes and one more); the fifth is refused.
     auto f1 = s->submit(*job);
     auto f2 = s->submit(*job);
     auto f3 = s->submit(*job);
-    ASSERT_TRUE(f1 && f2);
-    EXPECT_FALSE(f3) << "a full queue refuses";
+    auto f4 = s->submit(*job);
+    auto f5 = s->submit(*job);
+    ASSERT_TRUE(f1 && f2 && f3 && f4);
+    EXPECT_FALSE(f5) << "a full queue refuses";
     EXPECT_EQ(f1->wait_for(0s), std::future_status::timeout) << "nothing runs on the caller's thread";
     s->run_due(now);
     ASSERT_EQ(f1->wait_for(0s), std::future_status::ready);
@@ -327,3 +330,60 @@ TEST_F(SchedulerTest, AnOnDemandDeadlineBoundsTheHelloToo) {
     ASSERT_FALSE(hello_deadlines.empty());
     EXPECT_EQ(hello_deadlines.front(), now + 500ms);
 }
+
+namespace {
+
+// An inventory peer: its first probe goes to its control host and brings its hello; from then
+// on its probes go over the rails matched from that hello, and the control-host result goes.
+TEST_F(SchedulerTest, InventoryPeerIsProbedOverTheRailsItsHelloMatched) {
+    auto c = config();
+    c->probes.enabled = {"tcp_lat"};
+    c->probes.tcp_lat.jitter = 0s;
+    c->peers = {PeerConfig{.name = "10.0.0.3:9879", .address = "10.0.0.3:9879", .rails = {}, .from_inventory = true}};
+    int matches = 0;
+    ProbeSchedulerDeps d{
+        .run =
+            [this](const ProbeJob& j, const PeerHello&, Deadline) {
+                jobs.push_back(j);
+                ProbeResult r;
+                r.success = true;
+                return r;
+            },
+        .hello =
+            [](const PeerConfig& p, SteadyClock::time_point) {
+                PeerState st;
+                st.name = p.name;
+                st.hello_ok = true;
+                st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
+                return st;
+            },
+        .match_rails =
+            [&](const PeerConfig& p, const PeerHello&) {
+                ++matches;
+                EXPECT_TRUE(p.from_inventory);
+                return std::vector<PeerRailConfig>{{"r0", "r0", "10.1.0.1", "10.1.0.3", "", ""},
+                                                   {"r1", "r1", "10.2.0.1", "10.2.0.3", "", ""}};
+            },
+        .now = [this] { return now; },
+    };
+    ProbeScheduler s(c, std::move(d), store, log, 7);
+    s.run_due(now);
+    ASSERT_EQ(jobs.size(), 1u);
+    EXPECT_FALSE(jobs[0].rail) << "before any hello: the control host";
+    for (int i = 0; i < 3; ++i) {
+        now += 1s;
+        s.run_due(now);
+    }
+    std::set<std::string> rails;
+    for (size_t i = 1; i < jobs.size(); ++i) {
+        ASSERT_TRUE(jobs[i].rail);
+        rails.insert(jobs[i].rail->name);
+        EXPECT_EQ(jobs[i].rail->remote_address, jobs[i].rail->name == "r0" ? "10.1.0.3" : "10.2.0.3");
+    }
+    EXPECT_EQ(rails, (std::set<std::string>{"r0", "r1"}));
+    EXPECT_EQ(matches, 1) << "the hello is kept, so matching runs once";
+    auto book = store.latest();
+    for (const auto& [k, _] : book->results) EXPECT_NE(k.rail, "") << "the control-host result is dropped";
+}
+
+}  // namespace

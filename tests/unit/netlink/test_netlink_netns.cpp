@@ -469,3 +469,34 @@ TEST_F(NetnsWatcher, ThrowingCallbackDoesNotStopTheWatcher) {
 }
 
 }  // namespace
+
+// Taking a link down to change its MTU and bringing it back at once is one burst of events and
+// one re-dump that finds it up again: the history still has the admin-down, from the events,
+// and the address it lost, from the dumps.
+TEST_F(NetnsWatcher, HistoryKeepsAnAdminDownInsideOneBurst) {
+    ASSERT_TRUE(sh("ip link add rwt0 type veth peer name rwt1 && ip link set rwt0 up && ip link set rwt1 up && "
+                   "ip addr add 192.0.2.7/24 dev rwt0"));
+    make_watcher();
+    watcher_->start();
+    auto events_of = [&](const std::string& link) {
+        std::string s;
+        for (const auto& e : watcher_->link_events())
+            if (e.link == link) s += e.what + (e.address.empty() ? "" : "=" + e.address) + " ";
+        return s;
+    };
+    EXPECT_EQ(events_of("rwt0"), "") << "a first sight is no transition";
+    expect_event("ip link set rwt0 down && ip link set rwt0 mtu 1400 && ip link set rwt0 up",
+                 [](const Views& v) { return by_name(v, "rwt0")->mtu == 1400 && by_name(v, "rwt0")->admin_up; });
+    const std::string seen = events_of("rwt0");
+    EXPECT_NE(seen.find("admin_down admin_up"), std::string::npos) << seen;
+    EXPECT_EQ(seen.find("carrier_down"), std::string::npos) << "the admin-down took the carrier: " << seen;
+    const auto before = watcher_->link_events().size();
+    expect_event("ip addr flush dev rwt0",
+                 [](const Views& v) { return !has_addr(by_name(v, "rwt0"), "192.0.2.7", 24); });
+    EXPECT_NE(events_of("rwt0").find("address_removed=192.0.2.7/24"), std::string::npos) << events_of("rwt0");
+    EXPECT_GT(watcher_->link_events().size(), before);
+    // The peer going down is a carrier loss on rwt0, not an admin-down.
+    expect_event("ip link set rwt1 down", [](const Views& v) { return !by_name(v, "rwt0")->carrier; });
+    const std::string after = events_of("rwt0");
+    EXPECT_EQ(after.substr(after.size() - std::string("carrier_down ").size()), "carrier_down ") << after;
+}

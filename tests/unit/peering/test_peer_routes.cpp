@@ -11,6 +11,7 @@
 
 #include "api/log_safe.hpp"
 #include "api/peer_routes.hpp"
+#include "api/probe_view.hpp"
 
 using namespace rocewatch;
 using nlohmann::json;
@@ -87,6 +88,63 @@ TEST_F(PeerRoutesTest, ProbeRunRefusesJsonThatIsNotAnObjectWith400) {
     auto res = cli->Post("/api/v1/probes/run", auth, R"({"peer": "nobody"})", "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 404) << "a well-formed request still reaches the lookup";
+}
+
+// GET /probe wants the peer token (issue 11: it ran probes for anyone); an unknown target is
+// the probe's failure, 200 with probe_success 0, as blackbox_exporter answers; a kind that is
+// not in probes.enabled is not run.
+TEST_F(PeerRoutesTest, BlackboxProbeWantsTheTokenAndAnswersUnknownTargetsAsAFailedProbe) {
+    source.set(std::make_shared<const Snapshot>());
+    auto res = cli->Get("/probe?target=b&module=tcp_lat");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 401);
+    EXPECT_NE(res->get_header_value("WWW-Authenticate").find("Basic"), std::string::npos);
+    res = cli->Get("/probe?target=nobody&module=tcp_lat", auth);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+    EXPECT_NE(res->body.find("\nprobe_success 0\n"), std::string::npos) << res->body;
+    EXPECT_NE(res->body.find("probe_failure_info{reason=\"unknown_target\"} 1"), std::string::npos) << res->body;
+    // Enabled by default: queued (the scheduler is not running here) until the 0.1 s bound.
+    auto quick = auth;
+    quick.emplace("X-Prometheus-Scrape-Timeout-Seconds", "0.6");
+    res = cli->Get("/probe?target=b&module=tcp_bw", quick);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+    cfg->probes.enabled = {"tcp_lat"};
+    res = cli->Get("/probe?target=b&module=tcp_bw", quick);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << res->body;
+}
+
+static std::string b64(const std::string& in) {
+    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    for (size_t i = 0; i < in.size(); i += 3) {
+        unsigned n = static_cast<unsigned char>(in[i]) << 16;
+        if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
+        if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
+        out += kAlphabet[(n >> 18) & 63];
+        out += kAlphabet[(n >> 12) & 63];
+        out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
+        out += i + 2 < in.size() ? kAlphabet[n & 63] : '=';
+    }
+    return out;
+}
+
+TEST(Credentials, TheTokenAsBearerOrAsBasicAuthPassword) {
+    EXPECT_EQ(b64("prometheus:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"),
+              "cHJvbWV0aGV1czowMDExMjIzMzQ0NTU2Njc3ODg5OWFhYmJjY2RkZWVmZjAwMTEyMjMzNDQ1NTY2Nzc4ODk5YWFiYmNjZGRlZWZm");
+    const std::string tok = kToken;
+    EXPECT_TRUE(api::credentials_match("Bearer " + tok, tok));
+    EXPECT_FALSE(api::credentials_match("Bearer x" + tok, tok));
+    // base64("prometheus:<token>") and base64(":<token>"): any user name, the token as password.
+    EXPECT_TRUE(api::credentials_match("Basic " + b64("prometheus:" + tok), tok));
+    EXPECT_TRUE(api::credentials_match("Basic " + b64(":" + tok), tok));
+    EXPECT_FALSE(api::credentials_match("Basic " + b64("prometheus:" + tok + "x"), tok));
+    EXPECT_FALSE(api::credentials_match("Basic " + b64(tok), tok)) << "no colon";
+    EXPECT_FALSE(api::credentials_match("Basic !!!!", tok));
+    EXPECT_FALSE(api::credentials_match("Basic " + b64("u:"), "")) << "no token: no access";
+    EXPECT_FALSE(api::credentials_match("", tok));
 }
 
 // A NaN reached a double -> integer cast (undefined); infinities and negatives must not

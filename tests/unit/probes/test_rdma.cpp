@@ -10,11 +10,19 @@ using namespace rocewatch;
 
 TEST(RdmaErrors, WcStatusMapping) {
     EXPECT_STREQ(reason_from_wc_status(IBV_WC_SUCCESS), "");
-    EXPECT_STREQ(reason_from_wc_status(IBV_WC_RETRY_EXC_ERR), reason::peer_unreachable);
-    EXPECT_STREQ(reason_from_wc_status(IBV_WC_RNR_RETRY_EXC_ERR), reason::peer_busy);
-    EXPECT_STREQ(reason_from_wc_status(IBV_WC_WR_FLUSH_ERR), reason::peer_closed);
-    EXPECT_STREQ(reason_from_wc_status(IBV_WC_REM_ACCESS_ERR), reason::protocol_error);
-    EXPECT_STREQ(reason_from_wc_status(IBV_WC_REM_INV_REQ_ERR), reason::protocol_error);
+    // Named after what was observed, not a guess: no ACK is not "unreachable" (TCP may work).
+    EXPECT_STREQ(reason_from_wc_status(IBV_WC_RETRY_EXC_ERR), "rdma_no_ack");
+    EXPECT_STREQ(reason_from_wc_status(IBV_WC_RNR_RETRY_EXC_ERR), "rdma_receiver_not_ready");
+    EXPECT_STREQ(reason_from_wc_status(IBV_WC_WR_FLUSH_ERR), "rdma_flushed");
+    EXPECT_STREQ(reason_from_wc_status(IBV_WC_REM_ACCESS_ERR), "rdma_remote_refused");
+    EXPECT_STREQ(reason_from_wc_status(IBV_WC_REM_INV_REQ_ERR), "rdma_remote_refused");
+    EXPECT_STREQ(reason_from_wc_status(IBV_WC_BAD_RESP_ERR), "protocol_error");
+    // A completion that failed ran: none may read as "did not run" (peer_busy, skipped_busy).
+    for (int s = IBV_WC_LOC_LEN_ERR; s <= IBV_WC_TM_RNDV_INCOMPLETE; ++s) {
+        ProbeResult r;
+        r.reason = reason_from_wc_status(static_cast<ibv_wc_status>(s));
+        EXPECT_TRUE(probe_ran(r)) << s << " " << r.reason;
+    }
     EXPECT_STREQ(reason_from_wc_status(IBV_WC_LOC_PROT_ERR), reason::internal_error);
     EXPECT_STREQ(reason_from_wc_status(IBV_WC_FATAL_ERR), reason::internal_error);
     EXPECT_STREQ(reason_from_wc_status(static_cast<ibv_wc_status>(999)), reason::internal_error);

@@ -83,7 +83,8 @@ TEST(ProbeResultJson, ReaderTakesWhatItFinds) {
     const auto r = api::probe_result_from_json(j, ProbeKind::rdma_write_lat);
     EXPECT_EQ(r.kind, ProbeKind::rdma_write_lat) << "no kind in the document: the caller's";
     EXPECT_TRUE(r.success);
-    EXPECT_EQ(r.info, (std::map<std::string, std::string>{{"b", "x"}}));
+    // API version 2: a figure in `info` is a JSON number; it reads back as its decimal text.
+    EXPECT_EQ(r.info, (std::map<std::string, std::string>{{"a", "1"}, {"b", "x"}}));
     EXPECT_EQ(r.bytes_per_stream, (std::vector<uint64_t>{1, 3}));
     EXPECT_FALSE(r.latency);
 }

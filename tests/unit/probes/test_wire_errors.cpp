@@ -107,6 +107,44 @@ TEST(TcpWire, ReplyAndReportRoundTrip) {
     EXPECT_EQ(pd->bytes, 123456789012ull);
     EXPECT_EQ(pd->first_ns, 5'000'000'000'123);
     EXPECT_EQ(pd->last_ns, 5'001'000'000'456);
+    EXPECT_EQ(pd->first_read, 0u);  // what a server from before the field sends
+    p.first_read = 262144;
+    const auto pf = tcpwire::decode_report(tcpwire::encode(p).data(), 32);
+    ASSERT_TRUE(pf);
+    EXPECT_EQ(pf->first_read, 262144u);
+    EXPECT_EQ(pf->bytes, 123456789012ull);
+    p.first_read = 1u << 30;  // clamped to the 24 bits the field has
+    EXPECT_EQ(tcpwire::decode_report(tcpwire::encode(p).data(), 32)->first_read, tcpwire::kMaxFirstRead);
+}
+
+static tcpwire::Report report(uint64_t bytes, int64_t first_ns, int64_t last_ns, uint32_t first_read) {
+    tcpwire::Report r;
+    r.bytes = bytes;
+    r.first_ns = first_ns;
+    r.last_ns = last_ns;
+    r.first_read = first_read;
+    return r;
+}
+
+// Two reads of 1 MB one second apart are 1 MB/s: the first read's bytes arrived before the
+// span began (the receiver once divided both by the second between them: 2 MB/s).
+TEST(TcpWire, ReceiverSpanLeavesOutTheFirstRead) {
+    const auto one = tcpwire::receiver_span({report(2'000'000, 1'000'000'000, 2'000'000'000, 1'000'000)});
+    EXPECT_EQ(one.bytes, 1'000'000u);
+    EXPECT_DOUBLE_EQ(one.seconds, 1.0);
+    // Several streams: only the read that opened the span is outside it; the other streams'
+    // first reads arrived inside it. Streams with nothing received do not count.
+    const auto four = tcpwire::receiver_span({report(3'000, 500, 4'000, 1'000), report(5'000, 100, 3'000, 700),
+                                              report(0, 0, 0, 0), report(2'000, 2'000, 5'000, 2'000)});
+    EXPECT_EQ(four.bytes, 10'000u - 700u);
+    EXPECT_DOUBLE_EQ(four.seconds, 4'900 / 1e9);
+    // A server without the field (first_read 0): bytes over the span, as before.
+    EXPECT_EQ(tcpwire::receiver_span({report(2'000, 0, 1'000, 0)}).bytes, 2'000u);
+    // One read only: no span.
+    const auto single = tcpwire::receiver_span({report(4'096, 7, 7, 4'096)});
+    EXPECT_EQ(single.seconds, 0.0);
+    EXPECT_EQ(single.bytes, 4'096u);
+    EXPECT_EQ(tcpwire::receiver_span({}).seconds, 0.0);
 }
 
 TEST(Token, HexParsingAndComparison) {

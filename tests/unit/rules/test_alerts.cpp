@@ -242,3 +242,24 @@ TEST(Alerts, FromJsonRejectsWhatItDoesNotUnderstand) {
                            {"last_seen_ms", 0}});
     EXPECT_THROW(AlertTracker::from_json(j, 10), std::runtime_error);
 }
+
+// The scope travels with the alert into history and the state file; a file written before
+// alerts had a scope gets the rule's.
+TEST(Alerts, ScopeIsKeptAndOldStateFilesTakeTheRulesScope) {
+    AlertTracker t;
+    auto f = finding("peer_unreachable", "spark-b", Severity::critical);
+    f.scope = Scope::peer;
+    t.update({f}, Config{}, t0);
+    EXPECT_EQ(t.active().at(0).scope, Scope::peer);
+    EXPECT_EQ(t.history()->at(0).scope, Scope::peer);
+    auto j = t.to_json();
+    EXPECT_EQ(j["alerts"][0]["scope"], "peer");
+    EXPECT_EQ(AlertTracker::from_json(j, 10).active().at(0).scope, Scope::peer);
+    j["alerts"][0].erase("scope");
+    j["history"][0].erase("scope");
+    const auto old = AlertTracker::from_json(j, 10);
+    EXPECT_EQ(old.active().at(0).scope, Scope::peer) << "peer_unreachable's own scope";
+    EXPECT_EQ(old.history()->at(0).scope, Scope::peer);
+    j["alerts"][0]["scope"] = "galaxy";
+    EXPECT_THROW(AlertTracker::from_json(j, 10), std::runtime_error);
+}

@@ -139,8 +139,8 @@ TEST(PortDown, DisabledPortSaysBringTheNetdevUp) {
     EXPECT_TRUE(has(f->summary, "rocep1s0f1/1")) << f->summary;
     EXPECT_TRUE(has(f->summary, "enp1s0f1np1")) << f->summary;
     EXPECT_TRUE(has(f->action, "ip link set enp1s0f1np1 up")) << f->action;
-    EXPECT_EQ(f->details.at("state"), "DOWN");
-    EXPECT_EQ(f->details.at("phys_state"), "Disabled");
+    EXPECT_EQ(f->details.at("state"), "state 1: DOWN");
+    EXPECT_EQ(f->details.at("phys_state"), "phys_state 3: Disabled");
     EXPECT_EQ(of_rule(all, "port_down").size(), 1u);
 }
 
@@ -605,4 +605,56 @@ TEST(FieldNotes, PeermemMissing) {
     EXPECT_TRUE(has(f->action, "modprobe nvidia_peermem")) << f->action;
     s.host.nvidia_gpu_present = false;
     EXPECT_TRUE(of_rule(evaluate_rules(s, spark_config()), "peermem_missing").empty());
+}
+
+// ---------------------------------------------------------------- what the netlink history knows
+
+// `ip link set enp1s0f0np0 down` (to enslave it, to change its MTU) downs the port once: the
+// link_downed it leaves behind is not a fault.
+TEST(ErrorCounters, LinkDownedFromAnAdminDownIsNotAFault) {
+    Snapshot s = healthy_spark();
+    s.collected_at = TimePoint{} + std::chrono::hours(1);
+    port_of(s, "rocep1s0f0").window_increase["link_downed"] = 1;
+    s.link_events.push_back(
+        {.at = s.collected_at - std::chrono::minutes(2), .link = "enp1s0f0np0", .what = "admin_down"});
+    s.link_events.push_back(
+        {.at = s.collected_at - std::chrono::minutes(1), .link = "enp1s0f0np0", .what = "admin_up"});
+    auto all = evaluate_rules(s, spark_config());
+    EXPECT_FALSE(find(all, "error_counters", "rocep1s0f0/1:link_downed")) << dump(all);
+
+    // Another netdev's admin-down says nothing about this one.
+    s.link_events[0].link = "enp1s0f1np1";
+    EXPECT_TRUE(find(evaluate_rules(s, spark_config()), "error_counters", "rocep1s0f0/1:link_downed"));
+    // Nor does one older than the counter window (5 minutes).
+    s.link_events[0] = {.at = s.collected_at - std::chrono::minutes(6), .link = "enp1s0f0np0", .what = "admin_down"};
+    EXPECT_TRUE(find(evaluate_rules(s, spark_config()), "error_counters", "rocep1s0f0/1:link_downed"));
+    // A carrier loss is a fault.
+    s.link_events[0] = {.at = s.collected_at - std::chrono::minutes(2), .link = "enp1s0f0np0", .what = "carrier_down"};
+    EXPECT_TRUE(find(evaluate_rules(s, spark_config()), "error_counters", "rocep1s0f0/1:link_downed"));
+
+    // Two downs, one of them planned: one is left to explain.
+    s.link_events[0] = {.at = s.collected_at - std::chrono::minutes(2), .link = "enp1s0f0np0", .what = "admin_down"};
+    port_of(s, "rocep1s0f0").window_increase["link_downed"] = 2;
+    all = evaluate_rules(s, spark_config());
+    const auto f = find(all, "error_counters", "rocep1s0f0/1:link_downed");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->details.at("increase"), "1");
+    EXPECT_EQ(f->details.at("admin_downs"), "1");
+    EXPECT_TRUE(has(f->summary, "not counting 1 admin-down of enp1s0f0np0")) << f->summary;
+}
+
+// Enslaving a rail to a bond takes its address: the advice gives back the rail's own former
+// address, not the bond's.
+TEST(GidOnBond, SuggestsTheRailsOwnFormerAddress) {
+    Snapshot s = bonded_spark();
+    s.link_events.push_back({.link = "enp1s0f1np1", .what = "address_removed", .address = "192.168.200.11/24"});
+    s.link_events.push_back({.link = "enp1s0f0np0", .what = "address_removed", .address = "192.168.100.11/24"});
+    const auto all = evaluate_rules(s, spark_config());
+    auto f = find(all, "gid_on_bond", "rocep1s0f1/1");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_TRUE(has(f->action, "ip addr add 192.168.200.11/24 dev enp1s0f1np1")) << f->action;
+    EXPECT_EQ(f->details.at("former_address"), "192.168.200.11/24");
+    f = find(all, "gid_on_bond", "rocep1s0f0/1");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->action, "ip addr add 192.168.100.11/24 dev enp1s0f0np0")) << f->action;
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <vector>
 #include <string>
 
 #include <sys/stat.h>
@@ -733,4 +735,178 @@ TEST(SysfsFileCache, ListingsAreKeptUntilAReadWithGids) {
     EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 1u);
     r = read_rdma_devices(t.root, {.gids = true, .files = files});
     EXPECT_EQ(r.devices.at(0).ports.at(0).counters.size(), 2u);
+}
+
+// ---------------------------------------------------------------- NIC families
+
+// i40iw answers no PMA queries: every counters/ file reads "N/A (no PMA)". That is the
+// kernel saying "not available", as procfs and node_exporter take it: absent, no error, on
+// every collection.
+TEST(SysfsFamilies, NoPmaCountersAreAbsentNotErrors) {
+    EXPECT_TRUE(is_no_pma("N/A (no PMA)\n"));
+    EXPECT_FALSE(is_no_pma("N/A"));
+    EXPECT_FALSE(is_no_pma("0"));
+    for (int round = 0; round < 2; ++round) {
+        const auto r = read_rdma_devices(sysfs_fixture("i40iw-iwarp"));
+        EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors.front().text());
+        const auto& p = device(r, "i40iw0").ports.at(0);
+        EXPECT_TRUE(p.counters.empty());
+        EXPECT_FALSE(p.xmit_bytes);
+        EXPECT_FALSE(p.rcv_bytes);
+        EXPECT_EQ(p.hw_counters.at("tcpRetransSegs"), 3u);
+        EXPECT_EQ(p.hw_counters.at("ip4InOctets"), 1802466u);
+    }
+}
+
+// A pre-4.5 kernel (mlx4): counters/ saturates at 32 bits while counters_ext/ goes on. The
+// 64-bit value is kept, under the counters/ name, and the bytes follow it.
+TEST(SysfsFamilies, CountersExtWinsOverSaturated32BitCounters) {
+    const auto r = read_rdma_devices(sysfs_fixture("mlx4-ib"));
+    EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors.front().text());
+    const auto& d = device(r, "mlx4_0");
+    ASSERT_EQ(d.ports.size(), 2u);
+    const auto& p2 = d.ports[1];
+    EXPECT_EQ(p2.counters.at("port_xmit_data"), 106161427560u / 4);  // counters/ reads 4294967295
+    EXPECT_EQ(p2.xmit_bytes, 106161427560u);
+    EXPECT_EQ(p2.rcv_bytes, 9841747136u);
+    EXPECT_EQ(p2.counters.at("port_xmit_packets"), 88622850u);
+    EXPECT_EQ(p2.counters.at("unicast_xmit_packets"), 88621800u);
+    EXPECT_EQ(p2.counters.at("multicast_rcv_packets"), 1064u);
+    EXPECT_FALSE(p2.counters.contains("port_xmit_data_64"));
+    // Port 1 has no counters_ext/: counters/ as it is.
+    EXPECT_EQ(d.ports[0].xmit_bytes, 106036453180u);
+}
+
+// What node_exporter's infiniband collector reports for the mlx4 and hfi1 devices: the
+// values Prometheus procfs expects from its own fixture tree (sysfs/class_infiniband_test.go,
+// TestInfiniBandClass), whose values our fixtures carry. Rates in bytes/s, data counters in
+// bytes (x4); counters the procfs test leaves at zero are listed too.
+struct NodeExporterPort {
+    const char* device;
+    uint32_t port;
+    int state_id;
+    int phys_state_id;
+    uint64_t rate_bytes_per_second;
+    std::map<std::string, uint64_t> counters;  // procfs field, as its counters/ file name
+};
+
+const std::vector<NodeExporterPort>& node_exporter_view() {
+    static const std::vector<NodeExporterPort> v = {
+        {"hfi1_0",
+         1,
+         4,
+         5,
+         12500000000,
+         {{"port_rcv_data", 1380366808104},
+          {"port_rcv_packets", 638036947},
+          {"port_xmit_data", 1094233306172},
+          {"port_xmit_packets", 568318856},
+          {"port_xmit_wait", 0},
+          {"excessive_buffer_overrun_errors", 0},
+          {"link_downed", 0},
+          {"link_error_recovery", 0},
+          {"local_link_integrity_errors", 0},
+          {"port_rcv_constraint_errors", 0},
+          {"port_rcv_errors", 0},
+          {"port_rcv_remote_physical_errors", 0},
+          {"port_rcv_switch_relay_errors", 0},
+          {"port_xmit_constraint_errors", 0},
+          {"port_xmit_discards", 0},
+          {"symbol_error", 0},
+          {"VL15_dropped", 0}}},
+        {"mlx4_0",
+         1,
+         4,
+         5,
+         5000000000,
+         {{"port_rcv_data", 8884894436},
+          {"port_rcv_packets", 87169372},
+          {"port_xmit_data", 106036453180},
+          {"port_xmit_packets", 85734114},
+          {"port_xmit_wait", 3599},
+          {"excessive_buffer_overrun_errors", 0},
+          {"link_downed", 0},
+          {"link_error_recovery", 0},
+          {"local_link_integrity_errors", 0},
+          {"port_rcv_constraint_errors", 0},
+          {"port_rcv_errors", 0},
+          {"port_rcv_remote_physical_errors", 0},
+          {"port_rcv_switch_relay_errors", 0},
+          {"port_xmit_constraint_errors", 0},
+          {"port_xmit_discards", 0},
+          {"symbol_error", 0},
+          {"VL15_dropped", 0}}},
+        // Port 2 is laid out as on a pre-4.5 kernel: node_exporter reports its counters_ext/
+        // values as node_infiniband_legacy_*; procfs's port_xmit_data (106161427560) is what
+        // counters_ext holds here, while counters/ saturated at 2^32-1 words.
+        {"mlx4_0",
+         2,
+         4,
+         5,
+         5000000000,
+         {{"port_rcv_data", 9841747136},
+          {"port_rcv_packets", 89332064},
+          {"port_xmit_data", 106161427560},
+          {"port_xmit_packets", 88622850},
+          {"port_xmit_wait", 3846},
+          {"excessive_buffer_overrun_errors", 0},
+          {"link_downed", 0},
+          {"link_error_recovery", 0},
+          {"local_link_integrity_errors", 0},
+          {"port_rcv_constraint_errors", 0},
+          {"port_rcv_errors", 0},
+          {"port_rcv_remote_physical_errors", 0},
+          {"port_rcv_switch_relay_errors", 0},
+          {"port_xmit_constraint_errors", 0},
+          {"port_xmit_discards", 0},
+          {"symbol_error", 0},
+          {"VL15_dropped", 0}}},
+    };
+    return v;
+}
+
+TEST(SysfsFamilies, ReadingsEqualNodeExporters) {
+    std::map<std::string, SysfsReadResult> trees;
+    trees["hfi1_0"] = read_rdma_devices(sysfs_fixture("hfi1-opa"));
+    trees["mlx4_0"] = read_rdma_devices(sysfs_fixture("mlx4-ib"));
+    for (const auto& [name, r] : trees) EXPECT_EQ(r.read_errors, 0u) << name;
+    for (const auto& want : node_exporter_view()) {
+        SCOPED_TRACE(std::string(want.device) + "/" + std::to_string(want.port));
+        const auto& d = device(trees.at(want.device), want.device);
+        const auto it = std::find_if(d.ports.begin(), d.ports.end(),
+                                     [&](const RdmaPort& p) { return p.port == want.port; });
+        ASSERT_NE(it, d.ports.end());
+        const RdmaPort& p = *it;
+        EXPECT_EQ(p.state, want.state_id);
+        EXPECT_EQ(p.phys_state, want.phys_state_id);
+        ASSERT_TRUE(p.rate_gbps);
+        // node_exporter: Gb/s x 125,000,000; ours: Gb/s, exported as x 1e9 / 8: the same.
+        EXPECT_EQ(static_cast<uint64_t>(*p.rate_gbps * 1e9 / 8), want.rate_bytes_per_second);
+        for (const auto& [counter, value] : want.counters) {
+            SCOPED_TRACE(counter);
+            if (counter == "port_rcv_data") {
+                EXPECT_EQ(p.rcv_bytes, value);
+            } else if (counter == "port_xmit_data") {
+                EXPECT_EQ(p.xmit_bytes, value);
+            } else {
+                ASSERT_TRUE(p.counters.contains(counter));
+                EXPECT_EQ(p.counters.at(counter), value);
+            }
+        }
+    }
+    const auto& hfi = device(trees.at("hfi1_0"), "hfi1_0");
+    EXPECT_EQ(hfi.board_id, "HPE 100Gb 1-port OP101 QSFP28 x16 PCIe Gen3 with Intel Omni-Path Adapter");
+    EXPECT_EQ(hfi.fw_ver, "1.27.0");
+    EXPECT_EQ(hfi.hca_type, "");
+    EXPECT_EQ(hfi.driver, "hfi1");
+    const auto& mlx4 = device(trees.at("mlx4_0"), "mlx4_0");
+    EXPECT_EQ(mlx4.board_id, "SM_1141000001000");
+    EXPECT_EQ(mlx4.fw_ver, "2.31.5050");
+    EXPECT_EQ(mlx4.hca_type, "MT4099");
+    EXPECT_EQ(mlx4.driver, "mlx4_core");
+    for (const auto* d : {&hfi, &mlx4})
+        for (const auto& p : d->ports) {
+            EXPECT_EQ(p.link_layer, "InfiniBand");
+            EXPECT_TRUE(p.netdev.empty());
+        }
 }

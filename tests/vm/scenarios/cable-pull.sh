@@ -122,7 +122,7 @@ if ((daemon_up)) && [[ -n $QMP_US ]]; then
     labels='device="rxe0",port="1"'
     expect_metric "rocewatch_rdma_port_up{$labels} 0" "rocewatch_rdma_port_state{$labels} 1" \
         "rocewatch_link_carrier{netdev=\"railA\"} 0" \
-        "rocewatch_alert_active{rule=\"port_down\",object=\"rxe0/1\",severity=\"critical\",state=\"firing\"} 1"
+        "rocewatch_alert_active{rule=\"port_down\",object=\"rxe0/1\",severity=\"critical\",state=\"firing\",scope=\"node\"} 1"
     save_daemon_state pulled
 fi
 sync_point pulled 120

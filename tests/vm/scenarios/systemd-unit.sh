@@ -11,10 +11,12 @@
 #   - inside the sandbox it still reads the RDMA devices, GID tables and verbs attributes
 #     (uverbs opened through DeviceAllow) and the links over netlink;
 #   - as the active side it runs RDMA write bandwidth and latency per rail, both rails at
-#     once, TCP bandwidth, and UCX put latency and bandwidth (UCX in --ucx-session children
-#     of /proc/self/exe, under MemoryDenyWriteExecute) against node 2's daemon;
+#     once, TCP bandwidth, and UCX put latency and bandwidth (UCX in rocewatch-ucx-session
+#     children, under MemoryDenyWriteExecute) against node 2's daemon;
 #   - as the passive side it serves node 2's RDMA and UCX sessions;
-#   - `systemctl reload` reloads the config, `systemctl stop` ends it with status 0.
+#   - `systemctl reload` reloads the config; `journalctl -p warning -u rocewatchd` shows a
+#     rejected reload and an alert firing, with RULE=/OBJECT=/DEVICE= fields;
+#   - `systemctl stop` ends it with status 0.
 # vm-nodes: 2
 # vm-timeout: 600
 DAEMON_LISTEN=0.0.0.0:9879
@@ -288,6 +290,29 @@ while :; do
     snooze 0.1
 done
 if [[ -n $after && $after != "$before" ]]; then pass "systemctl reload: a successful reload at $after (was '${before}')"; else fail "systemctl reload: no new successful reload ($before -> $after)"; fi
+expect_metric "rocewatch_config_last_reload_successful 1"
+
+section "journald: priorities and fields"
+# journal_warnings PATTERN: waits up to 10 s for `journalctl -p warning -u rocewatchd` to show it.
+journal_warnings() {
+    local t=0
+    until sd journalctl -p warning -u rocewatchd --no-pager -o cat 2>/dev/null | grep -q -- "$1"; do
+        ((t++ < 100)) || return 1
+        snooze 0.1
+    done
+}
+cp "$CFG" "$RES/rocewatch.toml.good"
+printf '\n[rules.no_such_rule]\nenabled = false\n' >>"$CFG"
+sd timeout 60 systemctl reload rocewatchd.service >/dev/null 2>&1
+check "journalctl -p warning -u rocewatchd shows the rejected reload" journal_warnings "config reload rejected"
+# A port rate the rxe ports cannot meet: port_rate_low fires (warning) at once.
+sed 's/^port_rate_gbps = 100$/port_rate_gbps = 400/' "$RES/rocewatch.toml.good" >"$CFG"
+sd timeout 60 systemctl reload rocewatchd.service >/dev/null 2>&1
+check "journalctl -p warning -u rocewatchd shows the alert firing" journal_warnings "alert port_rate_low rxe0/1 firing (warning, node)"
+check_match "the firing line carries RULE=, OBJECT=, DEVICE= fields" "RULE=port_rate_low OBJECT=rxe0/1 DEVICE=rxe0" \
+    "$(sd journalctl -u rocewatchd --no-pager -o json 2>/dev/null | jq -r 'select(.RULE == "port_rate_low" and .OBJECT == "rxe0/1") | "RULE=\(.RULE) OBJECT=\(.OBJECT) DEVICE=\(.DEVICE)"' | head -1)"
+cp "$RES/rocewatch.toml.good" "$CFG"
+start_unit reload
 expect_metric "rocewatch_config_last_reload_successful 1"
 sd journalctl -u rocewatchd --no-pager >"$RES/journal-rocewatchd.txt" 2>&1
 if out=$(sd timeout 60 systemctl stop rocewatchd.service 2>&1); then pass "systemctl stop"; else fail "systemctl stop: $out"; fi

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""N rocewatchd (default 64) in network namespaces, as the cluster test builds them (one bridge
+per rail, rails a and b, racks of 4), each probing its K ring successors on both rails with
+the given TCP probe intervals, for a given duration. Reports per daemon: RSS, CPU, series in
+/metrics, probes run and probe bytes sent per minute (the rail veths' tx_bytes).
+
+Usage (root): bench/cluster_scale.py [--nodes 64] [--minutes 5] [--ring 4]
+                                     [--lat-interval 30s] [--bw-interval 15m] [--bw-duration 100ms]
+"""
+import argparse
+import os
+import re
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "cluster"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+import test_cluster as tc  # noqa: E402
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def config(i, args, token, work):
+    peers = [(i + k) % args.nodes for k in range(1, args.ring + 1)]
+    path = tc.daemon_config(i, token, work, peers)
+    with open(path) as f:
+        text = f.read()
+    text = re.sub(r'\[probes.tcp_lat\]\ninterval = "\w+"\njitter = "\w+"',
+                  f'[probes.tcp_lat]\ninterval = "{args.lat_interval}"\njitter = "{args.lat_jitter}"', text)
+    text = re.sub(r'\[probes.tcp_bw\]\ninterval = "\w+"\njitter = "\w+"\nduration = "\w+"',
+                  f'[probes.tcp_bw]\ninterval = "{args.bw_interval}"\njitter = "{args.bw_jitter}"\n'
+                  f'duration = "{args.bw_duration}"', text)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def daemon_pid(d):
+    """The rocewatchd under `ip netns exec` (exec'd in place, so the same pid)."""
+    return d.proc.pid
+
+
+def tx_bytes(ns):
+    total = 0
+    for dev in ("ra", "rb"):
+        r = ns.run("cat", f"/sys/class/net/{dev}/statistics/tx_bytes")
+        total += int(r.stdout)
+    return total
+
+
+def runs(d):
+    """(peer, rail, kind) -> last run timestamp, from /metrics."""
+    code, body = d.get("/metrics")
+    out = {}
+    series = 0
+    for line in body.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        series += 1
+        if line.startswith("rocewatch_probe_last_run_timestamp_seconds{"):
+            labels, value = line.rsplit(" ", 1)
+            out[labels] = float(value)
+    return out, series
+
+
+def summary(name, values, fmt="{:.1f}"):
+    values = sorted(values)
+    return (f"{name}: median " + fmt.format(statistics.median(values)) + ", max " + fmt.format(values[-1]) +
+            ", total " + fmt.format(sum(values)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=64)
+    ap.add_argument("--minutes", type=float, default=5)
+    ap.add_argument("--ring", type=int, default=4)
+    ap.add_argument("--lat-interval", default="30s")
+    ap.add_argument("--lat-jitter", default="3s")
+    ap.add_argument("--bw-interval", default="15m")
+    ap.add_argument("--bw-jitter", default="1m")
+    ap.add_argument("--bw-duration", default="100ms")
+    ap.add_argument("--sample", type=float, default=5, help="seconds between /metrics samples")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="rw-scale-")
+    os.chmod(work, 0o755)
+    token = os.path.join(work, "token")
+    with open(token, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    os.chmod(token, 0o600)
+    t0 = time.monotonic()
+    with tc.Cluster(work, token, nodes=args.nodes, config=lambda i: config(i, args, token, work)) as c:
+        c.start_daemons()
+        print(f"{args.nodes} daemons up in {time.monotonic() - t0:.0f} s; measuring {args.minutes} min", flush=True)
+        pids = [daemon_pid(d) for d in c.daemons]
+        cpu0 = [cpu_seconds(p) for p in pids]
+        tx0 = [tx_bytes(n) for n in c.nodes]
+        last = [runs(d)[0] for d in c.daemons]
+        probes = [0] * args.nodes
+        series = [0] * args.nodes
+        start = time.monotonic()
+        end = start + args.minutes * 60
+        while time.monotonic() < end:
+            time.sleep(args.sample)
+            for i, d in enumerate(c.daemons):
+                now, series[i] = runs(d)
+                probes[i] += sum(1 for k, v in now.items() if last[i].get(k) != v)
+                last[i] = now
+        minutes = (time.monotonic() - start) / 60
+        cpu = [(cpu_seconds(p) - c0) / (minutes * 60) * 100 for p, c0 in zip(pids, cpu0)]
+        tx = [(tx_bytes(n) - b0) / minutes for n, b0 in zip(c.nodes, tx0)]
+        rss = [rss_mib(p) for p in pids]
+        alive = sum(1 for d in c.daemons if d.proc.poll() is None)
+    print(f"nodes {args.nodes}, ring {args.ring}, rails 2, tcp_lat every {args.lat_interval}, "
+          f"tcp_bw every {args.bw_interval} for {args.bw_duration}, {minutes:.1f} min measured")
+    print(summary("RSS MiB per daemon", rss))
+    print(summary("CPU % of a core per daemon", cpu, "{:.2f}"))
+    print(summary("series per daemon", series, "{:.0f}"))
+    print(summary("probes per minute per daemon", [p / minutes for p in probes]))
+    print(summary("probe bytes sent per minute per daemon (rail tx_bytes)", tx, "{:.0f}"))
+    print(f"daemons alive at the end: {alive}/{args.nodes}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Memory side by side: rocewatchd and Debian's prometheus-node-exporter (infiniband, bonding and
+netclass collectors) on the same trees, both scraped as Prometheus does (gzip), then RSS and PSS
+(from /proc/PID/smaps_rollup) of each, with ratios. PSS counts a shared library's pages divided
+among the processes that map them, so it is what one more daemon really costs a node.
+
+    bench/memory_vs_node_exporter.py [--scrapes 12] [--interval 5s] TREE...    # root
+TREE is "spark" (the committed DGX Spark fixture) or a directory from bench/make_nic_tree.py.
+Goal (issue 14): rocewatchd's RSS below node_exporter's and its PSS at most a third of it.
+ROCEWATCHD names the binary (default build/daemon/rocewatchd); extra daemon environment, such as
+MALLOC_ARENA_MAX, passes through."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "integration"))
+import rwtest  # noqa: E402
+
+
+def mem_kib(pid):
+    """VmRSS, VmHWM, RssAnon, RssFile from status; Pss, Pss_Anon, Pss_File from smaps_rollup."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "VmHWM:", "RssAnon:", "RssFile:")):
+                out[line.split(":")[0]] = int(line.split()[1])
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith(("Pss:", "Pss_Anon:", "Pss_File:")):
+                out[line.split(":")[0]] = int(line.split()[1])
+    return out
+
+
+def scrape(ns, port):
+    """One gzip scrape from inside the namespace; the body's size as sent."""
+    r = subprocess.run(["ip", "netns", "exec", ns.name, "curl", "-sS", "-H", "Accept-Encoding: gzip",
+                        "-o", "/dev/null", "-w", "%{size_download}", f"http://127.0.0.1:{port}/metrics"],
+                       capture_output=True, text=True, check=True)
+    return int(r.stdout)
+
+
+def tree_paths(tree):
+    fx = os.path.abspath(rwtest.fixtures())
+    if tree == "spark":
+        return f"{fx}/sysfs/dgx-spark", f"{fx}/procfs/dgx-spark"
+    return os.path.abspath(f"{tree}/sysfs"), os.path.abspath(f"{tree}/procfs")
+
+
+def measure(tree, a, cfg):
+    sysfs, procfs = tree_paths(tree)
+    n = len(os.listdir(f"{sysfs}/class/infiniband"))
+    with rwtest.Netns("mem") as ns:
+        rw_port, ne_port = rwtest.free_port(), rwtest.free_port()
+        ne = subprocess.Popen(["ip", "netns", "exec", ns.name, "prometheus-node-exporter", "--collector.disable-defaults",
+                               "--collector.infiniband", "--collector.bonding", "--collector.netclass",
+                               f"--path.sysfs={sysfs}", f"--path.procfs={procfs}",
+                               f"--web.listen-address=127.0.0.1:{ne_port}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with rwtest.Daemon(netns=ns, sysfs=sysfs, procfs=procfs, config=cfg, port=rw_port,
+                               extra=["--log-level", "warn"]) as d:
+                rwtest.wait_for(lambda: subprocess.run(["ip", "netns", "exec", ns.name, "curl", "-sf", "-o", "/dev/null",
+                                                        f"http://127.0.0.1:{ne_port}/metrics"]).returncode == 0,
+                                10, "node_exporter")
+                rw_bytes = ne_bytes = 0
+                for _ in range(a.scrapes):
+                    rw_bytes, ne_bytes = scrape(ns, rw_port), scrape(ns, ne_port)
+                    time.sleep(a.gap)
+                rw, nem = mem_kib(d.proc.pid), mem_kib(ne.pid)
+        finally:
+            ne.terminate()
+            ne.wait()
+    return n, rw, nem, rw_bytes, ne_bytes
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scrapes", type=int, default=12)
+    ap.add_argument("--gap", type=float, default=1.0, help="seconds between scrape rounds")
+    ap.add_argument("--interval", default="5s", help="rocewatchd's collection interval")
+    ap.add_argument("trees", nargs="+")
+    a = ap.parse_args()
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+    cfg.write(f'[daemon]\ninterval = "{a.interval}"\n')
+    cfg.close()
+    rows = []
+    try:
+        for tree in a.trees:
+            rows.append(measure(tree, a, cfg.name))
+    finally:
+        os.unlink(cfg.name)
+    mib = lambda k: f"{k / 1024:.1f}"  # noqa: E731
+    print(f"after {a.scrapes} gzip scrapes each, {a.gap} s apart; rocewatchd interval {a.interval}; "
+          f"load {os.getloadavg()[0]:.1f}; MiB; ratios ours/node_exporter")
+    print("| NICs | RSS ours / ne | ratio | PSS ours / ne | ratio | PSS ours / RSS ne (goal <= 0.33) "
+          "| anon RSS ours / ne | gzip body bytes ours / ne |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for n, rw, ne, rb, nb in rows:
+        print(f"| {n} | {mib(rw['VmRSS'])} / {mib(ne['VmRSS'])} | {rw['VmRSS'] / ne['VmRSS']:.2f} "
+              f"| {mib(rw['Pss'])} / {mib(ne['Pss'])} | {rw['Pss'] / ne['Pss']:.2f} | {rw['Pss'] / ne['VmRSS']:.2f} "
+              f"| {mib(rw['RssAnon'])} / {mib(ne['RssAnon'])} | {rb} / {nb} |")
+
+
+if __name__ == "__main__":
+    main()

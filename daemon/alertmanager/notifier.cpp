@@ -1,0 +1,187 @@
+// The Alertmanager notifier's threads: watch snapshots, queue what is due, POST it.
+#include "daemon/alertmanager/notifier.hpp"
+
+#include <httplib.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "util/clock.hpp"
+#include "util/http_url.hpp"
+
+namespace rocewatch::alertmanager {
+namespace {
+
+// Prometheus' notifier sends at most 64 alerts per request, too.
+constexpr size_t kMaxBatch = 64;
+constexpr auto kWatchEvery = std::chrono::seconds(1);
+// While an Alertmanager fails, everything is queued again this often: the next attempt that
+// succeeds is the catch-up, without waiting out resend_interval.
+constexpr auto kRetryEvery = std::chrono::seconds(5);
+
+// A credential file's content without the trailing newline editors add; nullopt if unreadable.
+std::optional<std::string> read_secret(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return std::nullopt;
+    std::string s(4096, '\0');
+    f.read(s.data(), static_cast<std::streamsize>(s.size()));
+    s.resize(static_cast<size_t>(f.gcount()));
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+Notifier::Notifier(const Config& config, NotifierDeps deps)
+    : deps_(std::move(deps)), queue_(config.alertmanager.queue_capacity) {
+    apply_config(config);
+}
+
+Notifier::~Notifier() { stop(); }
+
+void Notifier::start() {
+    watcher_ = std::thread([this] { watch_loop(); });
+    sender_ = std::thread([this] { send_loop(); });
+}
+
+void Notifier::stop() {
+    {
+        std::lock_guard lock(wake_mu_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    queue_.close();
+    if (watcher_.joinable()) watcher_.join();
+    if (sender_.joinable()) sender_.join();
+}
+
+void Notifier::apply_config(const Config& config) {
+    auto c = std::make_shared<const Config>(config);
+    std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<Target>> targets;
+    for (const auto& url : c->alertmanager.urls) {
+        auto same = std::ranges::find(targets_, url, &Target::url);
+        if (same != targets_.end()) {
+            targets.push_back(*same);  // counters carry on across a reload
+        } else {
+            auto t = std::make_shared<Target>();
+            t->url = url;
+            targets.push_back(std::move(t));
+        }
+    }
+    targets_ = std::move(targets);
+    queue_.set_capacity(c->alertmanager.queue_capacity);
+    config_ = std::move(c);
+}
+
+std::shared_ptr<const Config> Notifier::config() const {
+    std::lock_guard lock(mu_);
+    return config_;
+}
+
+std::optional<AlertmanagerStats> Notifier::stats() const {
+    std::lock_guard lock(mu_);
+    if (targets_.empty()) return std::nullopt;
+    AlertmanagerStats s;
+    for (const auto& t : targets_) s.targets.push_back({.url = t->url, .sent = t->sent, .errors = t->errors});
+    s.dropped = dropped_;
+    s.queue_length = queue_.size();
+    return s;
+}
+
+void Notifier::watch_loop() {
+    for (;;) {
+        {
+            std::unique_lock lock(wake_mu_);
+            if (wake_.wait_for(lock, kWatchEvery, [&] { return stopping_.load(); })) return;
+        }
+        auto c = config();
+        auto snap = deps_.snapshots();
+        if (c->alertmanager.urls.empty() || !snap) continue;
+        const auto tick = SteadyClock::now();
+        if (failing_ && tick - last_retry_ >= kRetryEvery) {
+            resend_all_ = true;
+            last_retry_ = tick;
+        }
+        if (resend_all_.exchange(false)) book_.resend_all();
+        const std::string node = c->alertmanager.node.empty() ? snap->host.hostname : c->alertmanager.node;
+        BookSettings s{.node = node,
+                       .generator_base = generator_base(c->alertmanager, c->daemon.listen, node),
+                       .resend_interval = c->alertmanager.resend_interval};
+        auto due = book_.step(snap->alerts, s, deps_.now());
+        if (due.empty()) continue;
+        if (size_t dropped = queue_.push(std::move(due))) {
+            dropped_ += dropped;
+            deps_.log->warn("alertmanager: queue full, dropped the {} oldest alerts", dropped);
+        }
+    }
+}
+
+void Notifier::send_loop() {
+    while (!stopping_) {
+        auto batch = queue_.pop(kMaxBatch, std::chrono::seconds(1));
+        if (batch.empty()) continue;
+        const std::string body = payload_json(batch).dump();
+        auto c = config();
+        std::vector<std::shared_ptr<Target>> targets;
+        {
+            std::lock_guard lock(mu_);
+            targets = targets_;
+        }
+        bool failing = false;
+        for (auto& t : targets) {
+            if (stopping_) return;
+            send(*t, c->alertmanager, body, batch.size());
+            failing = failing || t->failing;
+        }
+        failing_ = failing;
+    }
+}
+
+void Notifier::send(Target& t, const AlertmanagerConfig& c, const std::string& body, size_t count) {
+    std::string error;
+    std::string why;
+    auto url = parse_http_url(t.url, why);  // checked when the config was loaded
+    if (!url) error = why;
+    httplib::Headers headers;
+    if (error.empty() && !c.bearer_token_file.empty()) {
+        if (auto token = read_secret(c.bearer_token_file))
+            headers.emplace("Authorization", "Bearer " + *token);
+        else
+            error = "cannot read bearer_token_file " + c.bearer_token_file;
+    }
+    std::optional<std::string> password;
+    if (error.empty() && !c.basic_auth_username.empty()) {
+        password = read_secret(c.basic_auth_password_file);
+        if (!password) error = "cannot read basic_auth_password_file " + c.basic_auth_password_file;
+    }
+    if (error.empty()) {
+        httplib::Client cli(url->host, url->port);
+        const auto secs = c.timeout.count() / 1000;
+        const auto usecs = (c.timeout.count() % 1000) * 1000;
+        cli.set_connection_timeout(secs, usecs);
+        cli.set_read_timeout(secs, usecs);
+        cli.set_write_timeout(secs, usecs);
+        if (password) cli.set_basic_auth(c.basic_auth_username, *password);
+        auto res = cli.Post(url->path + "/api/v2/alerts", headers, body, "application/json");
+        if (!res)
+            error = httplib::to_string(res.error());
+        else if (res->status < 200 || res->status > 299)
+            error = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 200);
+    }
+    if (error.empty()) {
+        t.sent += count;
+        if (t.failing) {
+            deps_.log->info("alertmanager {}: reachable again; sending every alert again", t.url);
+            resend_all_ = true;
+        }
+        t.failing = false;
+        return;
+    }
+    t.errors += count;
+    if (!t.failing) deps_.log->warn("alertmanager {}: {} alerts not delivered: {}", t.url, count, error);
+    deps_.log->debug("alertmanager {}: {} alerts not delivered: {}", t.url, count, error);
+    t.failing = true;
+}
+
+}  // namespace rocewatch::alertmanager

@@ -1,0 +1,201 @@
+// Keeps the cluster inventory loaded: reads it at start, on SIGHUP and when the file changes (inotify), and publishes
+// the state.
+#include "daemon/cluster/inventory_keeper.hpp"
+
+#include <poll.h>
+#include <sys/inotify.h>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/cluster/inventory.hpp"
+#include "util/clock.hpp"
+
+namespace rocewatch {
+namespace {
+
+// How often this node's identity is compared with the inventory again without a file change
+// (an address that arrives after start), and how often a missing directory is looked for.
+constexpr auto kRecheck = std::chrono::seconds(5);
+// Editors write, rename and chmod in a burst: one read after it settles.
+constexpr auto kSettle = std::chrono::milliseconds(100);
+
+std::vector<std::string> targets(const ClusterState& s) {
+    std::vector<std::string> out;
+    for (const auto& e : s.inventory.entries) out.push_back(e.target);
+    return out;
+}
+
+}  // namespace
+
+InventoryKeeper::InventoryKeeper(std::string path, uint16_t listen_port, std::function<LocalIdentity()> identity,
+                                 std::shared_ptr<spdlog::logger> log)
+    : listen_port_(listen_port), identity_(std::move(identity)), log_(std::move(log)), path_(std::move(path)) {
+    std::lock_guard lock(mu_);
+    auto s = std::make_shared<ClusterState>();
+    s->path = path_;
+    state_ = std::move(s);
+    inotify_.reset(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (!inotify_) log_->warn("inventory: inotify unavailable ({}); changes are read on SIGHUP only", errno);
+    if (!path_.empty()) {
+        arm_watch_locked();
+        load_locked();
+    }
+}
+
+InventoryKeeper::~InventoryKeeper() { stop(); }
+
+void InventoryKeeper::arm_watch_locked() {
+    if (!inotify_ || path_.empty()) return;
+    if (watch_ >= 0) inotify_rm_watch(inotify_.get(), watch_);
+    const auto dir = std::filesystem::path(path_).parent_path();
+    watch_ = inotify_add_watch(inotify_.get(), (dir.empty() ? std::string(".") : dir.string()).c_str(),
+                               IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB |
+                                   IN_DELETE_SELF | IN_MOVE_SELF);
+}
+
+void InventoryKeeper::load_locked() {
+    auto next = std::make_shared<ClusterState>(*state_);
+    next->path = path_;
+    next->last_attempt = Clock::now();
+    ++next->loads;
+    if (path_.empty()) {
+        next->inventory = {};
+        next->last_load_ok = true;
+        next->last_error.clear();
+    } else {
+        auto r = read_inventory(path_);
+        if (r.inventory) {
+            next->inventory = std::move(*r.inventory);
+            next->last_load_ok = true;
+            next->last_error.clear();
+            next->loaded_at = next->last_attempt;
+            for (const auto& w : next->inventory.warnings) log_->warn("inventory {}: {}", path_, w);
+        } else {
+            next->last_load_ok = false;
+            next->last_error = r.error;
+            ++next->load_failures;
+            log_->error("inventory rejected, keeping the previous one ({} entries): {}", next->inventory.entries.size(),
+                        r.error);
+        }
+    }
+    const bool changed = targets(*next) != targets(*state_);
+    state_ = std::move(next);
+    if (changed) {
+        log_->info("inventory {}: {} entries", path_, state_->inventory.entries.size());
+        ++generation_;
+    }
+    refind_self_locked();
+}
+
+void InventoryKeeper::refind_self_locked() {
+    const LocalIdentity id = identity_ ? identity_() : LocalIdentity{};
+    SelfMatch m = find_self(state_->inventory, id.hostname, id.addresses, listen_port_);
+    if (m.index == state_->self.index && m.reason == state_->self.reason) return;
+    auto next = std::make_shared<ClusterState>(*state_);
+    if (m.index != next->self.index) {
+        ++generation_;
+        if (m.index)
+            log_->info("inventory: this node is {} ({})", next->inventory.entries[*m.index].target, m.reason);
+        else if (!next->inventory.entries.empty())
+            log_->warn("inventory: this node is not in it: {}", m.reason);
+    }
+    next->self = std::move(m);
+    state_ = std::move(next);
+}
+
+void InventoryKeeper::reload(const std::string& path) {
+    std::lock_guard lock(mu_);
+    if (path != path_) {
+        path_ = path;
+        arm_watch_locked();
+    }
+    load_locked();
+}
+
+void InventoryKeeper::reload() {
+    std::lock_guard lock(mu_);
+    load_locked();
+}
+
+std::shared_ptr<const ClusterState> InventoryKeeper::latest() const {
+    std::lock_guard lock(mu_);
+    return state_;
+}
+
+void InventoryKeeper::start() {
+    if (thread_.joinable()) return;
+    stopping_ = false;
+    thread_ = std::thread([this] { loop(); });
+}
+
+void InventoryKeeper::stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+}
+
+void InventoryKeeper::loop() {
+    auto next_check = SteadyClock::now() + kRecheck;
+    alignas(inotify_event) char buf[16 * 1024];
+    while (!stopping_) {
+        bool ours = false;
+        if (inotify_) {
+            // A short poll: stop() is seen within 200 ms without a wake-up pipe.
+            pollfd p{.fd = inotify_.get(), .events = POLLIN, .revents = 0};
+            if (poll(&p, 1, 200) > 0) {
+                std::string name;
+                {
+                    std::lock_guard lock(mu_);
+                    name = std::filesystem::path(path_).filename().string();
+                }
+                for (;;) {
+                    const ssize_t n = read(inotify_.get(), buf, sizeof(buf));
+                    if (n <= 0) break;
+                    for (ssize_t off = 0; off < n;) {
+                        const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+                        if ((ev->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) ||
+                            (ev->len > 0 && name == ev->name))
+                            ours = true;
+                        off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+                    }
+                }
+            }
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        if (ours) {
+            std::this_thread::sleep_for(kSettle);
+            while (inotify_ && read(inotify_.get(), buf, sizeof(buf)) > 0) {
+            }
+            std::lock_guard lock(mu_);
+            // The directory itself went away or was replaced: watch it again.
+            arm_watch_locked();
+            load_locked();
+        }
+        if (SteadyClock::now() >= next_check) {
+            next_check = SteadyClock::now() + kRecheck;
+            std::lock_guard lock(mu_);
+            if (watch_ < 0) arm_watch_locked();
+            refind_self_locked();
+        }
+    }
+}
+
+std::vector<PeerConfig> inventory_peers(const ClusterState& state, const Config& c) {
+    std::vector<PeerConfig> out;
+    if (!state.self.index || c.cluster.ring_successors == 0) return out;
+    std::set<std::string> configured;
+    for (const auto& p : c.peers) configured.insert(p.address);
+    const auto& entries = state.inventory.entries;
+    for (size_t i : ring_successors(entries.size(), *state.self.index, c.cluster.ring_successors)) {
+        if (configured.count(entries[i].target)) continue;
+        out.push_back(
+            PeerConfig{.name = entries[i].target, .address = entries[i].target, .rails = {}, .from_inventory = true});
+    }
+    return out;
+}
+
+}  // namespace rocewatch

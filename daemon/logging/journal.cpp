@@ -1,0 +1,137 @@
+// Logging that journald understands: priorities, structured fields, a once-per-key limiter.
+#include "daemon/logging/journal.hpp"
+
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+// The CODE_FILE/LINE/FUNC sd-journal would add name this sink, not the caller.
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
+
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+namespace rocewatch::logging {
+namespace {
+
+constexpr const char* kJournalSocket = "/run/systemd/journal/socket";
+thread_local std::vector<std::pair<std::string, std::string>> t_fields;
+thread_local int t_priority = -1;
+
+// MESSAGE, PRIORITY, SYSLOG_IDENTIFIER and the thread's Fields by sd_journal_sendv; a line
+// the socket refuses (no journald) is written to stderr as "<N>message", which journald's
+// stream reader takes the priority from.
+class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
+public:
+    JournalSink(std::string identifier, bool use_socket)
+        : identifier_("SYSLOG_IDENTIFIER=" + std::move(identifier)), use_socket_(use_socket) {}
+
+protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+        const int prio = t_priority >= 0 ? t_priority : priority_of(msg.level);
+        const std::string text(msg.payload.data(), msg.payload.size());
+        // sd_journal_sendv reports success when the socket is missing (it fails silently on
+        // ENOENT), so its absence is looked for here.
+        if (use_socket_ && access(kJournalSocket, F_OK) == 0) {
+            std::vector<std::string> lines{"MESSAGE=" + text, "PRIORITY=" + std::to_string(prio), identifier_};
+            for (const auto& [k, v] : t_fields) lines.push_back(k + "=" + v);
+            std::vector<iovec> iov;
+            iov.reserve(lines.size());
+            for (auto& l : lines) iov.push_back({l.data(), l.size()});
+            if (sd_journal_sendv(iov.data(), static_cast<int>(iov.size())) >= 0) return;
+        }
+        // One line per record: a newline inside the message would start a line without a prefix.
+        std::string line = "<" + std::to_string(prio) + ">";
+        for (char c : text) line += c == '\n' ? ' ' : c;
+        line += '\n';
+        std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+    void flush_() override { std::fflush(stderr); }
+
+private:
+    std::string identifier_;
+    bool use_socket_;
+};
+
+}  // namespace
+
+int priority_of(spdlog::level::level_enum level) {
+    switch (level) {
+        case spdlog::level::trace:
+        case spdlog::level::debug: return kDebug;
+        case spdlog::level::info: return kInfo;
+        case spdlog::level::warn: return kWarning;
+        case spdlog::level::err: return kErr;
+        case spdlog::level::critical: return kCrit;
+        default: return kInfo;
+    }
+}
+
+TransitionLog transition_log(const AlertTransition& t) {
+    if (t.to == AlertState::resolved) return {spdlog::level::info, kNotice};
+    if (t.to == AlertState::firing) {
+        switch (t.severity) {
+            case Severity::critical: return {spdlog::level::err, kErr};
+            case Severity::warning: return {spdlog::level::warn, kWarning};
+            case Severity::info: return {spdlog::level::info, kInfo};
+        }
+    }
+    return {spdlog::level::info, kInfo};
+}
+
+std::string transition_message(const AlertTransition& t) {
+    std::string what = to_string(t.to);
+    if (t.to == AlertState::inactive) what = "dropped (cleared while pending)";
+    if (t.from == AlertState::firing && t.to == AlertState::firing) what = "firing, now";
+    return "alert " + t.rule + " " + t.object + " " + what + " (" + to_string(t.severity) + ", " + to_string(t.scope) +
+           "): " + t.summary;
+}
+
+std::string object_device(const std::string& object) { return object.substr(0, object.find_first_of("/:")); }
+
+Fields::Fields(std::vector<std::pair<std::string, std::string>> fields, int priority)
+    : outer_size_(t_fields.size()), outer_priority_(t_priority) {
+    for (auto& f : fields) t_fields.push_back(std::move(f));
+    if (priority >= 0) t_priority = priority;
+}
+
+Fields::~Fields() {
+    t_fields.resize(outer_size_);
+    t_priority = outer_priority_;
+}
+
+bool stderr_is_journal() {
+    const char* e = std::getenv("JOURNAL_STREAM");
+    if (!e) return false;
+    unsigned long long dev = 0, ino = 0;
+    if (std::sscanf(e, "%llu:%llu", &dev, &ino) != 2) return false;
+    struct stat st {};
+    if (fstat(STDERR_FILENO, &st) != 0) return false;
+    return static_cast<unsigned long long>(st.st_dev) == dev && static_cast<unsigned long long>(st.st_ino) == ino;
+}
+
+spdlog::sink_ptr make_journal_sink(const std::string& identifier, bool use_socket) {
+    return std::make_shared<JournalSink>(identifier, use_socket);
+}
+
+std::shared_ptr<spdlog::logger> make_logger(const std::string& name) {
+    if (!stderr_is_journal()) return spdlog::stderr_color_mt(name);
+    return std::make_shared<spdlog::logger>(name, make_journal_sink(name));
+}
+
+bool OnceLimiter::admit(const std::string& key) {
+    if (seen_.contains(key) || seen_.size() >= max_keys_) return false;
+    if (round_ >= per_round_) {
+        ++held_back_;
+        return false;
+    }
+    seen_.insert(key);
+    ++round_;
+    return true;
+}
+
+}  // namespace rocewatch::logging
