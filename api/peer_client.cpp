@@ -59,10 +59,49 @@ struct Outcome {
     std::string detail;  // what went wrong before any request was sent
 };
 
+// Stops a client's request in flight once `cancel` rises (the daemon is stopping): a peer
+// slow to answer a session POST (seconds, on a loaded node) must not hold SIGTERM up until
+// the probe's deadline. A thread per request, checking every Deadline::kCancelSlice.
+class CancelWatch {
+public:
+    CancelWatch(httplib::Client& cli, const std::atomic<bool>* cancel) {
+        if (!cancel) return;
+        try {
+            thread_ = std::thread([this, &cli, cancel] {
+                std::unique_lock lock(mu_);
+                while (!done_) {
+                    if (cancel->load()) {
+                        cli.stop();  // shuts the socket down: the blocked read returns at once
+                        return;
+                    }
+                    cv_.wait_for(lock, Deadline::kCancelSlice);
+                }
+            });
+        } catch (const std::exception&) {  // no thread to spare: the deadline still ends it
+        }
+    }
+    ~CancelWatch() {
+        {
+            std::lock_guard lock(mu_);
+            done_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+    CancelWatch(const CancelWatch&) = delete;
+    CancelWatch& operator=(const CancelWatch&) = delete;
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread thread_;
+};
+
 // One request with every timeout set to what is left of the deadline; the transport's
-// failure mapped to a probe reason.
+// failure mapped to a probe reason ("cancelled" when `cancel` cut it short).
 Outcome call(const std::string& address, std::chrono::steady_clock::time_point deadline,
-             const std::function<httplib::Result(httplib::Client&)>& send) {
+             const std::function<httplib::Result(httplib::Client&)>& send, const std::atomic<bool>* cancel = nullptr) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return {httplib::Result{nullptr, httplib::Error::Unknown}, "timeout"};
     auto where = parse_listen_address(address);
@@ -83,7 +122,12 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
     cli.set_read_timeout(secs, usecs);
     cli.set_write_timeout(secs, usecs);
     cli.set_keep_alive(false);
-    auto res = send(cli);
+    httplib::Result res{nullptr, httplib::Error::Unknown};
+    {
+        CancelWatch watch(cli, cancel);
+        res = send(cli);
+    }
+    if (cancel && cancel->load()) return {httplib::Result{nullptr, httplib::Error::Canceled}, "cancelled"};
     if (res) return {std::move(res), ""};
     auto late = [&] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline; };
     std::string reason;
@@ -162,9 +206,12 @@ SessionReply post_session(const PeerConfig& peer, const std::string& token, cons
         return r;
     };
     try {
-        auto out = call(peer.address, deadline.at, [&](httplib::Client& cli) {
-            return cli.Post(path, {{"Authorization", "Bearer " + token}}, request.dump(), "application/json");
-        });
+        auto out = call(
+            peer.address, deadline.at,
+            [&](httplib::Client& cli) {
+                return cli.Post(path, {{"Authorization", "Bearer " + token}}, request.dump(), "application/json");
+            },
+            deadline.cancel);
         const std::string where = "POST " + path + " to " + peer.name + " (" + peer.address + ")";
         if (!out.reason.empty())
             return fail(out.reason,

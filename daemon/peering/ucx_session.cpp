@@ -242,7 +242,7 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
             for (const auto& [name, c] : rails) before.push_back(read_tx_counter(c));
         child->send(json{{"remote", (*reply.body)["endpoint"]}});
         // The child keeps its own deadline; a second more for it to say so before it is killed.
-        auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1)}, why);
+        auto result = child->receive(Deadline{deadline.at + std::chrono::seconds(1), deadline.cancel}, why);
         if (!result || !result->contains("result"))
             return done(failed_result(kind, why.empty() ? reason::protocol_error : why,
                                       why == reason::peer_closed
