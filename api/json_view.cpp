@@ -197,6 +197,7 @@ json status_json(const Snapshot& s, TimePoint now) {
              {"read_errors", c.read_errors},
              {"last_error", c.last_error.empty() ? json(nullptr) : json(c.last_error)},
              {"errors", c.errors},
+             {"ignored", c.ignored},
              {"last_success_at", time_or_null(c.last_success)},
              {"data_age_seconds",
               c.last_success != TimePoint{} ? json(seconds_between(c.last_success, now)) : json(nullptr)}});

@@ -349,6 +349,9 @@ void self_families(Builder& bld, const Snapshot& s) {
     auto& dur = bld.gauge("rocewatch_collector_duration_seconds", "Duration of the collector's last round in seconds.");
     auto& errs = bld.gauge("rocewatch_collector_read_errors",
                            "Files the collector could not read in its last round (skipped).");
+    auto& ignored = bld.gauge("rocewatch_collector_ignored_entries",
+                              "Entries the collector set aside in its last round as not what they were listed as "
+                              "(a dangling RDMA device or port symlink, a stray file): not errors.");
     auto& last_ok = bld.gauge("rocewatch_collector_last_success_timestamp_seconds",
                               "Unix time of the collector's last successful round: the age of what it contributed.");
     for (const auto& c : s.collectors) {
@@ -356,6 +359,7 @@ void self_families(Builder& bld, const Snapshot& s) {
         add(ok, l, b(c.success));
         add(dur, l, c.duration_seconds);
         add(errs, l, static_cast<double>(c.read_errors));
+        add(ignored, l, static_cast<double>(c.ignored.size()));
         if (c.last_success != TimePoint{}) add(last_ok, l, unix_seconds(c.last_success));
     }
     auto& last = bld.gauge("rocewatch_last_collection_timestamp_seconds",

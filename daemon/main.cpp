@@ -177,8 +177,8 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     WakeSignal wake;
     SnapshotStore store;
     ProbeStore probe_store;
-    probe_store.set_on_change([&] { wake.raise(); });
-    auto watcher = NetlinkWatcher::create(log, [&] { wake.raise(); });
+    probe_store.set_on_change([&] { wake.raise(WakeSignal::Reason::results); });
+    auto watcher = NetlinkWatcher::create(log, [&] { wake.raise(WakeSignal::Reason::links); });
     const auto ucx_exe = find_ucx_session_exe("/proc/self/exe", ROCEWATCH_UCX_LIBEXEC_DIR);
     const auto ucx_version = ucx_session_child_version(ucx_exe);
     if (ucx_version.empty())

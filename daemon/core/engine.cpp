@@ -84,7 +84,13 @@ Engine::Engine(std::shared_ptr<const Config> config, EngineSources sources, Snap
         state_ = std::make_unique<StateStore>(config_->daemon.state_dir);
         load_state();
     }
-    if (src_.wake) src_.wake->connect([this] { wake(); });
+    if (src_.wake)
+        src_.wake->connect([this](WakeSignal::Reason why) {
+            if (why == WakeSignal::Reason::links)
+                wake();
+            else
+                wake_for_results();
+        });
 }
 
 Engine::~Engine() {
@@ -157,6 +163,7 @@ struct Engine::FileRead {
     CollectorStatus verbs{.name = "verbs"};
     CollectorStatus host_status{.name = "host"};
     std::vector<SysfsError> sysfs_errors;
+    std::vector<SysfsError> sysfs_ignored;
     bool gids_read = false;
 };
 
@@ -201,6 +208,8 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
         for (const auto& e : rdma.errors) r.sysfs.errors.push_back(e.text());
         if (!r.sysfs.errors.empty()) r.sysfs.last_error = r.sysfs.errors.back();
         r.sysfs_errors = std::move(rdma.errors);
+        for (const auto& e : rdma.ignored) r.sysfs.ignored.push_back(e.text());
+        r.sysfs_ignored = std::move(rdma.ignored);
         r.devices = std::move(rdma.devices);
     } catch (const std::exception& e) {
         r.sysfs.last_error = e.what();
@@ -342,6 +351,17 @@ void Engine::log_read_errors(const std::vector<SysfsError>& errors) {
         log_->warn("sysfs: {} more unreadable files, logged in the next cycles", later);
 }
 
+// An entry that is not a device or port (a dangling link after a hot-unplug, a stray file):
+// logged once at notice, counted in rocewatch_collector_ignored_entries, never an error.
+void Engine::log_ignored(const std::vector<SysfsError>& ignored) {
+    logged_ignored_.new_round();
+    for (const auto& e : ignored) {
+        if (!logged_ignored_.admit(e.path)) continue;
+        logging::Fields f({{"FILE", e.path}});
+        log_->info("sysfs: {}: {}; ignored (logged once)", e.path, e.reason);
+    }
+}
+
 void Engine::log_transitions(const std::vector<AlertTransition>& transitions) {
     for (const auto& t : transitions) {
         const auto how = logging::transition_log(t);
@@ -367,7 +387,11 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     bool read_gids = !last_ || SteadyClock::now() - gids_read_at_ >= kGidRefresh;
     {
         std::lock_guard lock(mu_);
-        if (gid_reads_due_ > 0) {
+        if (gids_after_this_cycle_ && last_) {
+            gids_after_this_cycle_ = false;  // this cycle: link and port state first
+            collect_again_now_ = true;       // and the GID tables right after it
+        } else if (gid_reads_due_ > 0) {
+            gids_after_this_cycle_ = false;
             read_gids = true;
             --gid_reads_due_;
         }
@@ -376,6 +400,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->devices = std::move(files.devices);
     snap->host = std::move(files.host);
     log_read_errors(files.sysfs_errors);
+    log_ignored(files.sysfs_ignored);
 
     // netlink: links, addresses, bonds (the watcher keeps them current between cycles).
     auto t0 = SteadyClock::now();
@@ -461,6 +486,11 @@ void Engine::run() {
         auto now = SteadyClock::now();
         if (now >= next) next = now + config()->daemon.interval;
         if (settling) next = std::min(next, now + std::chrono::seconds(1));
+        {
+            std::lock_guard lock(mu_);
+            if (collect_again_now_) next = now;  // the GID read a wake put off by one cycle
+            collect_again_now_ = false;
+        }
     }
 }
 
@@ -469,6 +499,15 @@ void Engine::wake() {
         std::lock_guard lock(mu_);
         woken_ = true;
         gid_reads_due_ = 2;
+        gids_after_this_cycle_ = true;
+    }
+    cv_.notify_all();
+}
+
+void Engine::wake_for_results() {
+    {
+        std::lock_guard lock(mu_);
+        woken_ = true;
     }
     cv_.notify_all();
 }

@@ -68,7 +68,11 @@ public:
 
     // Loops until stop(): a cycle every interval, or soon after wake().
     void run();
+    // A link, address or bond changed: collect at once, and read the GID tables on the two
+    // cycles after that one (the first judges link and port state without waiting for them).
     void wake();
+    // Only probe results changed: collect soon; the GID tables stay as they are.
+    void wake_for_results();
     void stop();
 
     // SIGHUP: a good config replaces the running one; a bad one is kept out and reported.
@@ -93,6 +97,7 @@ private:
     FileRead gave_up(const Reading& r, std::chrono::milliseconds waited);
     void reap_blocked_reads();
     void log_read_errors(const std::vector<SysfsError>& errors);
+    void log_ignored(const std::vector<SysfsError>& ignored);
     // Every alert transition of the last update, at its priority, with RULE=, OBJECT=,
     // DEVICE=, SEVERITY=, SCOPE= for the journal.
     void log_transitions(const std::vector<AlertTransition>& transitions);
@@ -111,6 +116,11 @@ private:
     // port: they are read on the two cycles after a wake (the kernel updates them from a
     // work queue, so the first may still be stale) and every kGidRefresh otherwise.
     int gid_reads_due_ = 1;
+    // Set by wake(): the next cycle skips the GID tables (rxe: 1024 slots a port, seconds
+    // under emulation) so that a port going down is judged within milliseconds, and the
+    // cycles that read them follow at once.
+    bool gids_after_this_cycle_ = false;
+    bool collect_again_now_ = false;
 
     // Touched only by the collecting thread.
     std::unique_ptr<TrendTracker> trends_;
@@ -133,6 +143,7 @@ private:
     std::map<std::string, TimePoint> last_success_;  // by collector name
     // Each unreadable file is logged once: at most 10 new ones a cycle, 4,096 remembered.
     logging::OnceLimiter logged_unreadable_{10, 4096};
+    logging::OnceLimiter logged_ignored_{10, 4096};
     std::atomic<bool> stop_requested_{false};  // ends a wait on a blocked read
 };
 

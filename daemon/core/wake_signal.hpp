@@ -12,15 +12,19 @@ namespace rocewatch {
 // the engine collects once when it starts anyway.
 class WakeSignal {
 public:
-    void raise() const {
-        std::function<void()> listener;
+    // What changed: links, addresses or bonds (netlink; GID tables may have moved with them),
+    // or only probe results (nothing in sysfs did).
+    enum class Reason { links, results };
+
+    void raise(Reason why = Reason::links) const {
+        std::function<void(Reason)> listener;
         {
             std::lock_guard lock(mu_);
             listener = listener_;
         }
-        if (listener) listener();
+        if (listener) listener(why);
     }
-    void connect(std::function<void()> listener) {
+    void connect(std::function<void(Reason)> listener) {
         std::lock_guard lock(mu_);
         listener_ = std::move(listener);
     }
@@ -28,7 +32,7 @@ public:
 
 private:
     mutable std::mutex mu_;
-    std::function<void()> listener_;
+    std::function<void(Reason)> listener_;
 };
 
 }  // namespace rocewatch

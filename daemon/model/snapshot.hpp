@@ -166,7 +166,10 @@ struct CollectorStatus {
     uint64_t read_errors = 0;         // files skipped this round
     std::string last_error;           // most recent error text, "" when none
     std::vector<std::string> errors;  // this round's errors, "path: reason", the first few dozen
-    TimePoint last_success{};         // when the data it contributed was read; older when it failed
+    // Entries set aside as not what they were listed as (sysfs: a dangling device or port
+    // symlink, a stray file), "path: why"; not errors.
+    std::vector<std::string> ignored;
+    TimePoint last_success{};  // when the data it contributed was read; older when it failed
 };
 
 // ---------------------------------------------------------------- verdicts

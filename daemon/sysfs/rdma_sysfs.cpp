@@ -147,6 +147,12 @@ public:
             result_.errors.push_back({std::string(path), reason});
     }
 
+    // An entry that is not a device or port: set aside, not an error (bounded as errors are).
+    void ignore(std::string path, const std::string& reason) {
+        if (result_.ignored.size() < SysfsReadResult::kMaxErrorMessages)
+            result_.ignored.push_back({std::move(path), reason});
+    }
+
     // GID tables are read now and then, not every cycle, and are long (mlx5: 255 slots a
     // port): holding their files open would only crowd out the counters.
     void keep_files_open(bool on) { keep_open_ = on; }
@@ -501,6 +507,24 @@ std::string read_driver(Reader& rd, const Dir& dir) {
     return std::string(slash == std::string_view::npos ? t : t.substr(slash + 1));
 }
 
+// Why `name` in `dir` is not a directory to read as a device or port, or nullopt when it is
+// one: a symlink whose target is gone (the device was unplugged between the listing and
+// now, or the kernel left the link behind) or a plain file.
+// A listing's d_type of DT_DIR settles it without a stat (ports are real directories).
+std::optional<std::string> not_a_directory(Reader& rd, const Dir& dir, const std::string& name, unsigned char type) {
+    if (type == DT_DIR) return std::nullopt;
+    const int dfd = rd.fd(dir);
+    if (dfd < 0) return std::nullopt;  // the listing already failed; nothing to judge
+    struct stat st {};
+    if (::fstatat(dfd, name.c_str(), &st, 0) == 0)
+        return S_ISDIR(st.st_mode) ? std::nullopt : std::optional<std::string>("not a directory (a stray file)");
+    const int err = errno;
+    struct stat lst {};
+    if (::fstatat(dfd, name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode))
+        return "a symlink to nothing (the device was removed)";
+    return errno_text(err);
+}
+
 RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name, const SysfsReadOptions& opts) {
     RdmaDevice d;
     d.name = name;
@@ -528,8 +552,13 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
     if (!has_device && (has_parent || name.starts_with("rxe"))) d.driver = "rxe";
 
     const Dir ports(dir, "ports");
-    for (const auto& [number, entry] : rd.numbered(ports))
+    for (const auto& [number, entry] : rd.numbered(ports)) {
+        if (auto why = not_a_directory(rd, ports, entry.name, entry.type)) {
+            rd.ignore(join(ports.path(), entry.name), *why);
+            continue;
+        }
         d.ports.push_back(read_port(rd, Dir(ports, entry.name), number, d, opts));
+    }
     return d;
 }
 
@@ -653,8 +682,13 @@ SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOpt
     const Dir class_dir(root, "class/infiniband");
     // list() sorts the names; devices come out in the same order. Devices come and go:
     // their list is read every time.
-    for (const auto& e : rd.list(class_dir, /*cacheable=*/false))
+    for (const auto& e : rd.list(class_dir, /*cacheable=*/false)) {
+        if (auto why = not_a_directory(rd, class_dir, e.name, e.type)) {
+            rd.ignore(join(class_dir.path(), e.name), *why);
+            continue;
+        }
         result.devices.push_back(read_device(rd, class_dir, e.name, opts));
+    }
     return result;
 }
 

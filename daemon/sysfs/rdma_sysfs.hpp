@@ -57,6 +57,9 @@ struct SysfsReadResult {
     std::vector<RdmaDevice> devices;  // sorted by name; ports by number; GIDs by index
     uint64_t read_errors = 0;         // values skipped because unreadable or garbled
     std::vector<SysfsError> errors;   // the first kMaxErrorMessages, in the order met
+    // Entries under class/infiniband (or a device's ports/) that are not devices (ports): a
+    // dangling symlink left by a hot-unplug, a stray file. Skipped, never read errors.
+    std::vector<SysfsError> ignored;
 
     static constexpr std::size_t kMaxErrorMessages = 32;
 };

@@ -265,9 +265,11 @@ TEST(JsonView, StatusListsEveryReadErrorAndTheDataAge) {
     for (char n = 'a'; n <= 'g'; ++n) c.errors.push_back(std::string("/s/") + n + ": Is a directory");
     const TimePoint t = TimePoint{} + std::chrono::hours(24 * 365 * 50);
     c.last_success = t;
+    c.ignored = {"/s/class/infiniband/mlx5_9: a symlink to nothing (the device was removed)"};
     s.collectors = {c};
     const json j = status_json(s, t + std::chrono::seconds(42));
     const auto& sysfs = j["collectors"][0];
+    EXPECT_EQ(sysfs["ignored"], json::array({c.ignored[0]}));
     EXPECT_EQ(sysfs["errors"].size(), 7u);
     EXPECT_EQ(sysfs["errors"][0], "/s/a: Is a directory");
     EXPECT_EQ(sysfs["data_age_seconds"], 42.0);

@@ -126,10 +126,24 @@ TEST_F(EngineTest, GidTablesAreReadAfterEventsAndCarriedOverOtherwise) {
     EXPECT_EQ(find_device(*quiet, "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index, 3)
         << "no event, inside the refresh: the table is carried over, not re-read";
     EXPECT_FALSE(find_device(*quiet, "rocep1s0f0")->ports.at(0).counters.empty());
-    engine.wake();  // a netlink event: the next cycles read the tables again
+    engine.wake();  // a netlink event: link and port state at once, then the tables again
+    auto first = engine.collect_once();
+    EXPECT_EQ(find_device(*first, "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index, 3)
+        << "the cycle right after the event judges links and ports without waiting for the tables";
     auto woken = engine.collect_once();
     EXPECT_FALSE(find_device(*woken, "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index)
-        << "re-read after the event: GID 3 is no longer RoCE v2";
+        << "re-read on the next cycle: GID 3 is no longer RoCE v2";
+    std::ofstream(type3) << "RoCE v2\n";
+    auto again = engine.collect_once();
+    EXPECT_EQ(find_device(*again, "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index, 3)
+        << "and on the one after (the kernel updates the tables from a work queue)";
+    std::ofstream(type3) << "IB/RoCE v1\n";
+    EXPECT_EQ(find_device(*engine.collect_once(), "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index, 3)
+        << "two reads per event, then carried over again";
+    engine.wake_for_results();  // a probe result: nothing in sysfs moved
+    engine.collect_once();
+    EXPECT_EQ(find_device(*engine.collect_once(), "rocep1s0f0")->ports.at(0).roce_v2_ipv4_gid_index, 3)
+        << "a probe result does not re-read the tables";
 }
 
 // A read that never returns (a wedged mlx5 firmware command, a FIFO once was) costs its

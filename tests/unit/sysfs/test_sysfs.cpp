@@ -522,6 +522,39 @@ TEST(SysfsRead, SeriesPerPortAreCappedAndTheRestCounted) {
 
 // ---------------------------------------------------------------- no RDMA at all
 
+// A hot-unplug can leave a device symlink (or a port link) pointing at nothing, and a tree
+// may hold stray files: neither is a device or port with empty fields, nor a read error.
+// Each is set aside once per read, with why.
+TEST(SysfsRead, DanglingLinksAndStrayFilesAreIgnoredNotDevices) {
+    ScratchTree t("dangling");
+    // The real layout: class/infiniband/<dev> is a symlink into devices/.
+    t.write("devices/pci0/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+    t.write("devices/pci0/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n");
+    std::filesystem::create_directories(t.root / "class/infiniband");
+    std::filesystem::create_symlink("../../devices/pci0/infiniband/mlx5_0", t.root / "class/infiniband/mlx5_0");
+    std::filesystem::create_symlink("../../devices/pci1/infiniband/mlx5_1", t.root / "class/infiniband/mlx5_1");
+    t.write("class/infiniband/README", "not a device\n");
+    std::filesystem::create_symlink("../../gone/2", t.root / "devices/pci0/infiniband/mlx5_0/ports/2");
+    t.write("devices/pci0/infiniband/mlx5_0/ports/3", "a file where a port would be\n");
+
+    const auto r = read_rdma_devices(t.root);
+    ASSERT_EQ(r.devices.size(), 1u);
+    EXPECT_EQ(r.devices[0].name, "mlx5_0");
+    ASSERT_EQ(r.devices[0].ports.size(), 1u);
+    EXPECT_EQ(r.devices[0].ports[0].port, 1u);
+    EXPECT_EQ(r.devices[0].ports[0].link_layer, "Ethernet");
+    EXPECT_EQ(r.read_errors, 0u) << (r.errors.empty() ? "" : r.errors[0].text());
+    std::vector<std::string> ignored;
+    for (const auto& e : r.ignored) ignored.push_back(e.text());
+    const auto root = t.root.string();
+    EXPECT_EQ(ignored, (std::vector<std::string>{
+                           root + "/class/infiniband/README: not a directory (a stray file)",
+                           root + "/class/infiniband/mlx5_0/ports/2: a symlink to nothing (the device was removed)",
+                           root + "/class/infiniband/mlx5_0/ports/3: not a directory (a stray file)",
+                           root + "/class/infiniband/mlx5_1: a symlink to nothing (the device was removed)",
+                       }));
+}
+
 TEST(SysfsRead, NoInfinibandClassIsNormal) {
     const auto r = read_rdma_devices(sysfs_fixture("none"));
     EXPECT_TRUE(r.devices.empty());
