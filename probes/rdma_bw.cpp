@@ -166,9 +166,9 @@ RailOutcome run_bw_rail(std::vector<QpRun>& qps, const RdmaBwSettings& s, Deadli
              s.iterations == 0, s.iterations, SteadyClock::now() + from_seconds(s.seconds)};
     size_t done = 0;
     while (done < qps.size()) {
-        if (SteadyClock::now() >= deadline.at) {
+        if (deadline.expired()) {  // its time, or the daemon stopping (the cancel flag)
             o.reason = reason::timeout;
-            o.detail = "deadline passed with WRs outstanding";
+            o.detail = deadline.cancelled() ? "cancelled with WRs outstanding" : "deadline passed with WRs outstanding";
             break;
         }
         if (stop.load(std::memory_order_relaxed)) {
