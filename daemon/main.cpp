@@ -24,6 +24,7 @@
 #include "daemon/config/flags.hpp"
 #include "daemon/core/engine.hpp"
 #include "daemon/core/probe_store.hpp"
+#include "daemon/core/shutdown_steps.hpp"
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
 #include "daemon/logging/journal.hpp"
@@ -262,15 +263,18 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     Running run{cfg, probe_config, engine, scheduler, notifier, *inventory, probing.token.has_value()};
     serve(flags, sigs, run, store, *log);
     sd_notify(0, "STOPPING=1");
-    api->stop();
-    notifier.stop();
-    scheduler.stop();
-    sessions.stop();
-    inventory->stop();
-    if (probing.data_port) probing.data_port->stop();
-    watcher->stop();
-    engine.stop();
-    engine_thread.join();
+    ShutdownSteps stop(*log);
+    stop.step("the HTTP server", [&] { api->stop(); });
+    stop.step("the Alertmanager notifier", [&] { notifier.stop(); });
+    stop.step("the probe scheduler (the running probe)", [&] { scheduler.stop(); });
+    stop.step("the peer session host (a peer's running session)", [&] { sessions.stop(); });
+    stop.step("the inventory watch", [&] { inventory->stop(); });
+    if (probing.data_port) stop.step("the TCP data port", [&] { probing.data_port->stop(); });
+    stop.step("the netlink watcher", [&] { watcher->stop(); });
+    stop.step("the collection engine", [&] {
+        engine.stop();
+        engine_thread.join();
+    });
     return 0;
 }
 

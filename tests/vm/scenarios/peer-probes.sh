@@ -235,8 +235,8 @@ section "a rail pulled mid-run: the peer's session ends at once"
 if ((NODE == 2)); then
     # The pull must land while the run is under way. On a loaded host the QMP request can
     # take longer than the 2 s run: a run that ended before the link went down proves
-    # nothing, so the link comes back and the run starts again (three tries).
-    for attempt in 1 2 3; do
+    # nothing, so the link comes back and the run starts again (five tries).
+    for attempt in 1 2 3 4 5; do
         k0=$(hw_counter rxe1 sent_pkts)
         run_probe pull-railB '{"peer": "node1", "rail": "railB", "kind": "rdma_write_bw"}' &
         pid=$!
@@ -254,7 +254,7 @@ if ((NODE == 2)); then
         wait "$pid"
         ((running)) && break
         log "try $attempt: the run ended before the link went down (host slow to pull): link back, again"
-        ((attempt < 3)) || break
+        ((attempt < 5)) || break
         host_request set_link railB on
         wait_port_state rxe1 ACTIVE 20 >/dev/null || fail "rxe1 not ACTIVE again after the link returned"
         snooze 2  # node 1's session host frees the finished session
