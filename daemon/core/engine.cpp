@@ -352,7 +352,7 @@ void Engine::log_read_errors(const std::vector<SysfsError>& errors) {
 }
 
 // An entry that is not a device or port (a dangling link after a hot-unplug, a stray file):
-// logged once at notice, counted in rocewatch_collector_ignored_entries, never an error.
+// logged once at info, counted in rocewatch_collector_ignored_entries, never an error.
 void Engine::log_ignored(const std::vector<SysfsError>& ignored) {
     logged_ignored_.new_round();
     for (const auto& e : ignored) {
