@@ -27,7 +27,7 @@ fi
 # One closing line any CI reader understands, from meson's own logs.
 python3 - "${logs[@]}" <<'PY' || rc=1
 import json, os, sys
-counts = {}
+counts, failed_names = {}, []
 for log in sys.argv[1:]:
     if not os.path.exists(log):
         print(f"{log}: no test results (its stage failed before running tests)", file=sys.stderr)
@@ -36,9 +36,13 @@ for log in sys.argv[1:]:
     for line in open(log):
         r = json.loads(line)
         counts[r["result"]] = counts.get(r["result"], 0) + 1
+        if r["result"] not in ("OK", "EXPECTEDFAIL", "SKIP"):
+            failed_names.append(f'{os.path.dirname(os.path.dirname(log))}: {r["name"]} ({r["result"]})')
 ok = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
 skipped = counts.get("SKIP", 0)
 failed = sum(v for k, v in counts.items() if k not in ("OK", "EXPECTEDFAIL", "SKIP"))
+for name in failed_names:  # last, so that a reader of the log's tail sees what failed
+    print(f"FAILED {name}")
 print(f"{ok} passed, {failed} failed, {skipped} skipped")
 if os.environ.get("CI") in ("true", "1") and skipped:
     print("CI runs every test: a skipped test is a failure here", file=sys.stderr)

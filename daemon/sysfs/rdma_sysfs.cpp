@@ -5,7 +5,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -131,14 +133,17 @@ using Entry = SysfsDirEntry;
 // error instead of an exception, so one bad file never costs the rest of the device.
 class Reader {
 public:
-    // refresh: start the file cache afresh (see SysfsFileCache).
-    Reader(SysfsReadResult& result, const SysfsReadOptions& opts, bool refresh = false)
+    // roots: the trees this reader reads under. refresh: start the file cache afresh (see
+    // SysfsFileCache).
+    Reader(SysfsReadResult& result, const SysfsReadOptions& opts, std::initializer_list<std::string> roots,
+           bool refresh = false)
         : result_(result), opts_(opts), buf_(kMaxFileBytes + 1), dents_(32 * 1024) {
         if (!opts.files) return;
         cache_lock_ = std::unique_lock(opts.files->mutex(), std::try_to_lock);
         if (!cache_lock_.owns_lock()) return;
         cache_ = opts.files.get();
         if (refresh) cache_->clear();
+        for (const auto& r : roots) verify_kept_ |= !cache_->kernel_rendered(r);
     }
 
     void error(std::string_view path, const std::string& reason) {
@@ -294,6 +299,13 @@ private:
     std::optional<FileText> read_cached() {
         const int fd = cache_->find(path_);
         if (fd < 0) return std::nullopt;
+        if (verify_kept_) {  // not sysfs: the file may have been replaced (see SysfsFileCache)
+            struct stat st {};
+            if (::fstat(fd, &st) != 0 || st.st_nlink == 0) {
+                cache_->forget(path_);
+                return std::nullopt;
+            }
+        }
         ssize_t n = 0;
         do {
             n = ::pread(fd, buf_.data(), buf_.size(), 0);
@@ -358,6 +370,7 @@ private:
     std::unique_lock<std::mutex> cache_lock_;
     SysfsFileCache* cache_ = nullptr;  // set while this reader holds the cache's lock
     bool keep_open_ = true;
+    bool verify_kept_ = false;  // a kept file may have been replaced (not sysfs or procfs)
 };
 
 void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std::map<std::string, uint64_t>& out,
@@ -658,6 +671,16 @@ void SysfsFileCache::forget(const std::string& path) {
     }
 }
 
+bool SysfsFileCache::kernel_rendered(const std::string& root) {
+    if (auto it = kernel_rendered_.find(root); it != kernel_rendered_.end()) return it->second;
+    struct statfs fs {};
+    const bool yes = ::statfs(root.c_str(), &fs) == 0 &&
+                     (fs.f_type == static_cast<decltype(fs.f_type)>(SYSFS_MAGIC) ||
+                      fs.f_type == static_cast<decltype(fs.f_type)>(PROC_SUPER_MAGIC));
+    if (kernel_rendered_.size() < 16) kernel_rendered_.emplace(root, yes);
+    return yes;
+}
+
 void SysfsFileCache::clear() {
     for (const auto& [path, fd] : fds_) ::close(fd);
     fds_.clear();
@@ -677,7 +700,7 @@ bool is_lag_device_name(std::string_view name) { return name.find("_bond") != st
 
 SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOptions& opts) {
     SysfsReadResult result;
-    Reader rd(result, opts, /*refresh=*/opts.gids);
+    Reader rd(result, opts, {sysfs_root.string()}, /*refresh=*/opts.gids);
     const Dir root(sysfs_root.string());
     const Dir class_dir(root, "class/infiniband");
     // list() sorts the names; devices come out in the same order. Devices come and go:
@@ -726,7 +749,7 @@ HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root,
     HostInfo h;
     // Host facts are best effort (see the header): errors are not reported.
     SysfsReadResult ignored;
-    Reader rd(ignored, opts);
+    Reader rd(ignored, opts, {sysfs_root.string(), procfs_root.string()});
     const Dir proc(procfs_root.string());
     if (FileText f = rd.read(proc, "sys/kernel/hostname"); f.status == ReadStatus::ok)
         h.hostname = std::string(trim(f.text));

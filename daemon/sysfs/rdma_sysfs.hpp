@@ -100,7 +100,9 @@ struct SysfsDirEntry {
 // open, a read and a close: most of what collection cost (issue 14). Shared by the reads
 // of one collector; a read that finds it busy (an earlier read still stuck in the kernel)
 // goes without it. A read with gids (after netlink events, and now and then) starts it
-// afresh, so a file replaced in a tree is seen again by then. Holds at most max_fds files.
+// afresh. Only sysfs and procfs render a file afresh behind the same open file: a tree on
+// any other filesystem (a fixture, a copy) can have a file replaced by a rename, so there a
+// kept file is checked (fstat: still linked?) before it is read. Holds at most max_fds files.
 class SysfsFileCache {
 public:
     // Half the soft RLIMIT_NOFILE: sockets, probes and verbs need the rest.
@@ -119,12 +121,16 @@ public:
     void keep_listing(const std::string& dir, std::vector<SysfsDirEntry> entries);
     void clear();
     [[nodiscard]] std::size_t size() const { return fds_.size(); }
+    // Whether files under root are rendered by the kernel (sysfs, procfs), so that a kept
+    // file can never be replaced: asked once per root.
+    [[nodiscard]] bool kernel_rendered(const std::string& root);
     [[nodiscard]] std::mutex& mutex() { return mu_; }
 
 private:
     std::mutex mu_;
     std::unordered_map<std::string, int> fds_;
     std::unordered_map<std::string, std::vector<SysfsDirEntry>> listings_;
+    std::unordered_map<std::string, bool> kernel_rendered_;
     std::size_t max_fds_;
 };
 

@@ -706,6 +706,27 @@ TEST(SysfsFileCache, AReadWithGidsStartsAfreshAndSeesReplacedFiles) {
     EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.gids = true, .files = files})), 7u);
 }
 
+// A tree that is not sysfs (a fixture, a copy) can have a file replaced by a rename between two
+// reads without gids: the kept file is the old one, and must not be read as current.
+TEST(SysfsFileCache, OutsideSysfsAReplacedFileIsSeenAtTheNextRead) {
+    ScratchTree t("cache_replaced_nogids");
+    t.write(kCachePort + "counters/a", "1\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.files = files})), 1u);
+    EXPECT_FALSE(files->kernel_rendered(t.root.string()));
+    for (uint64_t v : {7u, 3u}) {
+        t.write(kCachePort + "counters/a.new", std::to_string(v) + "\n");
+        std::filesystem::rename(t.root / kCachePort / "counters/a.new", t.root / kCachePort / "counters/a");
+        EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.gids = false, .files = files})), v);
+    }
+}
+
+TEST(SysfsFileCache, SysfsAndProcfsAreKernelRendered) {
+    SysfsFileCache files(8);
+    EXPECT_TRUE(files.kernel_rendered("/sys"));
+    EXPECT_TRUE(files.kernel_rendered("/proc"));
+}
+
 TEST(SysfsFileCache, HoldsNoMoreThanItsLimitAndReadsTheRestAsBefore) {
     ScratchTree t("cache_bound");
     for (int i = 0; i < 5; ++i) t.write(kCachePort + "counters/c" + std::to_string(i), std::to_string(i) + "\n");
