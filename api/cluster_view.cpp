@@ -81,11 +81,16 @@ json peers_json(const Snapshot& s) {
     std::map<std::string, const InventoryEntry*> entry_of;
     if (s.cluster)
         for (const auto& e : s.cluster->inventory.entries) entry_of[e.target] = &e;
-    for (const auto& p : s.config->peers) {
-        json peer = {
-            {"name", p.name},           {"address", p.address},   {"source", p.from_inventory ? "inventory" : "config"},
-            {"labels", json::object()}, {"hello_ok", false},      {"hello_error", nullptr},
-            {"hello_at", nullptr},      {"rails", json::array()}, {"unmatched_rails", json::array()}};
+    std::vector<PeerConfig> peers = s.config->peers;
+    if (s.probes)  // this round's rotating peers, rails matched as for the ring's
+        for (const auto& [name, address] : s.probes->rotating)
+            peers.push_back(
+                PeerConfig{.name = name, .address = address, .rails = {}, .from_inventory = true, .rotating = true});
+    for (const auto& p : peers) {
+        const char* source = p.rotating ? "rotating" : p.from_inventory ? "inventory" : "config";
+        json peer = {{"name", p.name},           {"address", p.address},   {"source", source},
+                     {"labels", json::object()}, {"hello_ok", false},      {"hello_error", nullptr},
+                     {"hello_at", nullptr},      {"rails", json::array()}, {"unmatched_rails", json::array()}};
         if (auto it = entry_of.find(p.address); it != entry_of.end()) peer["labels"] = it->second->labels;
         const PeerState* st = nullptr;
         if (s.probes)

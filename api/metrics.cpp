@@ -344,6 +344,36 @@ void alertmanager_families(Builder& bld, const Snapshot& s) {
     add(queued, {}, static_cast<double>(s.alertmanager->queue_length));
 }
 
+// The node's probe budget: what it allows, what the last minute used, and runs by side and result.
+void probe_budget_families(Builder& bld, const Snapshot& s) {
+    if (!s.probe_budget) return;
+    const ProbeBudgetStats& b = *s.probe_budget;
+    auto& max_runs =
+        bld.gauge("rocewatch_probe_budget_max_runs_per_minute",
+                  "[probes] max_runs_per_minute: probe runs and peers' sessions allowed in any 60 s (0 = no limit).");
+    auto& max_bytes =
+        bld.gauge("rocewatch_probe_budget_max_bytes_per_minute",
+                  "[probes] max_bytes_per_minute: their payload bytes allowed in any 60 s (0 = no limit).");
+    auto& runs = bld.gauge("rocewatch_probe_budget_runs_last_minute",
+                           "Probe runs and peers' sessions admitted in the last 60 s.");
+    auto& bytes = bld.gauge("rocewatch_probe_budget_bytes_last_minute", "Their payload bytes in the last 60 s.");
+    auto& total = bld.counter("rocewatch_probe_budget_runs_total",
+                              "Probe runs this daemon started (side own) and sessions its peers asked for (side peer), "
+                              "by whether the budget admitted them, since start.");
+    auto& moved = bld.counter("rocewatch_probe_budget_bytes_total",
+                              "Payload bytes of the admitted runs and sessions, by side, since start.");
+    add(max_runs, {}, static_cast<double>(b.max_runs_per_minute));
+    add(max_bytes, {}, static_cast<double>(b.max_bytes_per_minute));
+    add(runs, {}, static_cast<double>(b.runs_last_minute));
+    add(bytes, {}, static_cast<double>(b.bytes_last_minute));
+    for (size_t i = 0; i < 2; ++i) {
+        const char* side = i == 0 ? "own" : "peer";
+        add(total, {{"side", side}, {"result", "admitted"}}, static_cast<double>(b.admitted[i]));
+        add(total, {{"side", side}, {"result", "refused"}}, static_cast<double>(b.refused[i]));
+        add(moved, {{"side", side}}, static_cast<double>(b.bytes[i]));
+    }
+}
+
 void self_families(Builder& bld, const Snapshot& s) {
     auto& ok = bld.gauge("rocewatch_collector_success", "1 when the collector's last round succeeded, else 0.");
     auto& dur = bld.gauge("rocewatch_collector_duration_seconds", "Duration of the collector's last round in seconds.");
@@ -373,6 +403,7 @@ void self_families(Builder& bld, const Snapshot& s) {
                     "Full netlink re-dumps after socket buffer overruns since start."),
         {}, static_cast<double>(s.netlink_resyncs));
     alertmanager_families(bld, s);
+    probe_budget_families(bld, s);
     add(bld.gauge("rocewatch_config_last_reload_successful", "1 when the last configuration reload succeeded, else 0."),
         {}, b(s.daemon.config_last_reload_ok));
     auto& reload_ts = bld.gauge("rocewatch_config_last_reload_success_timestamp_seconds",

@@ -84,6 +84,12 @@ void session(State& st, const std::string& what, const SessionAccept& accept, co
         res.set_header("Retry-After", "5");
         return send_json(res, 503, {{"reason", reason::peer_busy}, {"detail", "another probe session is running"}});
     }
+    if (st.r.budget)
+        if (auto why = st.r.budget->admit(BudgetSide::peer)) {
+            st.r.sessions.release();
+            res.set_header("Retry-After", "30");
+            return send_json(res, 503, {{"reason", reason::peer_busy}, {"detail", *why}});
+        }
     auto [reply, serve] = accept(s->config ? *s->config : *st.r.config, *s, request, st.r.sessions.cancel_flag());
     if (!serve) {
         st.r.sessions.release();
@@ -92,8 +98,9 @@ void session(State& st, const std::string& what, const SessionAccept& accept, co
         return send_json(res, 422, reply);
     }
     reply["session"] = st.r.sessions.id();
-    st.r.sessions.run([serve = std::move(serve), from = req.remote_addr, what, log = st.r.log] {
+    st.r.sessions.run([serve = std::move(serve), from = req.remote_addr, what, log = st.r.log, budget = st.r.budget] {
         auto r = serve();
+        if (budget) budget->charge(BudgetSide::peer, r.bytes);
         log->debug("{} session ({}) from {}: {} {}", what, to_string(r.kind), from, r.success ? "ok" : r.reason,
                    log_safe(r.detail, 512));
     });

@@ -29,6 +29,7 @@ struct PeerRoutes {
     SessionHost& sessions;
     std::vector<SessionKind> session_kinds;
     std::shared_ptr<spdlog::logger> log;
+    ProbeBudget* budget = nullptr;  // sessions are admitted against it and charged; nullptr: none
 };
 
 // Registers the routes on `api` (before start()). Everything in `routes` must outlive it.

@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <limits>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -55,6 +56,94 @@ void latency_summary(MetricFamily& f, Labels l, const LatencyStats& st, const La
 }
 
 LatencyTotals run_totals(const LatencyStats& st) { return {st.used, st.mean * static_cast<double>(st.used)}; }
+
+// The rotating peers' summaries: a fixed number of series per rail and kind, whatever the
+// cluster's size (docs/cluster.md#what-it-costs).
+void add_mesh_families(std::vector<MetricFamily>& out, const ProbeBook& b) {
+    if (b.mesh.empty()) return;
+    auto runs = family("rocewatch_mesh_probes_total",
+                       "Probes to the inventory's rotating peers over the rail, by result, since start.",
+                       MetricType::Counter);
+    auto hist = family("rocewatch_mesh_latency_seconds",
+                       "Median half round trip of each successful probe to a rotating peer over the rail.",
+                       MetricType::Histogram);
+    auto failing = family("rocewatch_mesh_failing_peer",
+                          "Rotating peers (at most 3) whose newest probe over the rail failed in the last two "
+                          "rounds, newest first; always 1.",
+                          MetricType::Gauge);
+    auto slowest = family("rocewatch_mesh_slowest_peer_latency_seconds",
+                          "The rotating peers (at most 3) with the highest median half round trip over the rail "
+                          "in the last two rounds.",
+                          MetricType::Gauge);
+    for (const auto& [key, m] : b.mesh) {
+        const std::string kind = to_string(key.kind);
+        const std::pair<const char*, uint64_t> by_result[] = {{"success", m.successes}, {"failure", m.failures}};
+        for (const auto& [result, n] : by_result) {
+            ClientMetric c;
+            c.label = {{"rail", key.rail}, {"kind", kind}, {"result", result}};
+            c.counter.value = static_cast<double>(n);
+            runs.metric.push_back(std::move(c));
+        }
+        ClientMetric h;
+        h.label = {{"rail", key.rail}, {"kind", kind}};
+        uint64_t cumulative = 0;
+        for (size_t i = 0; i < MeshSummary::kBuckets.size(); ++i) {
+            cumulative += m.buckets[i];
+            h.histogram.bucket.push_back({cumulative, MeshSummary::kBuckets[i]});
+        }
+        cumulative += m.buckets.back();
+        h.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+        h.histogram.sample_count = cumulative;
+        h.histogram.sample_sum = m.sum;
+        hist.metric.push_back(std::move(h));
+        for (const auto& [peer, seen] : m.failing()) {
+            Labels l = {{"rail", key.rail}, {"kind", kind}, {"peer", peer}};
+            l.push_back({"reason", seen->reason.empty() ? "unknown" : seen->reason});
+            gauge(failing, std::move(l), 1);
+        }
+        for (const auto& [peer, seen] : m.slowest())
+            gauge(slowest, {{"rail", key.rail}, {"kind", kind}, {"peer", peer}}, seen->latency);
+    }
+    for (auto* f : {&runs, &hist, &failing, &slowest})
+        if (!f->metric.empty()) out.push_back(std::move(*f));
+}
+
+// The rotating peers of this round and their per-rail summaries (REST twin of the mesh
+// families; latencies in seconds, the histogram's buckets cumulative as in /metrics).
+nlohmann::json mesh_json(const ProbeBook& b) {
+    using nlohmann::json;
+    json rotating = json::array();
+    for (const auto& [name, address] : b.rotating) rotating.push_back({{"name", name}, {"address", address}});
+    json summaries = json::array();
+    for (const auto& [key, m] : b.mesh) {
+        json buckets = json::array();
+        uint64_t cumulative = 0;
+        for (size_t i = 0; i < MeshSummary::kBuckets.size(); ++i) {
+            cumulative += m.buckets[i];
+            buckets.push_back({{"le", MeshSummary::kBuckets[i]}, {"count", cumulative}});
+        }
+        cumulative += m.buckets.back();
+        buckets.push_back({{"le", "+Inf"}, {"count", cumulative}});
+        json failing = json::array();
+        for (const auto& [peer, seen] : m.failing())
+            failing.push_back({{"peer", peer}, {"reason", seen->reason}, {"at", format_rfc3339(seen->at)}});
+        json slowest = json::array();
+        for (const auto& [peer, seen] : m.slowest())
+            slowest.push_back(
+                {{"peer", peer}, {"latency_p50_seconds", seen->latency}, {"at", format_rfc3339(seen->at)}});
+        summaries.push_back({{"rail", key.rail},
+                             {"kind", to_string(key.kind)},
+                             {"successes", m.successes},
+                             {"failures", m.failures},
+                             {"latency_sum_seconds", m.sum},
+                             {"latency_buckets", std::move(buckets)},
+                             {"failing_peers", std::move(failing)},
+                             {"slowest_peers", std::move(slowest)}});
+    }
+    return {{"round", b.round ? json(*b.round) : json(nullptr)},
+            {"rotating_peers", std::move(rotating)},
+            {"summaries", std::move(summaries)}};
+}
 
 }  // namespace
 
@@ -165,6 +254,17 @@ nlohmann::json probes_json(const Snapshot& s) {
                         {"disabled_reason", nullptr},
                         {"peers", nlohmann::json::array()},
                         {"probes", nlohmann::json::array()}};
+    if (s.probe_budget) {
+        const ProbeBudgetStats& pb = *s.probe_budget;
+        auto sides = [](const std::array<uint64_t, 2>& v) { return nlohmann::json{{"own", v[0]}, {"peer", v[1]}}; };
+        j["budget"] = {{"max_runs_per_minute", pb.max_runs_per_minute},
+                       {"max_bytes_per_minute", pb.max_bytes_per_minute},
+                       {"runs_last_minute", pb.runs_last_minute},
+                       {"bytes_last_minute", pb.bytes_last_minute},
+                       {"admitted", sides(pb.admitted)},
+                       {"refused", sides(pb.refused)},
+                       {"bytes", sides(pb.bytes)}};
+    }
     if (!s.probes) return j;
     const ProbeBook& b = *s.probes;
     j["enabled"] = b.enabled;
@@ -177,6 +277,7 @@ nlohmann::json probes_json(const Snapshot& s) {
                                 p.hello_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.hello_error)},
                                {"hello_at", p.hello_at == TimePoint{} ? nlohmann::json(nullptr)
                                                                       : nlohmann::json(format_rfc3339(p.hello_at))}};
+        peer["rotating"] = b.rotating.count(name) > 0;
         if (p.hello) {
             peer["version"] = p.hello->version;
             peer["data_port"] = p.hello->data_port;
@@ -210,6 +311,7 @@ nlohmann::json probes_json(const Snapshot& s) {
         }
         j["probes"].push_back(std::move(entry));
     }
+    j["mesh"] = mesh_json(b);
     return j;
 }
 
@@ -439,6 +541,7 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
     }
     for (auto* f : {&ok, &dur, &bw, &lat, &per_rail, &last, &failure, &ucx})
         if (!f->metric.empty()) out.push_back(std::move(*f));
+    add_mesh_families(out, *s.probes);
 }
 
 std::string render_probe_result(const ProbeResult& r) {

@@ -82,6 +82,7 @@ struct Running {
     ProbeScheduler& scheduler;
     alertmanager::Notifier& notifier;
     InventoryKeeper& inventory;
+    ProbeBudget& budget;
     bool probing;
     uint64_t inventory_generation = 0;  // of the inventory the running peers came from
 };
@@ -139,6 +140,7 @@ void reload(const Flags& flags, Running& run, spdlog::logger& log) {
     auto effective = with_inventory(run);
     run.engine.apply_config(effective);
     run.notifier.apply_config(*run.config);
+    run.budget.set_limits(budget_limits(run.config->probes));
     apply_probe_config(run, std::move(effective));
     log.info("config reloaded from {}", run.config->source.empty() ? "built-in defaults" : run.config->source);
 }
@@ -187,12 +189,14 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                   ROCEWATCH_UCX_LIBEXEC_DIR);
     alertmanager::Notifier notifier(*cfg, {.snapshots = [&] { return store.latest(); }, .log = log});
     std::unique_ptr<InventoryKeeper> inventory;  // made once the HTTP port is known
+    ProbeBudget budget(budget_limits(cfg->probes));
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
                                 .link_events = [&] { return watcher->link_events(); },
                                 .alertmanager = [&] { return notifier.stats(); },
+                                .probe_budget = [&] { return std::optional<ProbeBudgetStats>(budget.stats()); },
                                 .ucx_version = ucx_version,
                                 .probes = [&] { return probe_store.latest(); },
                                 .cluster = [&] { return inventory->latest(); },
@@ -200,7 +204,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                   store, log);
 
     auto listen = parse_listen_address(cfg->daemon.listen);  // validated when loaded
-    Probing probing = start_probing(*cfg, listen->host, log);
+    Probing probing = start_probing(*cfg, listen->host, log, &budget);
     probe_store.update([&](ProbeBook& b) {
         b.enabled = probing.token.has_value();
         b.disabled_reason = probing.why_off;
@@ -209,8 +213,13 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     Probers probers({.config = [&] { return probe_config; },
                      .snapshot = [&] { return store.latest(); },
                      .token = probing.token.value_or(ProbeToken{}),
-                     .ucx_session_exe = ucx_exe});
-    ProbeScheduler scheduler(cfg, probers.scheduler_deps(), probe_store, log);
+                     .ucx_session_exe = ucx_exe,
+                     .budget = &budget});
+    auto scheduler_deps = probers.scheduler_deps();
+    scheduler_deps.rotating = [&](const Config& c, uint64_t round) {
+        return inventory ? rotating_inventory_peers(*inventory->latest(), c, round) : std::vector<PeerConfig>{};
+    };
+    ProbeScheduler scheduler(cfg, std::move(scheduler_deps), probe_store, log);
 
     StoreSource source(store);
     auto api = api::ApiServer::create(
@@ -233,7 +242,8 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                                 .scheduler = scheduler,
                                 .sessions = sessions,
                                 .session_kinds = probers.session_kinds(),
-                                .log = log});
+                                .log = log,
+                                .budget = &budget});
 
     // Serving first: /healthz answers and /readyz says 503 while a slow first collection runs.
     api->start();
@@ -260,7 +270,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     notifier.start();
     sd_notify(0, "READY=1\nSTATUS=collecting");
 
-    Running run{cfg, probe_config, engine, scheduler, notifier, *inventory, probing.token.has_value()};
+    Running run{cfg, probe_config, engine, scheduler, notifier, *inventory, budget, probing.token.has_value()};
     serve(flags, sigs, run, store, *log);
     sd_notify(0, "STOPPING=1");
     ShutdownSteps stop(*log);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "probes/budget.hpp"
 #include "probes/tcp_socket.hpp"
 
 namespace rocewatch::tcpserver {
@@ -77,6 +78,7 @@ void EchoWorkers::serve(Worker& w, const std::string& peer, const tcpwire::Reply
         }
         why = io.why;
     }
+    if (budget_) budget_->charge(BudgetSide::peer, 2 * echoed);
     if (std::string_view(why) != "peer closed") ++counters_.cut;
     if (log_) log_->debug("probe port: {} echo session ended ({}), {} bytes echoed", peer, why, echoed);
 }

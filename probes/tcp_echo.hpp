@@ -19,8 +19,9 @@ namespace rocewatch::tcpserver {
 
 class EchoWorkers {
 public:
-    EchoWorkers(Counters& counters, std::shared_ptr<spdlog::logger> log, SteadyClock::duration idle_timeout)
-        : counters_(counters), log_(std::move(log)), idle_timeout_(idle_timeout) {}
+    EchoWorkers(Counters& counters, std::shared_ptr<spdlog::logger> log, SteadyClock::duration idle_timeout,
+                ProbeBudget* budget = nullptr)
+        : counters_(counters), log_(std::move(log)), idle_timeout_(idle_timeout), budget_(budget) {}
     ~EchoWorkers() { stop_all(); }
     EchoWorkers(const EchoWorkers&) = delete;
     EchoWorkers& operator=(const EchoWorkers&) = delete;
@@ -48,6 +49,7 @@ private:
     Counters& counters_;
     std::shared_ptr<spdlog::logger> log_;
     SteadyClock::duration idle_timeout_;
+    ProbeBudget* budget_;  // charged each session's bytes, both ways; nullptr: none
     std::vector<std::unique_ptr<Worker>> workers_;
     std::atomic<uint32_t> live_{0};
 };

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "probes/budget.hpp"
 #include "probes/errors.hpp"
 #include "probes/tcp_echo.hpp"
 #include "probes/tcp_socket.hpp"
@@ -72,7 +73,7 @@ public:
           log_(std::move(log)),
           handshake_timeout_(from_seconds(limits.handshake_timeout_seconds)),
           idle_timeout_(from_seconds(limits.idle_timeout_seconds)),
-          echo_(counters, log_, idle_timeout_) {
+          echo_(counters, log_, idle_timeout_, limits.budget) {
         limits_.max_pending = std::max<uint32_t>(limits_.max_pending, 1);
         limits_.max_pending_per_source = std::max<uint32_t>(limits_.max_pending_per_source, 1);
     }
@@ -328,6 +329,12 @@ bool DataPortLoop::on_handshake(Session& s) {
         ++counters_.busy;
         return refuse(s, tcpwire::Code::busy);
     }
+    if (limits_.budget)
+        if (auto why = limits_.budget->admit(BudgetSide::peer)) {
+            ++counters_.busy;
+            if (log_) log_->debug("probe port: {} refused: {}", s.peer, *why);
+            return refuse(s, tcpwire::Code::busy);
+        }
     return grant(s, *req);
 }
 
@@ -465,6 +472,7 @@ void DataPortLoop::expire() {
 void DataPortLoop::close(Session& s) {
     if (s.dead) return;
     s.dead = true;
+    if (limits_.budget && s.bytes_in) limits_.budget->charge(BudgetSide::peer, s.bytes_in);
     leave_pending(s);
 }
 

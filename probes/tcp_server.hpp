@@ -16,6 +16,8 @@ class logger;
 
 namespace rocewatch {
 
+class ProbeBudget;
+
 // What one peer may make this daemon do on its data port. Each request is clamped to
 // these (the grant is sent back), and a peer going past its grant is disconnected.
 struct TcpServerLimits {
@@ -32,6 +34,9 @@ struct TcpServerLimits {
     double handshake_timeout_seconds = 2;          // to send the 64-byte request, counted from accept
     double idle_timeout_seconds = 5;               // a session with no progress this long is closed
     int socket_buffer_bytes = 0;                   // SO_RCVBUF/SO_SNDBUF; 0 leaves autotuning on
+    // The node's probe budget (not owned; nullptr: none): each data session is admitted
+    // against it (refused as busy when it is spent) and charged its payload bytes.
+    ProbeBudget* budget = nullptr;
 };
 
 namespace tcpserver {

@@ -266,4 +266,20 @@ std::vector<size_t> ring_successors(size_t n_entries, size_t self, size_t k) {
     return out;
 }
 
+std::vector<size_t> rotating_peers(size_t n_entries, size_t self, size_t k, size_t m, uint64_t round) {
+    std::vector<size_t> out;
+    if (n_entries == 0 || self >= n_entries || n_entries <= k + 1) return out;
+    const size_t others = n_entries - 1 - k;  // the distances k+1 .. n-1 that the ring leaves
+    m = std::min(m, others);
+    // Round r takes the next m distances after round r-1's: every node the same ones, so that
+    // each node is probed by exactly m others in a round (a distance is a permutation of the
+    // ring), and every ordered pair has come round after ceil(others / m) rounds.
+    const uint64_t first = (round % others) * m % others;
+    for (size_t j = 0; j < m; ++j) {
+        const size_t distance = k + 1 + static_cast<size_t>((first + j) % others);
+        out.push_back((self + distance) % n_entries);
+    }
+    return out;
+}
+
 }  // namespace rocewatch

@@ -49,4 +49,11 @@ SelfMatch find_self(const Inventory& inv, const std::string& hostname, const std
 // never one twice; fewer when the inventory is smaller.
 std::vector<size_t> ring_successors(size_t n_entries, size_t self, size_t k);
 
+// The m entries `self` probes in rotation round `round` (Pingmesh's idea, bounded): distances
+// beyond the k ring successors, the same distances on every node in a round, moving on by m
+// each round. So a node is probed by exactly m rotating probers at a time, and every ordered
+// pair of entries has been probed after ceil((n - 1 - k) / m) rounds. Never self, never a ring
+// successor, never one twice; fewer when the inventory has fewer entries beyond the ring.
+std::vector<size_t> rotating_peers(size_t n_entries, size_t self, size_t k, size_t m, uint64_t round);
+
 }  // namespace rocewatch

@@ -184,18 +184,38 @@ void InventoryKeeper::loop() {
     }
 }
 
-std::vector<PeerConfig> inventory_peers(const ClusterState& state, const Config& c) {
-    std::vector<PeerConfig> out;
-    if (!state.self.index || c.cluster.ring_successors == 0) return out;
+namespace {
+std::vector<PeerConfig> peers_at(const ClusterState& state, const Config& c, const std::vector<size_t>& indices,
+                                 bool rotating) {
     std::set<std::string> configured;
     for (const auto& p : c.peers) configured.insert(p.address);
+    std::vector<PeerConfig> out;
     const auto& entries = state.inventory.entries;
-    for (size_t i : ring_successors(entries.size(), *state.self.index, c.cluster.ring_successors)) {
+    for (size_t i : indices) {
         if (configured.count(entries[i].target)) continue;
-        out.push_back(
-            PeerConfig{.name = entries[i].target, .address = entries[i].target, .rails = {}, .from_inventory = true});
+        out.push_back(PeerConfig{.name = entries[i].target,
+                                 .address = entries[i].target,
+                                 .rails = {},
+                                 .from_inventory = true,
+                                 .rotating = rotating});
     }
     return out;
+}
+}  // namespace
+
+std::vector<PeerConfig> inventory_peers(const ClusterState& state, const Config& c) {
+    if (!state.self.index || c.cluster.ring_successors == 0) return {};
+    return peers_at(state, c,
+                    ring_successors(state.inventory.entries.size(), *state.self.index, c.cluster.ring_successors),
+                    false);
+}
+
+std::vector<PeerConfig> rotating_inventory_peers(const ClusterState& state, const Config& c, uint64_t round) {
+    if (!state.self.index || c.cluster.rotating_peers == 0) return {};
+    return peers_at(state, c,
+                    rotating_peers(state.inventory.entries.size(), *state.self.index, c.cluster.ring_successors,
+                                   c.cluster.rotating_peers, round),
+                    true);
 }
 
 }  // namespace rocewatch

@@ -72,4 +72,8 @@ private:
 // while this node is not found in the inventory.
 std::vector<PeerConfig> inventory_peers(const ClusterState& state, const Config& c);
 
+// The rotating peers of round `round` ([cluster] rotating_peers of them, see rotating_peers in
+// inventory.hpp), leaving out configured peers as above; each from_inventory and rotating.
+std::vector<PeerConfig> rotating_inventory_peers(const ClusterState& state, const Config& c, uint64_t round);
+
 }  // namespace rocewatch

@@ -372,6 +372,13 @@ const KeySpec<ClusterConfig> kClusterKeys[] = {
     {"rails", [](const Field& f, ClusterConfig& c) { assign(c.rails, f.names()); }},
     // 0 turns the ring off (only [[peers]] are probed); 16 is far more than any cluster needs.
     {"ring_successors", [](const Field& f, ClusterConfig& c) { assign(c.ring_successors, f.integer(0, 16)); }},
+    // 0 turns rotation off; each rotating peer costs a hello and a latency probe per rail a round.
+    {"rotating_peers", [](const Field& f, ClusterConfig& c) { assign(c.rotating_peers, f.integer(0, 16)); }},
+    // A round shorter than 10 s is mostly hellos; longer than a day, a 2,000-node mesh takes years.
+    {"rotate_every",
+     [](const Field& f, ClusterConfig& c) {
+         assign(c.rotate_every, f.duration(Duration{std::chrono::seconds(10)}, Duration{std::chrono::hours(24)}));
+     }},
 };
 
 const KeySpec<Thresholds> kThresholdKeys[] = {
@@ -602,6 +609,12 @@ const KeySpec<ProbesConfig> kProbeKeys[] = {
      [](const Field& f, ProbesConfig& p) {
          assign(p.latency_threshold, f.duration(Duration{1}, kMaxLatencyThreshold));
      }},
+    // A million runs a minute is far beyond what one node can serve; 0 = no limit.
+    {"max_runs_per_minute",
+     [](const Field& f, ProbesConfig& p) { assign(p.max_runs_per_minute, f.integer(0, 1'000'000)); }},
+    // 1 PiB a minute is far beyond any NIC; 0 = no limit.
+    {"max_bytes_per_minute",
+     [](const Field& f, ProbesConfig& p) { assign(p.max_bytes_per_minute, f.integer(0, int64_t{1} << 50)); }},
     {"tcp_lat",
      [](const Field& f, ProbesConfig& p) {
          if (auto* t = f.table()) load_keys<TcpLatProbeConfig>(*t, f.key(), kTcpLatKeys, p.tcp_lat, f.errors());

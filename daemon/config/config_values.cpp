@@ -278,6 +278,8 @@ nlohmann::json probes_json(const ProbesConfig& p) {
         {"enabled", p.enabled},
         {"bw_fraction_of_link", p.bw_fraction_of_link},
         {"latency_threshold", format_duration(p.latency_threshold)},
+        {"max_runs_per_minute", p.max_runs_per_minute},
+        {"max_bytes_per_minute", p.max_bytes_per_minute},
         {"tcp_lat",
          {
              {"interval", format_duration(p.tcp_lat.interval)},
@@ -420,6 +422,8 @@ nlohmann::json config_to_json(const Config& c) {
              {"inventory", c.cluster.inventory},
              {"rails", c.cluster.rails},
              {"ring_successors", c.cluster.ring_successors},
+             {"rotating_peers", c.cluster.rotating_peers},
+             {"rotate_every", format_duration(c.cluster.rotate_every)},
          }},
         {"peers", peers_json(c.peers)},
         {"alertmanager", alertmanager_json(c.alertmanager)},

@@ -420,6 +420,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->netlink_resyncs = src_.netlink_resyncs();
     snap->link_events = src_.link_events();
     snap->alertmanager = src_.alertmanager();
+    snap->probe_budget = src_.probe_budget();
 
     snap->host.ucx_version = src_.ucx_version;
     snap->collectors = {files.sysfs, files.verbs, nl_status, files.host_status};

@@ -133,6 +133,25 @@ SteadyClock::duration ProbeScheduler::next_after(const ProbeJob& job, const Prob
 void ProbeScheduler::add_entries(PeerConfig peer, SteadyClock::time_point now) {
     if (peer.from_inventory)
         if (auto it = matched_.find(peer.name); it != matched_.end()) peer.rails = it->second;
+    if (peer.rotating) {
+        // Latency only, each kind once early in the round (then on its interval while the round
+        // lasts): a rotating peer is there to cover paths, bandwidth stays with the ring.
+        // Spread over the round's first half; once its hello matched its rails, at once.
+        const bool matched = !peer.rails.empty();
+        const int64_t spread = matched ? 0 : std::chrono::milliseconds(cur_->cluster.rotate_every).count() / 2;
+        std::uniform_int_distribution<int64_t> d(0, std::max<int64_t>(spread, 0));
+        for (ProbeKind k : kinds_) {
+            if (is_bandwidth_kind(k)) continue;
+            if (is_peer_level_kind(k) || peer.rails.empty()) {
+                if (is_tcp_kind(k) || is_peer_level_kind(k))
+                    entries_.push_back({ProbeJob{peer, std::nullopt, k}, now + std::chrono::milliseconds(d(rng_))});
+            } else {
+                for (const auto& r : peer.rails)
+                    entries_.push_back({ProbeJob{peer, r, k}, now + std::chrono::milliseconds(d(rng_))});
+            }
+        }
+        return;
+    }
     for (ProbeKind k : kinds_) {
         if (is_peer_level_kind(k)) {
             // All rails at once needs two of them to say anything a per-rail run does not.
@@ -163,13 +182,68 @@ void ProbeScheduler::plan(SteadyClock::time_point now) {
     for (const auto& peer : cur_->peers) names.insert(peer.name);
     std::erase_if(matched_, [&](const auto& kv) { return !names.count(kv.first); });
     rematch_.clear();
+    rotating_.clear();
+    round_.reset();  // the next rotate() adds this round's rotating peers again
     for (const auto& peer : cur_->peers) add_entries(peer, now);
     hellos_.clear();
     store_.update([&](ProbeBook& b) {
+        if (cur_->cluster.rotating_peers == 0) b.mesh.clear();
+        b.rotating.clear();
+        b.round.reset();
         std::erase_if(b.results, [&](const auto& kv) { return !names.count(kv.first.peer); });
         std::erase_if(b.latency_totals, [&](const auto& kv) { return !names.count(kv.first.peer); });
         std::erase_if(b.peers, [&](const auto& kv) { return !names.count(kv.first); });
     });
+}
+
+// This round's rotating peers out: their entries, hellos, matched rails and peer states (their
+// results live on in the mesh summary).
+void ProbeScheduler::drop_rotating() {
+    std::set<std::string> names;
+    for (const auto& p : rotating_) names.insert(p.name);
+    std::erase_if(entries_, [&](const Entry& e) { return e.job.peer.rotating; });
+    for (const auto& n : names) {
+        hellos_.erase(n);
+        matched_.erase(n);
+        rematch_.erase(n);
+    }
+    store_.update([&](ProbeBook& b) {
+        std::erase_if(b.peers, [&](const auto& kv) { return names.count(kv.first); });
+        b.rotating.clear();
+        b.round.reset();
+    });
+    rotating_.clear();
+}
+
+// At a round's start, swaps the rotating peers for the new round's. Returns when the next
+// round starts (or an hour on, when nothing rotates).
+SteadyClock::time_point ProbeScheduler::rotate(SteadyClock::time_point now) {
+    const int64_t every = std::chrono::milliseconds(cur_->cluster.rotate_every).count();
+    if (cur_->cluster.rotating_peers == 0 || every <= 0) {
+        if (!rotating_.empty()) drop_rotating();
+        return now + std::chrono::hours(1);
+    }
+    const int64_t wall_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deps_.wall_now().time_since_epoch()).count();
+    const auto round = static_cast<uint64_t>(std::max<int64_t>(wall_ms, 0) / every);
+    const auto next_round = now + std::chrono::milliseconds(every - std::max<int64_t>(wall_ms, 0) % every);
+    if (round_ == round) return next_round;
+    round_ = round;
+    drop_rotating();
+    std::set<std::string> fixed;
+    for (const auto& p : cur_->peers) fixed.insert(p.name);
+    for (auto& p : deps_.rotating(*cur_, round)) {
+        if (fixed.count(p.name)) continue;  // a ring or configured peer: probed as such
+        p.from_inventory = p.rotating = true;
+        rotating_.push_back(p);
+        add_entries(std::move(p), now);
+    }
+    store_.update([&](ProbeBook& b) {
+        b.round = round;
+        for (const auto& p : rotating_) b.rotating[p.name] = p.address;
+    });
+    if (!rotating_.empty()) log_->debug("rotation round {}: {} rotating peer(s)", round, rotating_.size());
+    return next_round;
 }
 
 // An inventory peer's hello gave it other rails: its probes now go over them, and results
@@ -178,6 +252,8 @@ void ProbeScheduler::replan_matched(SteadyClock::time_point now) {
     for (const auto& name : rematch_) {
         std::erase_if(entries_, [&](const Entry& e) { return e.job.peer.name == name; });
         for (const auto& peer : cur_->peers)
+            if (peer.name == name) add_entries(peer, now);
+        for (const auto& peer : rotating_)
             if (peer.name == name) add_entries(peer, now);
         std::set<std::string> rails;
         for (const auto& r : matched_[name]) rails.insert(r.name);
@@ -237,7 +313,10 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     auto finish = [&](ProbeResult res) {
         if (res.duration_seconds == 0) res.duration_seconds = std::chrono::duration<double>(deps_.now() - t0).count();
         if (!res.success && peer_gone(res.reason)) hellos_.erase(job.peer.name);
-        if (res.reason != kReasonStopped) store_.update([&](ProbeBook& b) { b.add(res); });
+        if (job.peer.rotating)
+            store_.update([&](ProbeBook& b) { b.add_mesh(res, 2 * cur_->cluster.rotate_every); });
+        else if (res.reason != kReasonStopped)
+            store_.update([&](ProbeBook& b) { b.add(res); });
         log_->debug("probe {} to {}{}{}: {}", to_string(res.kind), res.peer, res.rail.empty() ? "" : "/", res.rail,
                     res.success ? "ok" : res.reason);
         return res;
@@ -257,10 +336,20 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     }
     const PeerHello* hello = fresh_hello(job, t0, r);
     if (!hello) return finish(std::move(r));
+    // A rotating peer's first hello matched its rails: it is probed over them at once
+    // (replan_matched), not to its control host as well; nothing to record.
+    if (job.peer.rotating && !job.rail && rematch_.count(job.peer.name)) return r;
+    if (auto why = deps_.admit()) {
+        r.reason = kReasonSkippedBudget;
+        r.detail = *why;
+        log_->debug("probe {} to {} not run: {}", to_string(job.kind), job.peer.name, *why);
+        return finish(std::move(r));
+    }
     try {
         auto deadline = t0 + SteadyClock::duration(timing.budget);
         if (job.deadline) deadline = std::min(deadline, *job.deadline);
         ProbeResult res = deps_.run(job, *hello, Deadline{deadline, &cancel_});
+        deps_.charge(res.bytes);
         if (!res.success && cancel_) {
             res.detail = "the daemon stopped or reloaded during the probe (" + res.reason + ": " + res.detail + ")";
             res.reason = kReasonStopped;
@@ -299,6 +388,7 @@ SteadyClock::time_point ProbeScheduler::run_due(SteadyClock::time_point now) {
         }
     };
     drain();
+    const auto next_round = rotate(now);
     for (auto& e : entries_) {
         {
             std::lock_guard lock(mu_);
@@ -312,7 +402,7 @@ SteadyClock::time_point ProbeScheduler::run_due(SteadyClock::time_point now) {
         if (!rematch_.empty()) break;  // entries_ changes under this loop
     }
     if (!rematch_.empty()) replan_matched(now);
-    auto next = now + std::chrono::hours(1);
+    auto next = std::max(next_round, now);
     for (const auto& e : entries_) next = std::min(next, e.due);
     return next;
 }

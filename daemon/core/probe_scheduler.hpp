@@ -54,6 +54,16 @@ struct ProbeSchedulerDeps {
     // (daemon/cluster/rail_match); none: its probes go to its control host.
     std::function<std::vector<PeerRailConfig>(const PeerConfig&, const PeerHello&)> match_rails =
         [](const PeerConfig&, const PeerHello&) { return std::vector<PeerRailConfig>{}; };
+    // The inventory's rotating peers of a round under the running config ([cluster]
+    // rotating_peers; round = wall-clock time / rotate_every, the same on every node); none
+    // without an inventory.
+    std::function<std::vector<PeerConfig>(const Config&, uint64_t round)> rotating = [](const Config&, uint64_t) {
+        return std::vector<PeerConfig>{};
+    };
+    // The node's probe budget (probes/budget.hpp): nullopt when a run may start (and is
+    // counted), else why not; and the payload bytes a run moved.
+    std::function<std::optional<std::string>()> admit = [] { return std::optional<std::string>{}; };
+    std::function<void(uint64_t bytes)> charge = [](uint64_t) {};
     std::function<SteadyClock::time_point()> now = [] { return SteadyClock::now(); };
     std::function<TimePoint()> wall_now = [] { return Clock::now(); };
 };
@@ -102,6 +112,8 @@ private:
     ProbeResult execute(const ProbeJob& job, bool scheduled);
     void plan(SteadyClock::time_point now);
     void add_entries(PeerConfig peer, SteadyClock::time_point now);
+    SteadyClock::time_point rotate(SteadyClock::time_point now);
+    void drop_rotating();
     void replan_matched(SteadyClock::time_point now);
     SteadyClock::duration jitter(ProbeKind k);
     SteadyClock::duration next_after(const ProbeJob& job, const ProbeResult& r);
@@ -131,6 +143,8 @@ private:
     std::vector<ProbeKind> kinds_;                                // enabled and runnable
     std::map<std::string, std::vector<PeerRailConfig>> matched_;  // inventory peers' rails, by name
     std::set<std::string> rematch_;                               // peers whose matched rails changed
+    std::vector<PeerConfig> rotating_;                            // this round's rotating peers
+    std::optional<uint64_t> round_;                               // the round they are of
     std::thread thread_;
 };
 

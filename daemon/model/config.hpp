@@ -124,6 +124,10 @@ struct ProbesConfig {
     std::vector<std::string> enabled = {"tcp_lat", "tcp_bw"};  // probe kinds run on schedule
     double bw_fraction_of_link = 0.9;                          // probe_bandwidth_low below this fraction
     Duration latency_threshold{1};  // probe_latency_high above this p99 (kinds without their own)
+    // The node's probe budget (probes/budget.hpp): runs this daemon starts plus sessions its
+    // peers ask for, and their payload bytes, in any 60 s; 0 = no limit.
+    uint32_t max_runs_per_minute = 600;
+    uint64_t max_bytes_per_minute = 64ull << 30;
     TcpLatProbeConfig tcp_lat;
     TcpBwProbeConfig tcp_bw;
     RdmaBwProbeConfig rdma_bw;
@@ -149,6 +153,10 @@ struct ClusterConfig {
     // nodes, tests); empty: the netdevs of [expect] rails (or of every RDMA device).
     std::vector<std::string> rails;
     uint32_t ring_successors = 3;  // each node probes the k entries after it in the ring
+    // And m more that change every rotate_every (inventory.hpp's rotating_peers): latency
+    // kinds only, summarised per rail rather than exported per peer.
+    uint32_t rotating_peers = 2;
+    Duration rotate_every{std::chrono::minutes(1)};
 };
 
 // [[peers.rails]]: one path to a peer. remote_address is the peer's address on that rail.
@@ -170,6 +178,9 @@ struct PeerConfig {
     // Taken from [cluster] inventory, not written in [[peers]]: its rails are matched from
     // its hello (daemon/cluster/rail_match), not configured.
     bool from_inventory = false;
+    // One of the inventory's rotating peers (from_inventory too): probed for latency this
+    // round only; its results go to the per-rail mesh summary (ProbeBook::mesh).
+    bool rotating = false;
 };
 
 // [alertmanager]: where the daemon pushes its own firing and resolved alerts, as Prometheus

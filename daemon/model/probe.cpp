@@ -3,6 +3,8 @@
 
 #include "daemon/model/config.hpp"
 
+#include <algorithm>
+
 namespace rocewatch {
 
 const char* to_string(ProbeKind k) {
@@ -104,6 +106,53 @@ void ProbeBook::add(ProbeResult r) {
     }
     h.push_back(std::move(r));
     while (h.size() > kHistoryLimit) h.pop_front();
+}
+
+void ProbeBook::add_mesh(const ProbeResult& r, std::chrono::milliseconds keep_for) {
+    if (!probe_ran(r) || r.reason == kReasonStopped) return;
+    auto& m = mesh[MeshKey{r.rail, r.kind}];
+    MeshPeerSeen seen{.success = r.success, .latency = 0, .reason = r.reason, .at = r.started};
+    if (r.success) {
+        ++m.successes;
+        if (r.latency) {
+            seen.latency = r.latency->typical;
+            const auto b = std::lower_bound(MeshSummary::kBuckets.begin(), MeshSummary::kBuckets.end(), seen.latency);
+            ++m.buckets[static_cast<size_t>(b - MeshSummary::kBuckets.begin())];
+            m.sum += seen.latency;
+        }
+    } else {
+        ++m.failures;
+    }
+    m.seen[r.peer] = std::move(seen);
+    // Peers of earlier rounds fade out; the bound holds whatever the clock does.
+    std::erase_if(m.seen, [&](const auto& kv) { return kv.second.at < r.started - keep_for; });
+    while (m.seen.size() > MeshSummary::kMaxSeen) {
+        auto oldest = std::min_element(m.seen.begin(), m.seen.end(),
+                                       [](const auto& a, const auto& b) { return a.second.at < b.second.at; });
+        m.seen.erase(oldest);
+    }
+}
+
+namespace {
+using Named = std::vector<std::pair<std::string, const MeshPeerSeen*>>;
+Named pick(const std::map<std::string, MeshPeerSeen>& seen, bool success,
+           bool (*before)(const MeshPeerSeen&, const MeshPeerSeen&)) {
+    Named out;
+    for (const auto& [peer, s] : seen)
+        if (s.success == success) out.emplace_back(peer, &s);
+    std::stable_sort(out.begin(), out.end(),
+                     [&](const auto& a, const auto& b) { return before(*a.second, *b.second); });
+    if (out.size() > MeshSummary::kWorst) out.resize(MeshSummary::kWorst);
+    return out;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, const MeshPeerSeen*>> MeshSummary::failing() const {
+    return pick(seen, false, [](const MeshPeerSeen& a, const MeshPeerSeen& b) { return a.at > b.at; });
+}
+
+std::vector<std::pair<std::string, const MeshPeerSeen*>> MeshSummary::slowest() const {
+    return pick(seen, true, [](const MeshPeerSeen& a, const MeshPeerSeen& b) { return a.latency > b.latency; });
 }
 
 const ProbeResult* last_run(const std::deque<ProbeResult>& history) {

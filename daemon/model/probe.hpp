@@ -1,6 +1,8 @@
 // Probe results between this node and its peers, and the bounded book of them a snapshot carries.
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -87,10 +89,14 @@ inline constexpr const char* kReasonPeerBusy = "peer_busy";
 // The reason a probe carries when the daemon stopped or reloaded before or while it ran: it
 // says nothing about the peer and is not kept (the caller who asked for it gets it).
 inline constexpr const char* kReasonStopped = "stopped";
+// Not run: the node's probe budget for the last minute was spent (probes/budget.hpp).
+inline constexpr const char* kReasonSkippedBudget = "skipped_budget";
 
 // Whether a result says anything about the path: false for a probe that did not run (our
-// rail busy, the peer busy). Verdicts and metrics go by the newest result that ran.
-inline bool probe_ran(const ProbeResult& r) { return r.reason != kReasonSkippedBusy && r.reason != kReasonPeerBusy; }
+// rail busy, the peer busy, the budget spent). Verdicts and metrics go by the newest result that ran.
+inline bool probe_ran(const ProbeResult& r) {
+    return r.reason != kReasonSkippedBusy && r.reason != kReasonPeerBusy && r.reason != kReasonSkippedBudget;
+}
 
 struct ProbeKey {
     std::string peer;
@@ -153,6 +159,45 @@ struct LatencyTotals {
     double sum = 0;      // their sum, in seconds
 };
 
+// The inventory's rotating peers, summarised per (local rail, kind) instead of per peer, so
+// that the series a node exports do not grow with the cluster (docs/cluster.md).
+struct MeshKey {
+    std::string rail;  // the local rail ("" for the control host path)
+    ProbeKind kind = ProbeKind::tcp_lat;
+    auto operator<=>(const MeshKey&) const = default;
+};
+
+// A rotating peer's newest result on one rail and kind, kept for the "worst peers now" sets.
+struct MeshPeerSeen {
+    bool success = false;
+    double latency = 0;  // the run's median half round trip, seconds (success only)
+    std::string reason;  // failures only
+    TimePoint at{};
+};
+
+struct MeshSummary {
+    // Upper bounds of the latency histogram's buckets, seconds: Soft-RoCE and RDMA NICs at the
+    // low end (2-10 us), TCP at 20-100 us, a congested or remote path beyond.
+    static constexpr std::array<double, 14> kBuckets = {5e-6, 1e-5,   2.5e-5, 5e-5, 1e-4,   2.5e-4, 5e-4,
+                                                        1e-3, 2.5e-3, 5e-3,   1e-2, 2.5e-2, 0.1,    1.0};
+    // How many peers each "worst now" set names at most, and how many seen peers are kept.
+    static constexpr size_t kWorst = 3;
+    static constexpr size_t kMaxSeen = 64;
+
+    uint64_t successes = 0;  // runs since start (probes that ran: busy peers are not counted)
+    uint64_t failures = 0;
+    // One observation per successful run, its median half round trip: per-bucket counts
+    // (kBuckets.size() + 1 with +Inf), cumulated when exported; sum in seconds.
+    std::array<uint64_t, kBuckets.size() + 1> buckets{};
+    double sum = 0;
+    std::map<std::string, MeshPeerSeen> seen;  // by peer, newest result, younger than keep_for
+
+    // Up to kWorst peers whose newest run failed, newest first; and up to kWorst with the
+    // highest latency among those whose newest run succeeded, worst first.
+    [[nodiscard]] std::vector<std::pair<std::string, const MeshPeerSeen*>> failing() const;
+    [[nodiscard]] std::vector<std::pair<std::string, const MeshPeerSeen*>> slowest() const;
+};
+
 struct ProbeBook {
     static constexpr size_t kHistoryLimit = 20;
 
@@ -161,6 +206,9 @@ struct ProbeBook {
     std::map<ProbeKey, std::deque<ProbeResult>> results;  // oldest first, at most kHistoryLimit
     std::map<std::string, PeerState> peers;               // by peer name
     std::map<ProbeKey, LatencyTotals> latency_totals;     // cumulative since start, never reset
+    std::map<MeshKey, MeshSummary> mesh;                  // rotating peers' results, per rail and kind
+    std::map<std::string, std::string> rotating;          // this round's rotating peers: name -> address
+    std::optional<uint64_t> round;                        // the rotation round they are of
 
     // The newest result for a key, nullptr when none.
     const ProbeResult* latest(const ProbeKey& k) const;
@@ -168,6 +216,10 @@ struct ProbeBook {
     // run for the same reason as the one before it replaces that one (info "repeated" counts
     // them), so a long busy spell cannot push the last real run out of the history.
     void add(ProbeResult r);
+    // A rotating peer's result: counted in its rail's summary, and remembered as that peer's
+    // newest for `keep_for` (two rounds) in the worst-peers sets. A probe that did not run
+    // (busy) or was stopped is not counted.
+    void add_mesh(const ProbeResult& r, std::chrono::milliseconds keep_for);
 };
 
 // The newest result in `history` that ran (probe_ran); nullptr when none did.

@@ -1,6 +1,7 @@
 // The immutable picture of a node that collectors publish and everyone else reads.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -228,6 +229,19 @@ struct DaemonStatus {
     bool ready = false;                           // first full collection done
 };
 
+// The node's probe budget ([probes] max_runs_per_minute, max_bytes_per_minute) as it stands:
+// probes/budget.hpp keeps it, /metrics and /api/v1/probes show it.
+struct ProbeBudgetStats {
+    uint32_t max_runs_per_minute = 0;   // 0 = no limit
+    uint64_t max_bytes_per_minute = 0;  // 0 = no limit
+    uint32_t runs_last_minute = 0;      // own runs and peers' sessions admitted in the last 60 s
+    uint64_t bytes_last_minute = 0;     // their payload bytes
+    // Since start, by side: [0] runs this daemon started, [1] sessions its peers asked for.
+    std::array<uint64_t, 2> admitted{};
+    std::array<uint64_t, 2> refused{};
+    std::array<uint64_t, 2> bytes{};
+};
+
 // The Alertmanager notifier's counters (daemon/alertmanager), as its metrics export them.
 struct AlertmanagerStats {
     struct Target {
@@ -270,6 +284,7 @@ struct Snapshot {
     uint64_t netlink_events = 0;                    // events seen since start
     uint64_t netlink_resyncs = 0;                   // re-dumps after buffer overruns
     std::optional<AlertmanagerStats> alertmanager;  // absent while no Alertmanager is configured
+    std::optional<ProbeBudgetStats> probe_budget;   // absent where no budget is kept (tests)
 };
 
 // Overall verdict of this node: critical if any node-scoped critical alert fires, warning if

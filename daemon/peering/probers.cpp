@@ -136,7 +136,8 @@ std::string ucx_session_child_version(const std::string& exe) {
 #endif
 }
 
-Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log) {
+Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log,
+                      ProbeBudget* budget) {
     const char* creds = std::getenv("CREDENTIALS_DIRECTORY");
     TokenLookup found = find_probe_token(cfg.probes.token_file, creds ? creds : "");
     Probing p{found.token, found.why, nullptr};
@@ -145,6 +146,7 @@ Probing start_probing(const Config& cfg, const std::string& listen_host, const s
         limits.max_session_seconds = std::chrono::duration<double>(cfg.probes.tcp_bw.duration).count();
         limits.max_sessions = std::max<uint32_t>(limits.max_sessions, cfg.probes.tcp_bw.streams);
         limits.max_message_size = std::max<uint32_t>(cfg.probes.tcp_lat.size, 64);
+        limits.budget = budget;
         try {
             p.data_port = TcpProbeServer::create(bind_host(listen_host), cfg.probes.data_port, *p.token, limits, log);
             log->info("peer probing on: token from {}", found.source);
@@ -190,6 +192,11 @@ ProbeSchedulerDeps Probers::scheduler_deps() const {
                 if (!s || !c) return rails;
                 for (const auto& m : match_rails(local_rails(*s, *c), hello).matched) rails.push_back(rail_config(m));
                 return rails;
+            },
+        .admit = [this] { return ctx_.budget ? ctx_.budget->admit(BudgetSide::own) : std::optional<std::string>{}; },
+        .charge =
+            [this](uint64_t bytes) {
+                if (ctx_.budget) ctx_.budget->charge(BudgetSide::own, bytes);
             },
     };
 }

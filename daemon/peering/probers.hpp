@@ -16,6 +16,7 @@
 #include "daemon/core/probe_scheduler.hpp"
 #include "daemon/model/config.hpp"
 #include "daemon/model/snapshot.hpp"
+#include "probes/budget.hpp"
 #include "probes/tcp.hpp"
 #include "probes/tcp_wire.hpp"
 
@@ -27,7 +28,8 @@ struct ProberContext {
     std::function<std::shared_ptr<const Config>()> config;
     std::function<std::shared_ptr<const Snapshot>()> snapshot;
     ProbeToken token{};
-    std::string ucx_session_exe;  // the UCX session child's executable (find_ucx_session_exe)
+    std::string ucx_session_exe;    // the UCX session child's executable (find_ucx_session_exe)
+    ProbeBudget* budget = nullptr;  // the node's probe budget, for every run started; nullptr: none
 };
 
 // The version of the UCX the session child `exe` links ("1.13.1"), asked of the child; ""
@@ -45,7 +47,9 @@ struct Probing {
 // where the HTTP server listens (every address, both families, for "", 0.0.0.0 or ::; a
 // name is resolved first) with our own config's budget
 // as its limits, whatever a peer asks for. Logs whether probing is on; never throws.
-Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log);
+// The data port's sessions are admitted against `budget` (may be nullptr).
+Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log,
+                      ProbeBudget* budget = nullptr);
 
 // The passive side of one session kind: the reply to the peer, and the serve step for the
 // session host's thread (empty when refused: the reply then says why).

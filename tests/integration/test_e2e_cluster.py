@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Daemons that share one inventory file and no [[peers]]: each finds itself, matches its two rails
-with its ring successors' from their hellos, and probes them; an edit of the inventory (a node
-added, one removed, a broken file) is picked up without a restart, and a dead entry is a failed
-probe while the daemon stays healthy."""
+with its ring successors' from their hellos, and probes them; beyond the ring, one rotating peer a
+round, summarised per rail; an edit of the inventory (a node added, one removed, a broken file) is
+picked up without a restart, and a dead entry is a failed probe while the daemon stays healthy."""
 
 import json
 import os
@@ -17,6 +17,8 @@ import rwtest  # noqa: E402
 
 NODES = 5          # 4 in the first inventory, the 5th added later
 RING = 2           # [cluster] ring_successors
+ROTATING = 1       # [cluster] rotating_peers
+ROUND = 10         # [cluster] rotate_every, seconds (the shortest allowed)
 DEAD = "10.82.0.99"  # an inventory entry nothing answers at
 
 
@@ -33,7 +35,8 @@ def config(path, token, inventory):
         f.write('[daemon]\ninterval = "1s"\n'
                 f'[probes]\ntoken_file = "{token}"\nenabled = ["tcp_lat"]\nlatency_threshold = "1s"\n'
                 '[probes.tcp_lat]\ninterval = "1s"\njitter = "0s"\ncount = 20\ntimeout = "2s"\n'
-                f'[cluster]\ninventory = "{inventory}"\nrails = ["r0", "r1"]\nring_successors = {RING}\n')
+                f'[cluster]\ninventory = "{inventory}"\nrails = ["r0", "r1"]\nring_successors = {RING}\n'
+                f'rotating_peers = {ROTATING}\nrotate_every = "{ROUND}s"\n')
 
 
 def main():
@@ -88,7 +91,76 @@ def main():
 
 
 def peers(d):
-    return {p["name"]: p for p in d.json("/api/v1/peers")["peers"]}
+    """The ring's peers (this round's rotating peer is listed too, with source "rotating")."""
+    return {p["name"]: p for p in d.json("/api/v1/peers")["peers"] if p["source"] != "rotating"}
+
+
+def rotating_of(ring, me, rnd):
+    """inventory.cpp's rotating_peers: distances beyond the ring, moving on by ROTATING a round."""
+    others = len(ring) - 1 - RING
+    first = (rnd % others) * ROTATING % others
+    i = ring.index(me)
+    return [ring[(i + RING + 1 + (first + j) % others) % len(ring)] for j in range(ROTATING)]
+
+
+def check_rotation(t, daemons, target, dead, ring):
+    """Rotating peers: the inventory's formula for the round the daemon is in, latency over both
+    matched rails summarised per rail (not per peer), the dead entry among the failing peers of
+    whoever rotates onto it, and another peer the next round."""
+    def mesh(i):
+        return daemons[i].json("/api/v1/probes")["mesh"]
+    m = mesh(1)
+    t.check(m["round"] is not None and [p["name"] for p in m["rotating_peers"]] ==
+            rotating_of(ring, target[1], m["round"]),
+            f"node 1's rotating peer in round {m['round']} is the one the ring formula names "
+            f"({[p['name'] for p in m['rotating_peers']]})")
+    listed = [p for p in daemons[1].json("/api/v1/peers")["peers"] if p["source"] == "rotating"]
+    t.check([p["name"] for p in listed] == [p["name"] for p in m["rotating_peers"]],
+            "/api/v1/peers lists it with source rotating")
+
+    def summarised(i):
+        by_rail = {s["rail"]: s for s in mesh(i)["summaries"] if s["kind"] == "tcp_lat"}
+        ok = all(by_rail.get(r, {}).get("successes", 0) > 0 for r in ("r0", "r1"))
+        return by_rail if ok else None
+    t.within(lambda: summarised(1), 3 * ROUND, "node 1's rotating probes succeed over r0 and r1")
+    by_rail = summarised(1)
+    if by_rail:
+        s0 = by_rail["r0"]
+        t.check(s0["latency_buckets"][-1]["count"] == s0["successes"] and 0 < s0["latency_sum_seconds"] < 1,
+                f"the r0 histogram counts each success once ({s0['successes']}, sum {s0['latency_sum_seconds']:.6f} s)")
+    t.check(all(p["peer"] in successors(ring, target[1])
+                for p in daemons[1].json("/api/v1/probes")["probes"]),
+            "rotating peers get no per-peer results (node 1's are its ring's)")
+    _, body = daemons[1].get("/metrics")
+    t.check('rocewatch_mesh_latency_seconds_bucket{rail="r0",kind="tcp_lat",le="+Inf"}' in body and
+            'rocewatch_mesh_probes_total{rail="r1",kind="tcp_lat",result="success"}' in body,
+            "/metrics has the per-rail mesh summary")
+
+    # Whoever rotates onto the dead entry names it among its failing peers, with the reason.
+    def dead_failing():
+        for i in range(1, NODES):
+            for s in mesh(i)["summaries"]:
+                for f in s["failing_peers"]:
+                    if f["peer"] == dead:
+                        return (i, f["reason"])
+        return None
+    t.within(dead_failing, 3 * ROUND, f"a rotating prober names the dead entry {dead} as failing")
+    got = dead_failing()
+    if got:
+        t.check(got[1] in ("timeout", "peer_unreachable", "connection_refused"),
+                f"node {got[0]} says why ({got[1]})")
+
+    # The next round: another peer (with two distances beyond the ring, they alternate).
+    first = mesh(1)
+    def moved():
+        m = mesh(1)
+        return m if m["round"] is not None and m["round"] != first["round"] else None
+    t.within(moved, 2 * ROUND, "node 1 moves to the next round")
+    m = moved()
+    if m:
+        t.check([p["name"] for p in m["rotating_peers"]] == rotating_of(ring, target[1], m["round"]) and
+                m["rotating_peers"] != first["rotating_peers"],
+                f"and rotates to another peer ({[p['name'] for p in m['rotating_peers']]})")
 
 
 def ok_probe(d, peer, rail):
@@ -141,6 +213,8 @@ def run(t, daemons, target, dead, inventory):
         names = set(peers(daemons[i]))
         t.check(names == set(successors(ring, target[i])),
                 f"node {i} probes exactly its {RING} ring successors ({sorted(names)})")
+
+    check_rotation(t, daemons, target, dead, ring)
 
     # The dead entry: a failed probe from its predecessor, which stays healthy.
     prober = [i for i in range(1, NODES) if dead in successors(ring, target[i])][0]

@@ -1,6 +1,9 @@
 // The inventory parser (file_sd JSON), hostile input included, finding this node, and the ring.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <tuple>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -151,6 +154,56 @@ TEST(InventoryRing, SuccessorsWrapAndNeverRepeatOrIncludeSelf) {
     for (size_t i = 0; i < 2000; ++i)
         for (size_t j : ring_successors(2000, i, 3)) ++watched[j];
     for (int w : watched) EXPECT_EQ(w, 3);
+}
+
+// ---------------------------------------------------------------- rotating peers
+
+TEST(RotatingPeers, NeverSelfNorARingSuccessorNorOneTwice) {
+    for (size_t n : {2u, 3u, 4u, 5u, 12u, 64u}) {
+        for (size_t self = 0; self < n; ++self) {
+            const auto ring = ring_successors(n, self, 3);
+            for (uint64_t round = 0; round < 40; ++round) {
+                const auto rot = rotating_peers(n, self, 3, 2, round);
+                std::set<size_t> seen(rot.begin(), rot.end());
+                EXPECT_EQ(seen.size(), rot.size()) << "n " << n << " round " << round;
+                EXPECT_FALSE(seen.count(self));
+                for (size_t r : ring) EXPECT_FALSE(seen.count(r)) << "n " << n << ": " << r << " is a ring successor";
+                EXPECT_EQ(rot.size(), std::min<size_t>(2, n > 4 ? n - 4 : 0));
+            }
+        }
+    }
+}
+
+TEST(RotatingPeers, EachNodeIsProbedByExactlyMInARound) {
+    const size_t n = 64, k = 3, m = 4;
+    for (uint64_t round : {0u, 1u, 7u, 1000u}) {
+        std::vector<size_t> probed_by(n, 0);
+        for (size_t i = 0; i < n; ++i)
+            for (size_t j : rotating_peers(n, i, k, m, round)) ++probed_by[j];
+        for (size_t j = 0; j < n; ++j) EXPECT_EQ(probed_by[j], m) << "node " << j << " round " << round;
+    }
+}
+
+TEST(RotatingPeers, EveryPairIsCoveredAfterCeilOthersOverMRounds) {
+    for (auto [n, k, m] : {std::tuple<size_t, size_t, size_t>{12, 3, 2}, {13, 3, 2}, {257, 3, 16}, {7, 0, 3}}) {
+        const size_t rounds = (n - 1 - k + m - 1) / m;
+        std::set<std::pair<size_t, size_t>> pairs;
+        for (size_t i = 0; i < n; ++i) {
+            for (size_t j : ring_successors(n, i, k)) pairs.insert({i, j});
+            for (uint64_t r = 5; r < 5 + rounds; ++r)  // any run of that many rounds
+                for (size_t j : rotating_peers(n, i, k, m, r)) pairs.insert({i, j});
+        }
+        EXPECT_EQ(pairs.size(), n * (n - 1))
+            << "n " << n << " k " << k << " m " << m << " after " << rounds << " rounds";
+    }
+}
+
+TEST(RotatingPeers, NothingToRotateOverInSmallInventories) {
+    EXPECT_TRUE(rotating_peers(4, 0, 3, 2, 0).empty());  // the ring has everyone
+    EXPECT_TRUE(rotating_peers(0, 0, 3, 2, 0).empty());
+    EXPECT_TRUE(rotating_peers(10, 10, 3, 2, 0).empty());
+    EXPECT_TRUE(rotating_peers(10, 0, 3, 0, 0).empty());
+    EXPECT_EQ(rotating_peers(6, 0, 3, 5, 0).size(), 2u);  // m capped at what is left
 }
 
 }  // namespace

@@ -112,6 +112,8 @@ interfaces = ["bond0", "enp1s0f0np0"]
 inventory = "/etc/rocewatch/inventory.json"
 rails = ["r0", "r1"]
 ring_successors = 5
+rotating_peers = 4
+rotate_every = "5m"
 
 [thresholds]
 symbol_error_per_hour = 60
@@ -134,6 +136,8 @@ data_port = 19880
 enabled = ["tcp_lat"]
 bw_fraction_of_link = 0.8
 latency_threshold = "2ms"
+max_runs_per_minute = 120
+max_bytes_per_minute = 1000000000
 
 [probes.tcp_lat]
 interval = "10s"
@@ -272,6 +276,8 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.cluster.inventory, "/etc/rocewatch/inventory.json");
     EXPECT_EQ(c.cluster.rails, (Lines{"r0", "r1"}));
     EXPECT_EQ(c.cluster.ring_successors, 5u);
+    EXPECT_EQ(c.cluster.rotating_peers, 4u);
+    EXPECT_EQ(c.cluster.rotate_every, 5min);
     EXPECT_EQ(c.thresholds.symbol_error_per_hour, 60) << "an integer is fine where a number is asked";
     EXPECT_EQ(c.thresholds.local_ack_timeout_per_second, 0.5);
     EXPECT_EQ(c.thresholds.cnp_per_second, 2000);
@@ -290,6 +296,8 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.probes.enabled, (Lines{"tcp_lat"}));
     EXPECT_EQ(c.probes.bw_fraction_of_link, 0.8);
     EXPECT_EQ(c.probes.latency_threshold, 2ms);
+    EXPECT_EQ(c.probes.max_runs_per_minute, 120u);
+    EXPECT_EQ(c.probes.max_bytes_per_minute, 1000000000u);
     EXPECT_EQ(c.probes.tcp_lat.interval, 10s);
     EXPECT_EQ(c.probes.tcp_lat.jitter, 1s);
     EXPECT_EQ(c.probes.tcp_lat.count, 50u);
@@ -386,6 +394,10 @@ TEST(ConfigErrors, ProbesAndPeers) {
                      "t.toml:5: probes.ucx_lat.size: 4 is out of range 8..65536"}));
     EXPECT_EQ(errors_of("[probes]\ndata_port = 0\n"),
               (Lines{"t.toml:2: probes.data_port: 0 is out of range 1..65535"}));
+    EXPECT_EQ(errors_of("[probes]\nmax_runs_per_minute = -1\n[cluster]\nrotating_peers = 17\nrotate_every = \"5s\"\n"),
+              (Lines{"t.toml:2: probes.max_runs_per_minute: -1 is out of range 0..1000000",
+                     "t.toml:4: cluster.rotating_peers: 17 is out of range 0..16",
+                     "t.toml:5: cluster.rotate_every: 5s is below the minimum 10s"}));
     EXPECT_EQ(errors_of("[probes.tcp_lat]\ncnt = 5\n"),
               (Lines{"t.toml:2: probes.tcp_lat.cnt: unknown key; did you mean \"count\"? Valid keys: interval, "
                      "jitter, count, size, timeout, latency_threshold"}));

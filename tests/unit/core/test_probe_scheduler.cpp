@@ -386,4 +386,161 @@ TEST_F(SchedulerTest, InventoryPeerIsProbedOverTheRailsItsHelloMatched) {
     for (const auto& [k, _] : book->results) EXPECT_NE(k.rail, "") << "the control-host result is dropped";
 }
 
+// The inventory's rotating peers: a new set at each round boundary (wall-clock time / rotate_every),
+// latency kinds only, over the rails their hellos matched; their results go to the per-rail mesh
+// summary, never to the per-peer results, and a round's peers leave with it.
+TEST_F(SchedulerTest, RotatingPeersChangeEachRoundProbeLatencyOnlyAndLandInTheMesh) {
+    auto c = config();
+    c->probes.enabled = {"tcp_lat", "tcp_bw"};
+    c->probes.tcp_lat.interval = 20s;
+    c->probes.tcp_lat.jitter = 0s;
+    c->cluster.rotating_peers = 2;
+    c->cluster.rotate_every = std::chrono::minutes(1);
+    const auto start = now;
+    // Wall time 10 s into round 1000 when the test starts.
+    const TimePoint wall0 = TimePoint{} + std::chrono::minutes(1000) + 10s;
+    std::vector<uint64_t> rounds_asked;
+    ProbeSchedulerDeps d{
+        .run =
+            [this](const ProbeJob& j, const PeerHello&, Deadline) {
+                jobs.push_back(j);
+                ProbeResult r;
+                r.success = j.peer.name.find("-bad") == std::string::npos;
+                if (!r.success) r.reason = "timeout";
+                if (r.success) r.latency = LatencyStats{.samples = 10, .used = 8, .typical = 30e-6};
+                return r;
+            },
+        .hello =
+            [](const PeerConfig& p, SteadyClock::time_point) {
+                PeerState st;
+                st.name = p.name;
+                st.address = p.address;
+                st.hello_ok = true;
+                st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
+                return st;
+            },
+        .available = [](ProbeKind k) { return is_tcp_kind(k); },
+        .match_rails =
+            [](const PeerConfig&, const PeerHello&) {
+                return std::vector<PeerRailConfig>{{"r0", "r0", "10.1.0.1", "10.1.0.9", "", ""}};
+            },
+        .rotating =
+            [&](const Config& cfg, uint64_t round) {
+                rounds_asked.push_back(round);
+                EXPECT_EQ(cfg.cluster.rotating_peers, 2u);
+                const std::string r = std::to_string(round);
+                return std::vector<PeerConfig>{
+                    PeerConfig{.name = "n" + r + "-ok", .address = "n" + r + "-ok:9879", .rails = {}},
+                    PeerConfig{.name = "n" + r + "-bad", .address = "n" + r + "-bad:9879", .rails = {}},
+                    // a configured peer named again: probed as configured, not as a rotating one
+                    PeerConfig{.name = "spark-b", .address = "10.0.0.2:9879", .rails = {}}};
+            },
+        .now = [this] { return now; },
+        .wall_now = [&] { return wall0 + (now - start); },
+    };
+    ProbeScheduler s(c, std::move(d), store, log, 11);
+    auto step_to = [&](SteadyClock::duration until) {
+        while (now - start < until) {
+            s.run_due(now);
+            now += 1s;
+        }
+    };
+    step_to(45s);  // round 1000 ends 50 s in
+    EXPECT_EQ(rounds_asked, (std::vector<uint64_t>{1000}));
+    auto book = store.latest();
+    EXPECT_EQ(book->round, 1000u);
+    EXPECT_EQ(book->rotating.size(), 2u) << "spark-b is a configured peer, not a rotating one";
+    std::set<std::string> probed;
+    for (const auto& j : jobs)
+        if (j.peer.rotating) {
+            probed.insert(j.peer.name);
+            EXPECT_EQ(j.kind, ProbeKind::tcp_lat) << "rotating peers get latency probes only";
+        }
+    EXPECT_EQ(probed, (std::set<std::string>{"n1000-ok", "n1000-bad"}));
+    for (const auto& [k, _] : book->results) EXPECT_EQ(k.peer, "spark-b") << "per-peer results: fixed peers only";
+    EXPECT_EQ(book->mesh.count(MeshKey{"", ProbeKind::tcp_lat}), 0u)
+        << "the hello matched the rails, so the control host is not probed as well";
+    const MeshSummary& m = book->mesh.at(MeshKey{"r0", ProbeKind::tcp_lat});
+    EXPECT_GE(m.successes, 1u);
+    EXPECT_GE(m.failures, 1u);
+    EXPECT_EQ(m.buckets[3], m.successes) << "30 us lands in the (25 us, 50 us] bucket";
+    ASSERT_EQ(m.failing().size(), 1u);
+    EXPECT_EQ(m.failing()[0].first, "n1000-bad");
+    EXPECT_EQ(m.failing()[0].second->reason, "timeout");
+    const uint64_t runs_round_one = m.successes + m.failures;
+
+    step_to(105s);  // round 1001: 50 s to 110 s
+    EXPECT_EQ(rounds_asked, (std::vector<uint64_t>{1000, 1001}));
+    book = store.latest();
+    EXPECT_EQ(book->round, 1001u);
+    EXPECT_EQ(book->rotating.count("n1001-ok"), 1u);
+    EXPECT_EQ(book->rotating.count("n1000-ok"), 0u) << "last round's peers leave with it";
+    EXPECT_EQ(book->peers.count("n1000-ok"), 0u);
+    const MeshSummary& m2 = book->mesh.at(MeshKey{"r0", ProbeKind::tcp_lat});
+    EXPECT_GT(m2.successes + m2.failures, runs_round_one) << "the summary is cumulative across rounds";
+    bool later = false;
+    for (const auto& j : jobs) later = later || j.peer.name == "n1001-bad";
+    EXPECT_TRUE(later);
+    for (const auto& [k, _] : book->results) EXPECT_EQ(k.peer, "spark-b");
+
+    // Rotation off: the rotating peers and their summaries go at the reload.
+    auto off = std::make_shared<Config>(*c);
+    off->cluster.rotating_peers = 0;
+    s.apply_config(off);
+    s.run_due(now);
+    book = store.latest();
+    EXPECT_TRUE(book->rotating.empty());
+    EXPECT_TRUE(book->mesh.empty());
+}
+
+// The node's probe budget: a spent budget skips the run (reason skipped_budget, not a failure,
+// the peer not asked), and an admitted run is charged the bytes it moved.
+TEST_F(SchedulerTest, ASpentBudgetSkipsTheRunAndAnAdmittedOneIsCharged) {
+    auto c = config();
+    c->probes.enabled = {"tcp_lat"};
+    c->probes.tcp_lat.jitter = 0s;
+    bool spent = true;
+    uint64_t charged = 0;
+    int admits = 0;
+    ProbeSchedulerDeps d{
+        .run =
+            [this](const ProbeJob& j, const PeerHello&, Deadline) {
+                jobs.push_back(j);
+                ProbeResult r;
+                r.success = true;
+                r.bytes = 12800;
+                return r;
+            },
+        .hello =
+            [](const PeerConfig& p, SteadyClock::time_point) {
+                PeerState st;
+                st.name = p.name;
+                st.hello_ok = true;
+                st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
+                return st;
+            },
+        .admit =
+            [&] {
+                ++admits;
+                return spent ? std::optional<std::string>("the node's probe budget is spent") : std::nullopt;
+            },
+        .charge = [&](uint64_t bytes) { charged += bytes; },
+        .now = [this] { return now; },
+    };
+    ProbeScheduler s(c, std::move(d), store, log, 5);
+    s.run_due(now);
+    EXPECT_EQ(admits, 1);
+    EXPECT_TRUE(jobs.empty()) << "a spent budget: the probe does not run";
+    const ProbeResult* r = store.latest()->latest({"spark-b", "rail0", ProbeKind::tcp_lat});
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->reason, kReasonSkippedBudget);
+    EXPECT_FALSE(probe_ran(*r)) << "says nothing about the path";
+    spent = false;
+    now += 31s;
+    s.run_due(now);
+    ASSERT_EQ(jobs.size(), 1u);
+    EXPECT_EQ(charged, 12800u);
+    EXPECT_TRUE(store.latest()->latest({"spark-b", "rail0", ProbeKind::tcp_lat})->success);
+}
+
 }  // namespace

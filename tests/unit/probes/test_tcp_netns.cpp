@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "probes/budget.hpp"
 #include "probes/errors.hpp"
 #include "probes/tcp.hpp"
 #include "probes/tcp_wire.hpp"
@@ -419,6 +420,37 @@ TEST_F(TcpProbeNetns, LatencyStopsAtIterationCount) {
     ASSERT_TRUE(r.success) << r.detail;
     EXPECT_EQ(r.iterations, 100u);
     EXPECT_LT(r.duration_seconds, 1.0);
+}
+
+// The node's probe budget holds against peers too: a data port whose budget allows two runs a
+// minute serves two latency probes, refuses the third as busy (the prober's peer_busy, which is
+// not a failure), and charges the bytes it echoed.
+TEST_F(TcpProbeNetns, TheProbeBudgetRefusesPeersOnceSpent) {
+    ProbeBudget budget({.runs_per_minute = 2, .bytes_per_minute = 0});
+    auto limits = test_limits();
+    limits.budget = &budget;
+    server_ = make_server(limits);
+    TcpLatSettings s;
+    s.iterations = 20;
+    for (int i = 0; i < 2; ++i) {
+        auto r = tcp_latency(target(), s, Deadline::after(2s));
+        for (int j = 0; j < 10 && r.reason == reason::peer_busy; ++j) {  // the last session still closing
+            std::this_thread::sleep_for(100ms);
+            r = tcp_latency(target(), s, Deadline::after(2s));
+        }
+        ASSERT_TRUE(r.success) << r.reason << " " << r.detail;
+    }
+    const auto third = tcp_latency(target(), s, Deadline::after(2s));
+    EXPECT_FALSE(third.success);
+    EXPECT_EQ(third.reason, reason::peer_busy) << third.detail;
+    // The echo workers charge as their sessions end.
+    for (int i = 0; i < 50 && budget.stats().bytes[1] < 2u * 2 * 20 * s.message_size; ++i)
+        std::this_thread::sleep_for(20ms);
+    const auto st = budget.stats();
+    EXPECT_EQ(st.admitted[1], 2u);
+    EXPECT_GE(st.refused[1], 1u);
+    EXPECT_EQ(st.runs_last_minute, 2u);
+    EXPECT_GE(st.bytes[1], 2u * 2 * 20 * s.message_size) << "both echo sessions' bytes, each way";
 }
 
 TEST_F(TcpProbeNetns, PeerDownIsConnectionRefused) {

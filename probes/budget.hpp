@@ -1,0 +1,69 @@
+// The node's probe budget ([probes] max_runs_per_minute, max_bytes_per_minute): every probe run
+// this daemon starts and every session a peer asks of it (TCP data port, RDMA and UCX sessions)
+// is admitted against the runs and bytes of the last 60 seconds, so that no schedule, rotation,
+// on-demand request or crowd of peers can push the node's probe load past it.
+//
+// Runs are counted when admitted; bytes when known, at the end of the run (a bandwidth probe's
+// size is its line rate times its duration, unknown before). So the runs bound holds exactly and
+// the bytes bound within the runs already admitted when the minute's bytes ran out.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "daemon/model/config.hpp"
+#include "daemon/model/probe.hpp"
+#include "util/clock.hpp"
+
+namespace rocewatch {
+
+struct ProbeBudgetLimits {
+    uint32_t runs_per_minute = 0;   // 0 = no limit
+    uint64_t bytes_per_minute = 0;  // 0 = no limit
+};
+
+// [probes] max_runs_per_minute and max_bytes_per_minute.
+inline ProbeBudgetLimits budget_limits(const ProbesConfig& p) {
+    return {p.max_runs_per_minute, p.max_bytes_per_minute};
+}
+
+enum class BudgetSide { own = 0, peer = 1 };
+
+class ProbeBudget {
+public:
+    using Now = std::function<SteadyClock::time_point()>;
+    explicit ProbeBudget(
+        ProbeBudgetLimits limits, Now now = [] { return SteadyClock::now(); });
+
+    void set_limits(ProbeBudgetLimits limits);
+    // Admits one run and counts it; or, when the last minute's runs or bytes are spent, says why
+    // not (and counts the refusal). nullopt = admitted.
+    [[nodiscard]] std::optional<std::string> admit(BudgetSide side);
+    // The payload bytes an admitted run moved.
+    void charge(BudgetSide side, uint64_t bytes);
+    [[nodiscard]] ProbeBudgetStats stats() const;
+
+private:
+    struct Slot {
+        int64_t second = -1;  // which second of the steady clock the slot holds
+        uint32_t runs = 0;
+        uint64_t bytes = 0;
+    };
+    Slot& slot(int64_t second);
+    void window(int64_t now_second, uint32_t& runs, uint64_t& bytes) const;
+    int64_t second_now() const;
+
+    mutable std::mutex mu_;
+    ProbeBudgetLimits limits_;
+    Now now_;
+    std::array<Slot, 60> slots_{};
+    std::array<uint64_t, 2> admitted_{};
+    std::array<uint64_t, 2> refused_{};
+    std::array<uint64_t, 2> bytes_{};
+};
+
+}  // namespace rocewatch
