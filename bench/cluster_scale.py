@@ -4,8 +4,13 @@ per rail, rails a and b, racks of 4), each probing its K ring successors on both
 the given TCP probe intervals, for a given duration. Reports per daemon: RSS, CPU, series in
 /metrics, probes run and probe bytes sent per minute (the rail veths' tx_bytes).
 
+With --inventory the daemons get no [[peers]]: one file_sd inventory of all N, [cluster]
+ring_successors K and --rotating M rotating peers (rails matched from hellos), and the probes
+counted are the budget's (own runs and sessions served, rocewatch_probe_budget_runs_total).
+
 Usage (root): bench/cluster_scale.py [--nodes 64] [--minutes 5] [--ring 4]
-                                     [--lat-interval 30s] [--bw-interval 15m] [--bw-duration 100ms]
+                                     [--lat-interval 30s] [--lat-timeout 5s] [--bw-interval 15m]
+                                     [--bw-duration 100ms] [--inventory [--rotating 2] [--rotate-every 1m]]
 """
 import argparse
 import os
@@ -25,12 +30,17 @@ CLK = os.sysconf("SC_CLK_TCK")
 
 
 def config(i, args, token, work):
-    peers = [(i + k) % args.nodes for k in range(1, args.ring + 1)]
+    peers = [] if args.inventory else [(i + k) % args.nodes for k in range(1, args.ring + 1)]
     path = tc.daemon_config(i, token, work, peers)
     with open(path) as f:
         text = f.read()
+    if args.inventory:
+        text += (f'[cluster]\ninventory = "{tc.inventory_path(work)}"\nrails = ["ra", "rb"]\n'
+                 f'ring_successors = {args.ring}\nrotating_peers = {args.rotating}\n'
+                 f'rotate_every = "{args.rotate_every}"\n')
     text = re.sub(r'\[probes.tcp_lat\]\ninterval = "\w+"\njitter = "\w+"',
                   f'[probes.tcp_lat]\ninterval = "{args.lat_interval}"\njitter = "{args.lat_jitter}"', text)
+    text = re.sub(r'(\[probes.tcp_lat\][^[]*)timeout = "\w+"', rf'\1timeout = "{args.lat_timeout}"', text)
     text = re.sub(r'\[probes.tcp_bw\]\ninterval = "\w+"\njitter = "\w+"\nduration = "\w+"',
                   f'[probes.tcp_bw]\ninterval = "{args.bw_interval}"\njitter = "{args.bw_jitter}"\n'
                   f'duration = "{args.bw_duration}"', text)
@@ -67,10 +77,12 @@ def tx_bytes(ns):
 
 
 def runs(d):
-    """(peer, rail, kind) -> last run timestamp, from /metrics."""
+    """(peer, rail, kind) -> last run timestamp, the series count, and the budget's admitted
+    runs (own, peer) since start, from /metrics."""
     code, body = d.get("/metrics")
     out = {}
     series = 0
+    budget = {"own": 0.0, "peer": 0.0}
     for line in body.splitlines():
         if line.startswith("#") or not line:
             continue
@@ -78,7 +90,10 @@ def runs(d):
         if line.startswith("rocewatch_probe_last_run_timestamp_seconds{"):
             labels, value = line.rsplit(" ", 1)
             out[labels] = float(value)
-    return out, series
+        m = re.match(r'rocewatch_probe_budget_runs_total\{side="(\w+)",result="admitted"\} (\S+)', line)
+        if m:
+            budget[m.group(1)] = float(m.group(2))
+    return out, series, budget
 
 
 def summary(name, values, fmt="{:.1f}"):
@@ -94,10 +109,14 @@ def main():
     ap.add_argument("--ring", type=int, default=4)
     ap.add_argument("--lat-interval", default="30s")
     ap.add_argument("--lat-jitter", default="3s")
+    ap.add_argument("--lat-timeout", default="5s", help="tcp_lat timeout (the cluster test's is 1s)")
     ap.add_argument("--bw-interval", default="15m")
     ap.add_argument("--bw-jitter", default="1m")
     ap.add_argument("--bw-duration", default="100ms")
     ap.add_argument("--sample", type=float, default=5, help="seconds between /metrics samples")
+    ap.add_argument("--inventory", action="store_true", help="one inventory, no [[peers]]")
+    ap.add_argument("--rotating", type=int, default=2)
+    ap.add_argument("--rotate-every", default="1m")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rw-scale-")
     os.chmod(work, 0o755)
@@ -112,7 +131,10 @@ def main():
         pids = [daemon_pid(d) for d in c.daemons]
         cpu0 = [cpu_seconds(p) for p in pids]
         tx0 = [tx_bytes(n) for n in c.nodes]
-        last = [runs(d)[0] for d in c.daemons]
+        first = [runs(d) for d in c.daemons]
+        last = [f[0] for f in first]
+        budget0 = [f[2] for f in first]
+        budget = list(budget0)
         probes = [0] * args.nodes
         series = [0] * args.nodes
         start = time.monotonic()
@@ -120,7 +142,7 @@ def main():
         while time.monotonic() < end:
             time.sleep(args.sample)
             for i, d in enumerate(c.daemons):
-                now, series[i] = runs(d)
+                now, series[i], budget[i] = runs(d)
                 probes[i] += sum(1 for k, v in now.items() if last[i].get(k) != v)
                 last[i] = now
         minutes = (time.monotonic() - start) / 60
@@ -133,7 +155,14 @@ def main():
     print(summary("RSS MiB per daemon", rss))
     print(summary("CPU % of a core per daemon", cpu, "{:.2f}"))
     print(summary("series per daemon", series, "{:.0f}"))
-    print(summary("probes per minute per daemon", [p / minutes for p in probes]))
+    if args.inventory:
+        print(f"inventory of {args.nodes}, rotating {args.rotating} every {args.rotate_every}")
+        print(summary("own probe runs per minute per daemon (budget)",
+                      [(b["own"] - b0["own"]) / minutes for b, b0 in zip(budget, budget0)]))
+        print(summary("sessions served per minute per daemon (budget)",
+                      [(b["peer"] - b0["peer"]) / minutes for b, b0 in zip(budget, budget0)]))
+    else:
+        print(summary("probes per minute per daemon", [p / minutes for p in probes]))
     print(summary("probe bytes sent per minute per daemon (rail tx_bytes)", tx, "{:.0f}"))
     print(f"daemons alive at the end: {alive}/{args.nodes}")
 

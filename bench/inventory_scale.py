@@ -72,15 +72,21 @@ def main():
             tx = tx_bytes(ns, "mg") - tx0
             st = d.json("/api/v1/status")["cluster"]
             peers = d.json("/api/v1/peers")["peers"]
-            probes = d.json("/api/v1/probes")["probes"]
+            book = d.json("/api/v1/probes")
+            probes = book["probes"]
             runs = sum(len(p["history"]) for p in probes)
+            mesh_runs = sum(s["successes"] + s["failures"] for s in book["mesh"]["summaries"])
+            budget = book["budget"]
             failed = sum(1 for p in probes if not p["latest"]["success"])
             series = sum(1 for l in d.get("/metrics")[1].splitlines() if l and not l.startswith("#"))
     shutil.rmtree(work, ignore_errors=True)
     print(f"inventory entries      {st['entries']} (self {st['self']['target']})")
-    print(f"peers probed           {len(peers)} (ring_successors {a.ring})")
+    ring = [p for p in peers if p["source"] != "rotating"]
+    print(f"peers probed           {len(ring)} (ring_successors {a.ring}) + {len(peers) - len(ring)} rotating this round")
     print(f"probe keys, failed     {len(probes)}, {failed}")
     print(f"probe runs             {runs} in {elapsed:.0f} s = {runs / elapsed * 60:.1f}/min (history capped at 20/key)")
+    print(f"rotating runs (mesh)   {mesh_runs} = {mesh_runs / elapsed * 60:.1f}/min")
+    print(f"budget admitted        {budget['admitted']}, refused {budget['refused']}")
     print(f"bytes sent (control)   {tx} = {tx / elapsed * 60 / 1024:.1f} KiB/min")
     print(f"series in /metrics     {series}")
     print(f"RSS                    {rss0} KiB at start, max {max(s[1] for s in samples)} KiB, "

@@ -2,19 +2,20 @@
 """A cluster of rocewatchd (12 by default: ROCEWATCH_CLUSTER_NODES) on this machine, localized by
 the shipped Prometheus rules on a real Prometheus.
 
-Each node is a network namespace with one veth per rail (a, b) into one Linux bridge per rail
+Each node is a network namespace with one veth per rail (ra, rb) into one Linux bridge per rail
 (the rail's switch) and one into a management bridge; the bridges live in a "switch" namespace
 of their own, where Prometheus runs too. Per-rail subnets, one file_sd inventory with a `rack`
-label (racks of 4), one token, TCP probes only, a full mesh of explicit [[peers]] generated
-from the inventory. Prometheus scrapes every daemon through file_sd from that same inventory
-and evaluates prometheus/rocewatch-rules.yml with short `for`.
+label (racks of 4), one token, TCP probes only, and no per-node peer list: every daemon reads
+the inventory, finds itself, and probes its ring successors (all other nodes, up to 16) over
+the rails matched from their hellos. Prometheus scrapes every daemon through file_sd from that
+same inventory and evaluates prometheus/rocewatch-rules.yml with short `for`.
 
 Faults, each checked in Prometheus' /api/v1/alerts (the right alert naming the right culprit,
 nobody else blamed), timed from injection to the alert firing, then cleared:
-  1. one node's rail b drops everything (tc BPF on its veth)
-  2. one pair's path on rail a drops (tc BPF matching the two addresses)
-  3. the nodes of one rack get +5 ms on rail a (a userspace delay line: no sch_netem here)
-  4. one node's rail a at a tenth of the others' bandwidth (tbf)
+  1. one node's rail rb drops everything (tc BPF on its veth)
+  2. one pair's path on rail ra drops (tc BPF matching the two addresses)
+  3. the nodes of one rack get +5 ms on rail ra (a userspace delay line: no sch_netem here)
+  4. one node's rail ra at a tenth of the others' bandwidth (tbf)
 """
 import json
 import os
@@ -33,7 +34,7 @@ import rwtest  # noqa: E402
 RULES = os.path.join(HERE, "..", "..", "prometheus", "rocewatch-rules.yml")
 NODES = int(os.environ.get("ROCEWATCH_CLUSTER_NODES", "12"))
 RACK_SIZE = 4
-RAILS = {"a": "10.201.0", "b": "10.202.0"}
+RAILS = {"ra": "10.201.0", "rb": "10.202.0"}  # rail (its netdev) -> subnet
 MGMT = "10.200.0"
 HTTP_PORT = 9879
 FOR = "10s"  # every alert's `for` in this test (the shipped rules say minutes)
@@ -55,14 +56,27 @@ def rack(i):
     return f"r{i // RACK_SIZE}"
 
 
+def ring():
+    """Each node's ring successors: every other node (a full mesh), as far as the ring allows."""
+    return min(NODES - 1, 16)
+
+
+def inventory_path(work):
+    return os.path.join(work, "inventory.json")
+
+
 def daemon_config(i, token, work, peers=None):
-    """Node i's config: short TCP probe intervals, explicit [[peers]] to `peers` (default: all)."""
+    """Node i's config: short TCP probe intervals; the inventory (peers None) or explicit
+    [[peers]] to `peers`."""
     lines = [f'[daemon]\ninterval = "2s"\n[probes]\ntoken_file = "{token}"\ndata_port = 9880\n'
              'latency_threshold = "1s"\n'
              '[probes.tcp_lat]\ninterval = "3s"\njitter = "1s"\ncount = 20\ntimeout = "1s"\n'
              '[probes.tcp_bw]\ninterval = "20s"\njitter = "5s"\nduration = "100ms"\nstreams = 1\n'
              '[rules.peer_unreachable]\nclear_after = "2s"\n']
-    for j in (peers if peers is not None else range(NODES)):
+    if peers is None:
+        lines.append(f'[cluster]\ninventory = "{inventory_path(work)}"\nrails = {json.dumps(list(RAILS))}\n'
+                     f'ring_successors = {ring()}\nrotating_peers = 0\n')
+    for j in (peers or []):
         if j == i:
             continue
         lines.append(f'[[peers]]\nname = "{target(j)}"\naddress = "{target(j)}"\n')
@@ -119,7 +133,7 @@ class Cluster:
         self.sw.ip("addr", "add", f"{MGMT}.254/24", "dev", "brm")
         for i, n in enumerate(self.nodes):
             n.__enter__()
-            for dev, br, net in (("ra", "bra", RAILS["a"]), ("rb", "brb", RAILS["b"]), ("mg", "brm", MGMT)):
+            for dev, br, net in (("ra", "bra", RAILS["ra"]), ("rb", "brb", RAILS["rb"]), ("mg", "brm", MGMT)):
                 far = f"{dev[-1]}{i}"
                 n.ip("link", "add", dev, "type", "veth", "peer", "name", far, "netns", self.sw.name)
                 n.ip("addr", "add", f"{net}.{i + 1}/24", "dev", dev)
@@ -146,7 +160,17 @@ class Cluster:
             n.__exit__(*exc)
         self.sw.__exit__(*exc)
 
+    def write_inventory(self):
+        """One file_sd inventory, racks as labels: the daemons' peers and Prometheus' targets."""
+        groups = {}
+        for i in range(self.count):
+            groups.setdefault(rack(i), []).append(target(i))
+        with open(inventory_path(self.work), "w") as f:
+            json.dump([{"targets": t, "labels": {"rack": r}} for r, t in groups.items()], f, indent=1)
+        os.chmod(inventory_path(self.work), 0o644)
+
     def start_daemons(self):
+        self.write_inventory()
         for i, n in enumerate(self.nodes):
             d = rwtest.Daemon(netns=n, config=self.config(i), port=HTTP_PORT,
                               extra=("--listen", f"0.0.0.0:{HTTP_PORT}", "--log-level", "info"))
@@ -154,12 +178,7 @@ class Cluster:
             self.daemons.append(d)
 
     def start_prometheus(self):
-        inventory = os.path.join(self.work, "inventory.json")
-        groups = {}
-        for i in range(self.count):
-            groups.setdefault(rack(i), []).append(target(i))
-        with open(inventory, "w") as f:
-            json.dump([{"targets": t, "labels": {"rack": r}} for r, t in groups.items()], f, indent=1)
+        inventory = inventory_path(self.work)
         # The shipped rules, with this test's short `for`.
         with open(RULES) as f:
             rules = re.sub(r"^(\s+for:) \S+$", rf"\1 {FOR}", f.read(), flags=re.M)
@@ -258,14 +277,14 @@ def main():
     # Every BPF program is built before anything starts: a fault that cannot run fails the test.
     drop = bpf_object(work, "drop", MODE=0)
     x, y = 1, 6  # the pair of fault 2: different racks
-    pair = bpf_object(work, "pair", MODE=1, A1=ip_le32(f"{RAILS['a']}.{x + 1}"), A2=ip_le32(f"{RAILS['a']}.{y + 1}"))
+    pair = bpf_object(work, "pair", MODE=1, A1=ip_le32(f"{RAILS['ra']}.{x + 1}"), A2=ip_le32(f"{RAILS['ra']}.{y + 1}"))
     with Cluster(work, token) as c:
         c.start_daemons()
         c.start_prometheus()
         print(f"{NODES} daemons and Prometheus up after {time.monotonic() - started:.0f} s")
 
         # Every path on both rails is probed, reachable and measured.
-        paths = NODES * (NODES - 1) * len(RAILS)
+        paths = NODES * ring() * len(RAILS)
 
         def count(q):
             r = c.query(q)["result"]
@@ -283,29 +302,29 @@ def main():
                 print(f"   rail {rail}: median latency {float(r[0]['value'][1]) * 1e6:.0f} us, "
                       f"median bandwidth {float(b[0]['value'][1]) * 8 / 1e9:.2f} Gbit/s")
 
-        # 1. Node 2's rail b drops everything.
+        # 1. Node 2's rail rb drops everything.
         n = 2
-        run_fault(t, c, f"node {target(n)} rail b dead",
+        run_fault(t, c, f"node {target(n)} rail rb dead",
                   lambda: (c.nodes[n].run("tc", "qdisc", "add", "dev", "rb", "clsact"),
                            c.nodes[n].run("tc", "filter", "add", "dev", "rb", "egress", "bpf", "da", "obj", drop,
                                           "sec", "classifier")),
                   lambda: c.nodes[n].run("tc", "qdisc", "del", "dev", "rb", "clsact"),
                   lambda a: a["labels"]["alertname"] == "RocewatchNodeRailDown"
-                  and a["labels"].get("instance") == target(n) and a["labels"].get("rail") == "b",
+                  and a["labels"].get("instance") == target(n) and a["labels"].get("rail") == "rb",
                   timings)
 
-        # 2. The path between x and y on rail a drops, both ways (filtered on x's link).
+        # 2. The path between x and y on rail ra drops, both ways (filtered on x's link).
         def inject_pair():
             c.nodes[x].run("tc", "qdisc", "add", "dev", "ra", "clsact")
             for d in ("egress", "ingress"):
                 c.nodes[x].run("tc", "filter", "add", "dev", "ra", d, "bpf", "da", "obj", pair, "sec", "classifier")
-        run_fault(t, c, f"path {target(x)} <-> {target(y)} rail a",
+        run_fault(t, c, f"path {target(x)} <-> {target(y)} rail ra",
                   inject_pair, lambda: c.nodes[x].run("tc", "qdisc", "del", "dev", "ra", "clsact"),
-                  lambda a: a["labels"]["alertname"] == "RocewatchPathDown" and a["labels"].get("rail") == "a"
+                  lambda a: a["labels"]["alertname"] == "RocewatchPathDown" and a["labels"].get("rail") == "ra"
                   and {a["labels"].get("instance"), a["labels"].get("target_instance")} == {target(x), target(y)},
                   timings)
 
-        # 3. Rack r1's nodes get +5 ms on rail a: a delay line per node.
+        # 3. Rack r1's nodes get +5 ms on rail ra: a delay line per node.
         slow = [i for i in range(NODES) if rack(i) == "r1"]
         lines = []
         objs = {}
@@ -335,13 +354,13 @@ def main():
                 p.wait(timeout=5)
         def show_delay():
             for sel in ('rack="r1"', 'rack!="r1"'):
-                r = c.query(f'max(rocewatch:node_rail:latency_p50_seconds{{rail="a",kind="tcp_lat",{sel}}})')["result"]
+                r = c.query(f'max(rocewatch:node_rail:latency_p50_seconds{{rail="ra",kind="tcp_lat",{sel}}})')["result"]
                 if r:
-                    print(f"   worst node latency on rail a, {sel}: {float(r[0]['value'][1]) * 1e3:.2f} ms")
+                    print(f"   worst node latency on rail ra, {sel}: {float(r[0]['value'][1]) * 1e3:.2f} ms")
         try:
-            run_fault(t, c, "rack r1 +5 ms on rail a", inject_delay, clear_delay,
+            run_fault(t, c, "rack r1 +5 ms on rail ra", inject_delay, clear_delay,
                       lambda a: a["labels"]["alertname"] == "RocewatchRackRailSlow"
-                      and a["labels"].get("rack") == "r1" and a["labels"].get("rail") == "a",
+                      and a["labels"].get("rack") == "r1" and a["labels"].get("rail") == "ra",
                       timings, during=show_delay, prepare=prepare_delay)
         finally:
             for p in lines:  # deleting a namespace does not end the processes in it
@@ -349,14 +368,14 @@ def main():
                     p.kill()
                     p.wait()
 
-        # 4. Node 9's rail a at a tenth of the line rate.
+        # 4. Node 9's rail ra at a tenth of the line rate.
         n = 9
         tenth = f"{int(LINE_RATE.removesuffix('mbit')) // 10}mbit"
-        run_fault(t, c, f"node {target(n)} rail a at a tenth ({tenth})",
+        run_fault(t, c, f"node {target(n)} rail ra at a tenth ({tenth})",
                   lambda: c.nodes[n].run("tc", "qdisc", "replace", "dev", "ra", "root", *tbf(tenth)),
                   lambda: c.nodes[n].run("tc", "qdisc", "replace", "dev", "ra", "root", *tbf(LINE_RATE)),
                   lambda a: a["labels"]["alertname"] == "RocewatchNodeRailBandwidthLow"
-                  and a["labels"].get("instance") == target(n) and a["labels"].get("rail") == "a",
+                  and a["labels"].get("instance") == target(n) and a["labels"].get("rail") == "ra",
                   timings, settle=4)
 
         for d in c.daemons:
