@@ -14,6 +14,16 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A peer that answers its hello (data port 9880).
+PeerState good_hello(const PeerConfig& p, SteadyClock::time_point) {
+    PeerState st;
+    st.name = p.name;
+    st.address = p.address;
+    st.hello_ok = true;
+    st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
+    return st;
+}
+
 struct SchedulerTest : ::testing::Test {
     SteadyClock::time_point now = SteadyClock::time_point{} + 1000h;
     ProbeStore store;
@@ -224,14 +234,7 @@ TEST_F(SchedulerTest, StopPullsInTheRunningProbesDeadline) {
                                    r.detail = "no answer";
                                    return r;
                                },
-                           .hello =
-                               [](const PeerConfig& p, SteadyClock::time_point) {
-                                   PeerState st;
-                                   st.name = p.name;
-                                   st.hello_ok = true;
-                                   st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
-                                   return st;
-                               },
+                           .hello = good_hello,
                            .available = [](ProbeKind k) { return k == ProbeKind::tcp_lat; }},
         store, log, 1);
     auto job = s->find_job("spark-b", "rail0", ProbeKind::tcp_lat);
@@ -349,14 +352,7 @@ TEST_F(SchedulerTest, InventoryPeerIsProbedOverTheRailsItsHelloMatched) {
                 r.success = true;
                 return r;
             },
-        .hello =
-            [](const PeerConfig& p, SteadyClock::time_point) {
-                PeerState st;
-                st.name = p.name;
-                st.hello_ok = true;
-                st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
-                return st;
-            },
+        .hello = good_hello,
         .match_rails =
             [&](const PeerConfig& p, const PeerHello&) {
                 ++matches;
@@ -410,15 +406,7 @@ TEST_F(SchedulerTest, RotatingPeersChangeEachRoundProbeLatencyOnlyAndLandInTheMe
                 if (r.success) r.latency = LatencyStats{.samples = 10, .used = 8, .typical = 30e-6};
                 return r;
             },
-        .hello =
-            [](const PeerConfig& p, SteadyClock::time_point) {
-                PeerState st;
-                st.name = p.name;
-                st.address = p.address;
-                st.hello_ok = true;
-                st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
-                return st;
-            },
+        .hello = good_hello,
         .available = [](ProbeKind k) { return is_tcp_kind(k); },
         .match_rails =
             [](const PeerConfig&, const PeerHello&) {
@@ -511,14 +499,7 @@ TEST_F(SchedulerTest, ASpentBudgetSkipsTheRunAndAnAdmittedOneIsCharged) {
                 r.bytes = 12800;
                 return r;
             },
-        .hello =
-            [](const PeerConfig& p, SteadyClock::time_point) {
-                PeerState st;
-                st.name = p.name;
-                st.hello_ok = true;
-                st.hello = PeerHello{.version = "0.1.0", .protocol_version = 1, .data_port = 9880};
-                return st;
-            },
+        .hello = good_hello,
         .admit =
             [&] {
                 ++admits;
