@@ -127,7 +127,7 @@ struct ProbesConfig {
     // The node's probe budget (probes/budget.hpp): runs this daemon starts plus sessions its
     // peers ask for, and their payload bytes, in any 60 s; 0 = no limit.
     uint32_t max_runs_per_minute = 600;
-    uint64_t max_bytes_per_minute = 64ull << 30;
+    uint64_t max_bytes_per_minute = 1ull << 40;  // 1 TiB: above any default schedule, even on 8 x 400G
     TcpLatProbeConfig tcp_lat;
     TcpBwProbeConfig tcp_bw;
     RdmaBwProbeConfig rdma_bw;

@@ -79,7 +79,7 @@ TEST_F(BudgetTest, NewLimitsTakeEffectAtOnce) {
 TEST(BudgetLimits, ComeFromTheProbesSection) {
     ProbesConfig p;
     EXPECT_EQ(budget_limits(p).runs_per_minute, 600u);
-    EXPECT_EQ(budget_limits(p).bytes_per_minute, 64ull << 30);
+    EXPECT_EQ(budget_limits(p).bytes_per_minute, 1ull << 40);
 }
 
 }  // namespace
