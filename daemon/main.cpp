@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -190,13 +191,18 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     alertmanager::Notifier notifier(*cfg, {.snapshots = [&] { return store.latest(); }, .log = log});
     std::unique_ptr<InventoryKeeper> inventory;  // made once the HTTP port is known
     ProbeBudget budget(budget_limits(cfg->probes));
+    std::atomic<bool> probing_on{false};  // the budget is shown only while peer probing is on
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
                                 .link_events = [&] { return watcher->link_events(); },
                                 .alertmanager = [&] { return notifier.stats(); },
-                                .probe_budget = [&] { return std::optional<ProbeBudgetStats>(budget.stats()); },
+                                .probe_budget =
+                                    [&] {
+                                        return probing_on ? std::optional<ProbeBudgetStats>(budget.stats())
+                                                          : std::nullopt;
+                                    },
                                 .ucx_version = ucx_version,
                                 .probes = [&] { return probe_store.latest(); },
                                 .cluster = [&] { return inventory->latest(); },
@@ -205,6 +211,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
 
     auto listen = parse_listen_address(cfg->daemon.listen);  // validated when loaded
     Probing probing = start_probing(*cfg, listen->host, log, &budget);
+    probing_on = probing.token.has_value();
     probe_store.update([&](ProbeBook& b) {
         b.enabled = probing.token.has_value();
         b.disabled_reason = probing.why_off;

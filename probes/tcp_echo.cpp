@@ -112,7 +112,10 @@ void EchoWorkers::start(Fd fd, const std::string& peer, const tcpwire::Reply& gr
 void EchoWorkers::reap() {
     for (auto& w : workers_)
         if (w->done && w->thread.joinable()) w->thread.join();
-    std::erase_if(workers_, [](const auto& w) { return w->done.load(); });
+    // Only the joined ones: a worker can finish between the loop above and here, and erasing
+    // it unjoined destroys a joinable std::thread, which is std::terminate (seen with 64
+    // daemons probing each other: "terminate called without an active exception").
+    std::erase_if(workers_, [](const auto& w) { return !w->thread.joinable(); });
 }
 
 void EchoWorkers::stop_all() {

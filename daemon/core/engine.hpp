@@ -41,7 +41,7 @@ struct EngineSources {
     std::function<std::vector<LinkEvent>()> link_events = [] { return std::vector<LinkEvent>{}; };
     // The Alertmanager notifier's counters; nothing while none is configured.
     std::function<std::optional<AlertmanagerStats>()> alertmanager = [] { return std::optional<AlertmanagerStats>{}; };
-    // The node's probe budget (probes/budget.hpp); nothing where none is kept.
+    // The node's probe budget (probes/budget.hpp); nothing while peer probing is off.
     std::function<std::optional<ProbeBudgetStats>()> probe_budget = [] { return std::optional<ProbeBudgetStats>{}; };
     std::function<TimePoint()> now = [] { return Clock::now(); };
     std::string ucx_version;  // of the UCX this binary is linked with, "" without UCX

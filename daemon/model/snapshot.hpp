@@ -284,7 +284,7 @@ struct Snapshot {
     uint64_t netlink_events = 0;                    // events seen since start
     uint64_t netlink_resyncs = 0;                   // re-dumps after buffer overruns
     std::optional<AlertmanagerStats> alertmanager;  // absent while no Alertmanager is configured
-    std::optional<ProbeBudgetStats> probe_budget;   // absent where no budget is kept (tests)
+    std::optional<ProbeBudgetStats> probe_budget;   // absent while peer probing is off
 };
 
 // Overall verdict of this node: critical if any node-scoped critical alert fires, warning if
