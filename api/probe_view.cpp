@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <limits>
 #include <optional>
 #include <set>
@@ -57,6 +58,15 @@ void latency_summary(MetricFamily& f, Labels l, const LatencyStats& st, const La
 
 LatencyTotals run_totals(const LatencyStats& st) { return {st.used, st.mean * static_cast<double>(st.used)}; }
 
+// The mesh histogram's counts as Prometheus has them: each bucket counts the observations at
+// or below its bound; the last (+Inf) counts all of them.
+std::array<uint64_t, MeshSummary::kBuckets.size() + 1> cumulative_buckets(const MeshSummary& m) {
+    std::array<uint64_t, MeshSummary::kBuckets.size() + 1> out{};
+    uint64_t sum = 0;
+    for (size_t i = 0; i < out.size(); ++i) out[i] = sum += m.buckets[i];
+    return out;
+}
+
 // The rotating peers' summaries: a fixed number of series per rail and kind, whatever the
 // cluster's size (docs/cluster.md#what-it-costs).
 void add_mesh_families(std::vector<MetricFamily>& out, const ProbeBook& b) {
@@ -86,14 +96,11 @@ void add_mesh_families(std::vector<MetricFamily>& out, const ProbeBook& b) {
         }
         ClientMetric h;
         h.label = {{"rail", key.rail}, {"kind", kind}};
-        uint64_t cumulative = 0;
-        for (size_t i = 0; i < MeshSummary::kBuckets.size(); ++i) {
-            cumulative += m.buckets[i];
-            h.histogram.bucket.push_back({cumulative, MeshSummary::kBuckets[i]});
-        }
-        cumulative += m.buckets.back();
-        h.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
-        h.histogram.sample_count = cumulative;
+        const auto counts = cumulative_buckets(m);
+        for (size_t i = 0; i < MeshSummary::kBuckets.size(); ++i)
+            h.histogram.bucket.push_back({counts[i], MeshSummary::kBuckets[i]});
+        h.histogram.bucket.push_back({counts.back(), std::numeric_limits<double>::infinity()});
+        h.histogram.sample_count = counts.back();
         h.histogram.sample_sum = m.sum;
         hist.metric.push_back(std::move(h));
         for (const auto& [peer, seen] : m.failing()) {
@@ -117,13 +124,10 @@ nlohmann::json mesh_json(const ProbeBook& b) {
     json summaries = json::array();
     for (const auto& [key, m] : b.mesh) {
         json buckets = json::array();
-        uint64_t cumulative = 0;
-        for (size_t i = 0; i < MeshSummary::kBuckets.size(); ++i) {
-            cumulative += m.buckets[i];
-            buckets.push_back({{"le", MeshSummary::kBuckets[i]}, {"count", cumulative}});
-        }
-        cumulative += m.buckets.back();
-        buckets.push_back({{"le", "+Inf"}, {"count", cumulative}});
+        const auto counts = cumulative_buckets(m);
+        for (size_t i = 0; i < MeshSummary::kBuckets.size(); ++i)
+            buckets.push_back({{"le", MeshSummary::kBuckets[i]}, {"count", counts[i]}});
+        buckets.push_back({{"le", "+Inf"}, {"count", counts.back()}});
         json failing = json::array();
         for (const auto& [peer, seen] : m.failing())
             failing.push_back({{"peer", peer}, {"reason", seen->reason}, {"at", format_rfc3339(seen->at)}});
