@@ -9,6 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -39,15 +42,17 @@ constexpr auto kLinger = 250ms;
 constexpr size_t kLingerBytes = 256u << 10;
 
 enum class State {
-    head,      // reading a request head (or waiting, idle, for the next one)
-    body,      // head accepted, reading Content-Length bytes
-    busy,      // a worker has the request
-    writing,   // sending the answer
-    draining,  // answer sent and our side shut: discarding input until EOF or kLinger
+    handshake,  // TLS: the handshake has not finished
+    head,       // reading a request head (or waiting, idle, for the next one)
+    body,       // head accepted, reading Content-Length bytes
+    busy,       // a worker has the request
+    writing,    // sending the answer
+    draining,   // answer sent and our side shut: discarding input until EOF or kLinger
 };
 
 struct Conn {
     int fd = -1;
+    SSL* ssl = nullptr;  // TLS: owned, freed by close_conn
     uint64_t id = 0;
     std::string source;  // remote address: the per-source cap's key
     int remote_port = -1;
@@ -76,14 +81,15 @@ struct Completion {
 }  // namespace
 
 struct FrontEnd::Impl {
-    Impl(const ApiOptions& o, int lfd, HttpStats& s, std::shared_ptr<spdlog::logger> l, Dispatch d)
-        : opts(o), listen_fd(lfd), stats(s), log(std::move(l)), dispatch(std::move(d)) {}
+    Impl(const ApiOptions& o, int lfd, HttpStats& s, std::shared_ptr<spdlog::logger> l, Dispatch d, WebGuard* w)
+        : opts(o), listen_fd(lfd), stats(s), log(std::move(l)), dispatch(std::move(d)), web(w) {}
 
     const ApiOptions opts;
     const int listen_fd;
     HttpStats& stats;
     std::shared_ptr<spdlog::logger> log;
     Dispatch dispatch;
+    WebGuard* web;  // null or without TLS: plain HTTP
 
     int epfd = -1;
     int wakefd = -1;
@@ -108,6 +114,10 @@ struct FrontEnd::Impl {
     bool make_room(SteadyClock::time_point now);
     void refuse_at_once(int fd, const std::string& why);
     void on_event(Conn& c, uint32_t events, SteadyClock::time_point now);
+    void handshake(Conn& c, SteadyClock::time_point now);
+    ssize_t conn_recv(Conn& c, char* buf, size_t n);
+    ssize_t conn_send(Conn& c, const char* buf, size_t n);
+    void send_now(Conn& c, const std::string& bytes);
     void read_ready(Conn& c, SteadyClock::time_point now);
     void advance(Conn& c, SteadyClock::time_point now);
     void hand_over(Conn& c, size_t need, SteadyClock::time_point now);
@@ -125,8 +135,8 @@ struct FrontEnd::Impl {
 };
 
 FrontEnd::FrontEnd(const ApiOptions& opts, int listen_fd, HttpStats& stats, std::shared_ptr<spdlog::logger> log,
-                   Dispatch dispatch)
-    : impl_(std::make_unique<Impl>(opts, listen_fd, stats, std::move(log), std::move(dispatch))) {
+                   Dispatch dispatch, WebGuard* web)
+    : impl_(std::make_unique<Impl>(opts, listen_fd, stats, std::move(log), std::move(dispatch), web)) {
     auto& im = *impl_;
     im.epfd = ::epoll_create1(EPOLL_CLOEXEC);
     im.wakefd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -255,8 +265,11 @@ void FrontEnd::Impl::accept_ready(SteadyClock::time_point now) {
 
 void FrontEnd::Impl::refuse_at_once(int fd, const std::string& why) {
     stats.count_rejected(RejectReason::overload);
-    const std::string r = raw_error_response(503, why);
-    [[maybe_unused]] const auto n = ::send(fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    // Over TLS there is no answer before a handshake, which a refused client does not get.
+    if (!web || !web->tls()) {
+        const std::string r = raw_error_response(503, why);
+        [[maybe_unused]] const auto n = ::send(fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
     ::shutdown(fd, SHUT_WR);
     ::close(fd);
 }
@@ -285,6 +298,17 @@ void FrontEnd::Impl::admit(int fd, const sockaddr_storage& ss, SteadyClock::time
     socklen_t len = sizeof local;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) c.local_ip = address_of(local, c.local_port);
     c.waiting_since = now;
+    if (web && web->tls()) {
+        c.ssl = SSL_new(web->current(now)->tls.get());
+        if (!c.ssl || SSL_set_fd(c.ssl, fd) != 1) {
+            log->error("api: cannot start TLS on a connection from {}: {}", c.source, openssl_errors());
+            if (c.ssl) SSL_free(c.ssl);
+            ::close(fd);
+            return;
+        }
+        SSL_set_accept_state(c.ssl);
+        c.state = State::handshake;
+    }
     ++per_source[c.source];
     auto& ref = conns.emplace(c.id, std::move(c)).first->second;
     epoll_event ev{};
@@ -305,8 +329,7 @@ bool FrontEnd::Impl::make_room(SteadyClock::time_point) {
     if (!oldest) return false;
     if (!oldest->in.empty() || oldest->served == 0) {
         stats.count_rejected(RejectReason::overload);
-        const std::string r = raw_error_response(503, "server busy, retry");
-        [[maybe_unused]] const auto n = ::send(oldest->fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        send_now(*oldest, raw_error_response(503, "server busy, retry"));
     }
     close_conn(oldest->id);
     return true;
@@ -315,6 +338,13 @@ bool FrontEnd::Impl::make_room(SteadyClock::time_point) {
 // ---------------------------------------------------------------- reading and gating
 
 void FrontEnd::Impl::on_event(Conn& c, uint32_t events, SteadyClock::time_point now) {
+    if (c.state == State::handshake) {
+        if (events & (EPOLLERR | EPOLLHUP)) {
+            stats.count_rejected(RejectReason::tls_handshake);
+            return close_conn(c.id);
+        }
+        return handshake(c, now);
+    }
     if (c.state == State::busy) {
         // Only errors and hang-ups arrive here (no interest while a worker has it).
         if (events & (EPOLLERR | EPOLLHUP)) close_conn(c.id);
@@ -335,7 +365,7 @@ void FrontEnd::Impl::read_ready(Conn& c, SteadyClock::time_point now) {
     const size_t want = c.state == State::body
                             ? c.head.head_bytes + c.head.content_length - c.in.size()
                             : opts.max_header_bytes + 1 - std::min(c.in.size(), opts.max_header_bytes);
-    const ssize_t n = ::recv(c.fd, buf, std::min(sizeof buf, want), 0);
+    const ssize_t n = conn_recv(c, buf, std::min(sizeof buf, want));
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n <= 0) return close_conn(c.id);  // closed or reset: nobody to answer
     if (c.state == State::head && c.in.empty() && c.served > 0) {
@@ -347,6 +377,10 @@ void FrontEnd::Impl::read_ready(Conn& c, SteadyClock::time_point now) {
                 c.in.size() + static_cast<size_t>(n) > opts.max_header_bytes;
     c.in.append(buf, static_cast<size_t>(n));
     advance(c, now);
+    // TLS keeps decrypted bytes of a record beyond `want` to itself, where epoll does not
+    // see them: read on while it has some and the connection still reads.
+    if (c.ssl && SSL_pending(c.ssl) > 0 && (c.state == State::head || c.state == State::body) && conns.contains(c.id))
+        read_ready(c, now);
 }
 
 // Judges what is buffered: rejects, keeps reading, or hands a complete request over.
@@ -392,6 +426,85 @@ void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, SteadyClock::time_poi
     begin_write(c, raw_error_response(why.status, why.message), true, now);
 }
 
+// ---------------------------------------------------------------- TLS
+
+void FrontEnd::Impl::handshake(Conn& c, SteadyClock::time_point now) {
+    ERR_clear_error();
+    const int r = SSL_do_handshake(c.ssl);
+    if (r == 1) {
+        c.state = State::head;
+        set_interest(c, EPOLLIN);
+        if (SSL_pending(c.ssl) > 0) read_ready(c, now);
+        return;
+    }
+    const int err = SSL_get_error(c.ssl, r);
+    if (err == SSL_ERROR_WANT_READ) return set_interest(c, EPOLLIN);
+    if (err == SSL_ERROR_WANT_WRITE) return set_interest(c, EPOLLOUT);
+    stats.count_rejected(RejectReason::tls_handshake);
+    // Plain HTTP to the HTTPS port: say so in plain HTTP, as Go's servers do, rather than
+    // leave the user looking at a reset.
+    const bool plain_http = err == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) == SSL_R_HTTP_REQUEST;
+    log->debug("api: TLS handshake with {} failed: {}", c.source,
+               err == SSL_ERROR_SSL ? openssl_errors() : std::string("connection closed"));
+    ERR_clear_error();
+    if (plain_http) {
+        static constexpr std::string_view kPlain =
+            "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+            "Client sent an HTTP request to an HTTPS server.\n";
+        [[maybe_unused]] const auto n = ::send(c.fd, kPlain.data(), kPlain.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::shutdown(c.fd, SHUT_WR);
+    }
+    close_conn(c.id);
+}
+
+// recv(2)'s contract over either transport: bytes, 0 at the end, or -1 with errno (EAGAIN
+// when it would block; TLS that must write first also asks for EPOLLOUT).
+ssize_t FrontEnd::Impl::conn_recv(Conn& c, char* buf, size_t n) {
+    if (!c.ssl) return ::recv(c.fd, buf, n, 0);
+    ERR_clear_error();
+    const int r = SSL_read(c.ssl, buf, static_cast<int>(std::min<size_t>(n, 1u << 30)));
+    if (r > 0) {
+        if (c.interest & EPOLLOUT) set_interest(c, EPOLLIN);
+        return r;
+    }
+    switch (SSL_get_error(c.ssl, r)) {
+        case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
+        case SSL_ERROR_WANT_WRITE:
+            set_interest(c, EPOLLIN | EPOLLOUT);
+            errno = EAGAIN;
+            return -1;
+        case SSL_ERROR_ZERO_RETURN: return 0;
+        default:
+            ERR_clear_error();
+            errno = ECONNRESET;
+            return -1;
+    }
+}
+
+ssize_t FrontEnd::Impl::conn_send(Conn& c, const char* buf, size_t n) {
+    if (!c.ssl) return ::send(c.fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ERR_clear_error();
+    const int r = SSL_write(c.ssl, buf, static_cast<int>(std::min<size_t>(n, 1u << 30)));
+    if (r > 0) return r;
+    switch (SSL_get_error(c.ssl, r)) {
+        case SSL_ERROR_WANT_WRITE: errno = EAGAIN; return -1;
+        case SSL_ERROR_WANT_READ:
+            set_interest(c, EPOLLIN);
+            errno = EAGAIN;
+            return -2;
+        default:
+            ERR_clear_error();
+            errno = EPIPE;
+            return -1;
+    }
+}
+
+// A last word before a close, never waited for: what the socket takes now.
+void FrontEnd::Impl::send_now(Conn& c, const std::string& bytes) {
+    if (c.state == State::handshake) return;  // no TLS session to speak in
+    [[maybe_unused]] const auto n = conn_send(c, bytes.data(), bytes.size());
+}
+
 // ---------------------------------------------------------------- writing and closing
 
 void FrontEnd::Impl::begin_write(Conn& c, std::string bytes, bool close, SteadyClock::time_point now) {
@@ -405,11 +518,12 @@ void FrontEnd::Impl::begin_write(Conn& c, std::string bytes, bool close, SteadyC
 
 void FrontEnd::Impl::write_ready(Conn& c, SteadyClock::time_point now) {
     while (c.out_off < c.out.size()) {
-        const ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        const ssize_t n = conn_send(c, c.out.data() + c.out_off, c.out.size() - c.out_off);
         if (n > 0) {
             c.out_off += static_cast<size_t>(n);
             continue;
         }
+        if (n == -2) return;  // TLS must read first; conn_send asked for EPOLLIN
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return set_interest(c, EPOLLOUT);
         return close_conn(c.id);
@@ -421,6 +535,7 @@ void FrontEnd::Impl::after_write(Conn& c, SteadyClock::time_point now) {
     ++c.served;
     std::string().swap(c.out);
     if (c.close_after) {
+        if (c.ssl) SSL_shutdown(c.ssl);  // close_notify, best effort: the socket is non-blocking
         ::shutdown(c.fd, SHUT_WR);
         c.state = State::draining;
         c.drained = 0;
@@ -436,6 +551,7 @@ void FrontEnd::Impl::after_write(Conn& c, SteadyClock::time_point now) {
     // that request has begun, it has `timeout` to finish, as on a new connection.
     set_deadline(c, now + (c.in.empty() ? opts.keep_alive_timeout : opts.timeout));
     if (!c.in.empty()) advance(c, now);
+    if (c.ssl && SSL_pending(c.ssl) > 0 && c.state == State::head) read_ready(c, now);
 }
 
 void FrontEnd::Impl::drain(Conn& c) {
@@ -473,6 +589,10 @@ void FrontEnd::Impl::sweep(SteadyClock::time_point now) {
 }
 
 void FrontEnd::Impl::expire(Conn& c, SteadyClock::time_point now) {
+    if (c.state == State::handshake) {
+        stats.count_rejected(RejectReason::tls_handshake);
+        return close_conn(c.id);
+    }
     const bool mid_request = c.state == State::body || (c.state == State::head && (!c.in.empty() || c.served == 0));
     if (!mid_request) return close_conn(c.id);  // idle keep-alive over, stuck writer, or linger over
     HeadCheck why;
@@ -503,6 +623,7 @@ void FrontEnd::Impl::close_conn(uint64_t id) {
     if (it == conns.end()) return;
     auto& c = it->second;
     ::epoll_ctl(epfd, EPOLL_CTL_DEL, c.fd, nullptr);
+    if (c.ssl) SSL_free(c.ssl);
     ::close(c.fd);
     if (auto s = per_source.find(c.source); s != per_source.end() && --s->second == 0) per_source.erase(s);
     conns.erase(it);

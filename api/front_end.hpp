@@ -10,6 +10,7 @@
 
 #include "api/http_stats.hpp"
 #include "api/options.hpp"
+#include "api/web_guard.hpp"
 
 namespace rocewatch::api {
 
@@ -36,9 +37,11 @@ public:
     // Takes a gated request; false means refused (queue full): the front end answers 503.
     using Dispatch = std::function<bool(GatedRequest&&)>;
 
-    // `listen_fd` is bound and listening; it stays the caller's to close.
+    // `listen_fd` is bound and listening; it stays the caller's to close. `web` (may be
+    // null; must outlive the front end): when it serves TLS, every connection begins with a
+    // non-blocking handshake on this thread, under the same deadline as a request head.
     FrontEnd(const ApiOptions& opts, int listen_fd, HttpStats& stats, std::shared_ptr<spdlog::logger> log,
-             Dispatch dispatch);
+             Dispatch dispatch, WebGuard* web = nullptr);
     ~FrontEnd();
     FrontEnd(const FrontEnd&) = delete;
     FrontEnd& operator=(const FrontEnd&) = delete;

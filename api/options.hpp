@@ -31,6 +31,8 @@ struct ApiOptions {
     // Complete requests waiting for a worker, per lane (ordinary; /metrics and health);
     // one more is answered 503, so a request flood costs bounded memory and no worker time.
     size_t max_queued_connections = 32;
+    // The exporter toolkit's web config (TLS, basic auth, headers); "" = plain HTTP, open.
+    std::string web_config_file;
 };
 
 }  // namespace rocewatch::api

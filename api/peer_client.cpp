@@ -100,7 +100,7 @@ private:
 
 // One request with every timeout set to what is left of the deadline; the transport's
 // failure mapped to a probe reason ("cancelled" when `cancel` cut it short).
-Outcome call(const std::string& address, std::chrono::steady_clock::time_point deadline,
+Outcome call(const std::string& address, std::chrono::steady_clock::time_point deadline, const PeerTransport& tr,
              const std::function<httplib::Result(httplib::Client&)>& send, const std::atomic<bool>* cancel = nullptr) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return {httplib::Result{nullptr, httplib::Error::Unknown}, "timeout"};
@@ -115,7 +115,16 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
     }
     left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return {httplib::Result{nullptr, httplib::Error::Unknown}, "timeout"};
-    httplib::Client cli(*host, where->port);
+    // The name as written is what the peer's certificate must carry (and the SNI); the
+    // connection goes to the address resolved above, within the deadline.
+    const std::string authority = (where->host.find(':') != std::string::npos ? "[" + where->host + "]" : where->host) +
+                                  ":" + std::to_string(where->port);
+    httplib::Client cli(tr.https ? "https://" + authority : "http://" + authority, tr.cert_file, tr.key_file);
+    if (*host != where->host) cli.set_hostname_addr_map({{where->host, *host}});
+    if (tr.https) {
+        if (!tr.ca_file.empty()) cli.set_ca_cert_path(tr.ca_file);
+        cli.enable_server_certificate_verification(true);
+    }
     auto secs = static_cast<time_t>(left.count() / 1'000'000);
     auto usecs = static_cast<time_t>(left.count() % 1'000'000);
     cli.set_connection_timeout(secs, usecs);
@@ -135,6 +144,11 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
         case httplib::Error::ConnectionTimeout: reason = "timeout"; break;
         case httplib::Error::Read: reason = late() ? "timeout" : "peer_closed"; break;
         case httplib::Error::Connection: reason = late() ? "timeout" : "peer_unreachable"; break;
+        // A handshake that failed (the peer serves plain HTTP, or TLS with a certificate we
+        // do not trust) or our client certificate that cannot be loaded.
+        case httplib::Error::SSLConnection:
+        case httplib::Error::SSLLoadingCerts:
+        case httplib::Error::SSLServerVerification: reason = "tls_error"; break;
         default: reason = "peer_unreachable"; break;
     }
     return {std::move(res), reason};
@@ -167,8 +181,15 @@ std::optional<std::string> resolve_host(const std::string& host, std::chrono::st
     }
 }
 
-PeerState fetch_hello(const PeerConfig& peer, const std::string& token,
-                      std::chrono::steady_clock::time_point deadline) {
+PeerTransport peer_transport(const ClusterConfig& c) {
+    return {.https = c.peer_scheme == "https",
+            .ca_file = c.peer_ca_file,
+            .cert_file = c.peer_cert_file,
+            .key_file = c.peer_key_file};
+}
+
+PeerState fetch_hello(const PeerConfig& peer, const std::string& token, std::chrono::steady_clock::time_point deadline,
+                      const PeerTransport& transport) {
     PeerState st;
     st.name = peer.name;
     st.address = peer.address;
@@ -178,7 +199,7 @@ PeerState fetch_hello(const PeerConfig& peer, const std::string& token,
         return st;
     };
     try {
-        auto out = call(peer.address, deadline, [&](httplib::Client& cli) {
+        auto out = call(peer.address, deadline, transport, [&](httplib::Client& cli) {
             return cli.Get("/api/v1/peer/hello", {{"Authorization", "Bearer " + token}});
         });
         if (!out.reason.empty()) return fail(out.reason);
@@ -197,7 +218,7 @@ PeerState fetch_hello(const PeerConfig& peer, const std::string& token,
 }
 
 SessionReply post_session(const PeerConfig& peer, const std::string& token, const std::string& path,
-                          const nlohmann::json& request, Deadline deadline) {
+                          const nlohmann::json& request, Deadline deadline, const PeerTransport& transport) {
     SessionReply r;
     auto fail = [&](const std::string& reason, const std::string& detail) {
         r.body.reset();
@@ -207,7 +228,7 @@ SessionReply post_session(const PeerConfig& peer, const std::string& token, cons
     };
     try {
         auto out = call(
-            peer.address, deadline.at,
+            peer.address, deadline.at, transport,
             [&](httplib::Client& cli) {
                 return cli.Post(path, {{"Authorization", "Bearer " + token}}, request.dump(), "application/json");
             },

@@ -39,7 +39,8 @@ struct State {
     // The peer token as a Bearer token, or as the password of basic auth (any user name):
     // what Prometheus' `authorization` and `basic_auth` scrape settings send.
     bool authorized(const Req& req) const {
-        return credentials_match(req.get_header_value("Authorization"), r.token_hex);
+        const std::string& h = req.get_header_value("Authorization");
+        return credentials_match(h, r.token_hex) || (r.web_user && r.web_user(h));
     }
     bool probing_off(Res& res) const {
         if (!r.token_hex.empty()) return false;

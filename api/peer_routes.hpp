@@ -30,6 +30,9 @@ struct PeerRoutes {
     std::vector<SessionKind> session_kinds;
     std::shared_ptr<spdlog::logger> log;
     ProbeBudget* budget = nullptr;  // sessions are admitted against it and charged; nullptr: none
+    // A user of the web config's basic auth (ApiServer::web_user) may use the token-guarded
+    // routes too; unset: only the token opens them.
+    std::function<bool(const std::string& authorization)> web_user;
 };
 
 // Registers the routes on `api` (before start()). Everything in `routes` must outlive it.

@@ -16,6 +16,7 @@
 
 #include "api/json_view.hpp"
 #include "daemon/cluster/rail_match.hpp"
+#include "util/base64.hpp"
 #include "util/ct_compare.hpp"
 #include "util/json_uint.hpp"
 
@@ -434,48 +435,11 @@ bool bearer_matches(const std::string& header, const std::string& token) {
     return constant_time_equal(std::string_view(header).substr(kPrefix.size()), token);
 }
 
-namespace {
-
-// RFC 4648 base64, padding required; nullopt on anything else.
-std::optional<std::string> base64_decode(std::string_view in) {
-    if (in.size() % 4 != 0) return std::nullopt;
-    auto value = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z') return c - 'A';
-        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-        if (c >= '0' && c <= '9') return c - '0' + 52;
-        if (c == '+') return 62;
-        if (c == '/') return 63;
-        return -1;
-    };
-    std::string out;
-    for (size_t i = 0; i < in.size(); i += 4) {
-        int v[4];
-        for (int k = 0; k < 4; ++k) {
-            const char c = in[i + k];
-            const bool pad_ok = i + 4 == in.size() && k >= 2 && c == '=';
-            v[k] = pad_ok ? 0 : value(c);
-            if (v[k] < 0) return std::nullopt;
-            if (pad_ok && k == 2 && in[i + 3] != '=') return std::nullopt;
-        }
-        const unsigned n = (unsigned(v[0]) << 18) | (unsigned(v[1]) << 12) | (unsigned(v[2]) << 6) | unsigned(v[3]);
-        out += static_cast<char>((n >> 16) & 0xff);
-        if (in[i + 2] != '=') out += static_cast<char>((n >> 8) & 0xff);
-        if (in[i + 3] != '=') out += static_cast<char>(n & 0xff);
-    }
-    return out;
-}
-
-}  // namespace
-
 bool credentials_match(const std::string& header, const std::string& token) {
-    static constexpr std::string_view kBasic = "Basic ";
     if (token.empty()) return false;
-    if (!header.starts_with(kBasic)) return bearer_matches(header, token);
-    const auto decoded = base64_decode(std::string_view(header).substr(kBasic.size()));
-    if (!decoded) return false;
-    const size_t colon = decoded->find(':');
-    if (colon == std::string::npos) return false;
-    return constant_time_equal(std::string_view(*decoded).substr(colon + 1), token);
+    if (!header.starts_with("Basic ")) return bearer_matches(header, token);
+    const auto c = parse_basic_authorization(header);
+    return c && constant_time_equal(c->password, token);
 }
 
 void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {

@@ -175,6 +175,7 @@ const char* to_string(RejectReason r) {
         case RejectReason::malformed: return "malformed";
         case RejectReason::overload: return "overload";
         case RejectReason::shutting_down: return "shutting_down";
+        case RejectReason::tls_handshake: return "tls_handshake";
     }
     return "unknown";
 }
@@ -195,6 +196,7 @@ const std::vector<RejectReason>& all_reject_reasons() {
         RejectReason::malformed,
         RejectReason::overload,
         RejectReason::shutting_down,
+        RejectReason::tls_handshake,
     };
     return all;
 }

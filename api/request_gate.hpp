@@ -27,6 +27,7 @@ enum class RejectReason {
     malformed,          // 400: not a well-formed HTTP/1.x head
     overload,           // 503: worker queue full (decided by the server, not by the head)
     shutting_down,      // 503: server stopping with the connection still queued
+    tls_handshake,      // no answer: the TLS handshake failed or did not finish in time
 };
 
 const char* to_string(RejectReason r);

@@ -11,6 +11,7 @@
 #include "api/replies.hpp"
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"
+#include "api/probe_view.hpp"
 #include "api/request_gate.hpp"
 #include "api/server_impl.hpp"
 
@@ -226,6 +227,25 @@ void ApiServer::Impl::install_handlers() {
         log->debug("api: {} {} {}", req.method, log_safe(req.path, 200), res.status);
     });
     s.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
+    // The web config's basic auth guards every route; peers' daemons get in with the token.
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        const auto st = web->current();
+        if (!st->auth->enabled()) return httplib::Server::HandlerResponse::Unhandled;
+        const std::string& authz = req.get_header_value("Authorization");
+        if (st->auth->check(authz) || credentials_match(authz, peer_token_hex))
+            return httplib::Server::HandlerResponse::Unhandled;
+        res.set_header("WWW-Authenticate", "Basic realm=\"rocewatch\", charset=\"UTF-8\"");
+        send_json(res, 401,
+                  error_json(401, authz.empty() ? "authentication required (basic auth; see the web config)"
+                                                : "wrong user name or password"));
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    s.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+        for (const auto& [name, value] : web->current()->config.headers) {
+            res.headers.erase(name);
+            res.set_header(name, value);
+        }
+    });
     // Only for the Keep-Alive header httplib writes; the front end enforces both.
     s.set_keep_alive_max_count(opts.keep_alive_max_requests);
     s.set_keep_alive_timeout(

@@ -60,6 +60,7 @@ std::unique_ptr<ApiServer> ApiServer::create(ApiOptions opts, const SnapshotSour
     if (!log) log = std::make_shared<spdlog::logger>("api");  // no sinks: silent
 
     auto impl = std::make_unique<Impl>(std::move(opts), src, std::move(config_view), std::move(log));
+    impl->web = std::make_unique<WebGuard>(impl->opts.web_config_file, impl->log);
     impl->install_handlers();
     impl->register_builtin_routes();
 
@@ -85,6 +86,15 @@ std::unique_ptr<ApiServer> ApiServer::create(ApiOptions opts, const SnapshotSour
 
 int ApiServer::port() const { return impl_->port; }
 
+bool ApiServer::tls() const { return impl_->web->tls(); }
+
+void ApiServer::accept_peer_token(std::string token_hex) { impl_->peer_token_hex = std::move(token_hex); }
+
+bool ApiServer::web_user(const std::string& authorization_header) const {
+    const auto st = impl_->web->current();
+    return st->auth->enabled() && st->auth->check(authorization_header).has_value();
+}
+
 void ApiServer::add_get(const std::string& pattern, httplib::Server::Handler h) {
     impl_->add_route(pattern, pattern, "GET", "", std::move(h));
 }
@@ -105,15 +115,18 @@ void ApiServer::start() {
     im.pool = std::make_unique<WorkerPool>(static_cast<size_t>(im.opts.threads),
                                            static_cast<size_t>(im.opts.reserved_threads),
                                            im.opts.max_queued_connections);
-    im.front = std::make_unique<FrontEnd>(im.opts, im.server.listen_socket(), *im.stats, im.log,
-                                          [&im](GatedRequest&& r) {
-                                              auto req = std::make_shared<GatedRequest>(std::move(r));
-                                              const bool priority = req->priority;
-                                              return im.pool->submit([&im, req] { im.serve(*req); }, priority);
-                                          });
+    im.front = std::make_unique<FrontEnd>(
+        im.opts, im.server.listen_socket(), *im.stats, im.log,
+        [&im](GatedRequest&& r) {
+            auto req = std::make_shared<GatedRequest>(std::move(r));
+            const bool priority = req->priority;
+            return im.pool->submit([&im, req] { im.serve(*req); }, priority);
+        },
+        im.web.get());
     im.front->start();
     im.metrics.start();
-    im.log->info("api: listening on {}:{}", im.opts.host, im.port);
+    im.log->info("api: listening on {}:{} ({}{})", im.opts.host, im.port, im.web->tls() ? "HTTPS" : "HTTP",
+                 im.web->current()->auth->enabled() ? ", basic auth" : "");
 }
 
 void ApiServer::stop() {

@@ -28,7 +28,8 @@ using ConfigView = std::function<nlohmann::json()>;
 class ApiServer {
 public:
     // Binds at once, so a taken port fails here, loudly (std::runtime_error), not later
-    // on the listener thread. `src` must outlive the server.
+    // on the listener thread; a bad web config fails here too (WebConfigError, which is a
+    // std::runtime_error). `src` must outlive the server.
     static std::unique_ptr<ApiServer> create(ApiOptions opts, const SnapshotSource& src, ConfigView config_view,
                                              std::shared_ptr<spdlog::logger> log);
     ~ApiServer();
@@ -36,8 +37,16 @@ public:
     ApiServer& operator=(const ApiServer&) = delete;
 
     int port() const;  // the bound port (the ephemeral one when options said 0)
-    void start();      // serves on its own threads; returns once it accepts connections
-    void stop();       // idempotent; also done by the destructor
+    bool tls() const;  // serving HTTPS (the web config has tls_server_config)
+
+    // Where the web config asks for basic auth, peers' daemons still get in with the peer
+    // token (Bearer, or as a basic auth password), as they do on the peer routes. Before start().
+    void accept_peer_token(std::string token_hex);
+    // Whether an Authorization header names a user of the web config's basic_auth_users
+    // (false when it has none): such a user may use the token-guarded routes too.
+    bool web_user(const std::string& authorization_header) const;
+    void start();  // serves on its own threads; returns once it accepts connections
+    void stop();   // idempotent; also done by the destructor
 
     // Extension point (probe endpoints): extra routes, registered before start(). The
     // pattern is an httplib regex and doubles as the `handler` label of the request

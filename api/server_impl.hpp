@@ -9,6 +9,7 @@
 #include "api/front_end.hpp"
 #include "api/http_stats.hpp"
 #include "api/metrics_cache.hpp"
+#include "api/web_guard.hpp"
 #include "api/server.hpp"
 #include "api/worker_pool.hpp"
 
@@ -56,6 +57,9 @@ struct ApiServer::Impl {
     std::vector<Route> routes;
     std::unique_ptr<HttpStats> stats;  // made by start(), when the routes are final
     MetricsCache metrics;
+
+    std::unique_ptr<WebGuard> web;  // made by create(): a bad web config fails there
+    std::string peer_token_hex;     // also opens the port when basic auth is on
 
     GatedServer server;
     std::unique_ptr<WorkerPool> pool;

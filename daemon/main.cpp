@@ -19,6 +19,8 @@
 #include "api/peer_routes.hpp"
 #include "api/server.hpp"
 #include "api/text_view.hpp"
+#include "api/tls_context.hpp"
+#include "api/web_config.hpp"
 #include "daemon/alertmanager/notifier.hpp"
 #include "daemon/cluster/inventory_keeper.hpp"
 #include "daemon/config/config_loader.hpp"
@@ -134,6 +136,10 @@ void reload(const Flags& flags, Running& run, spdlog::logger& log) {
     }
     if (r.config->daemon.listen != run.config->daemon.listen)
         log.warn("listen address change to {} takes effect at restart", r.config->daemon.listen);
+    if (r.config->daemon.web_config_file != run.config->daemon.web_config_file)
+        log.warn(
+            "web_config_file change to \"{}\" takes effect at restart (the running file's own changes apply at once)",
+            r.config->daemon.web_config_file);
     log.set_level(spdlog::level::from_str(r.config->daemon.log_level));
     run.config = std::make_shared<const Config>(std::move(*r.config));
     run.inventory.reload(run.config->cluster.inventory);
@@ -233,13 +239,15 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         {.host = listen->host.empty() ? "0.0.0.0" : listen->host,
          .port = listen->port,
          .threads = cfg->daemon.http_threads,
-         .timeout = cfg->daemon.http_timeout},
+         .timeout = cfg->daemon.http_timeout,
+         .web_config_file = cfg->daemon.web_config_file},
         source,
         [&] {
             auto s = store.latest();
             return config_to_json(s && s->config ? *s->config : *cfg);
         },
         log);
+    if (probing.token) api->accept_peer_token(probers.token_hex());
     SessionHost sessions;
     api::add_peer_routes(*api, {.snapshots = source,
                                 .config = cfg,
@@ -250,7 +258,8 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                                 .sessions = sessions,
                                 .session_kinds = probers.session_kinds(),
                                 .log = log,
-                                .budget = &budget});
+                                .budget = &budget,
+                                .web_user = [&api](const std::string& h) { return api->web_user(h); }});
 
     // Serving first: /healthz answers and /readyz says 503 while a slow first collection runs.
     api->start();
@@ -317,6 +326,16 @@ int main(int argc, char** argv) {
     }
     auto r = load_config(flags->config_path, flags->overrides);
     for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
+    if (flags->check_config && r.config && !r.config->daemon.web_config_file.empty()) {
+        // The web config is checked as the server would load it: YAML, keys, certificate and key.
+        try {
+            const auto web = api::load_web_config(r.config->daemon.web_config_file);
+            if (web.tls) (void)api::make_server_tls_context(*web.tls, r.config->daemon.web_config_file);
+        } catch (const std::exception& e) {
+            std::cerr << e.what() << "\n";
+            return 1;
+        }
+    }
     if (flags->check_config && r.config)
         std::cout << (flags->config_path ? *flags->config_path : "built-in defaults") << ": ok\n";
     if (flags->check_config || !r.config) return r.config ? 0 : 1;

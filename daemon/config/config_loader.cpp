@@ -326,6 +326,7 @@ const KeySpec<DaemonConfig> kDaemonKeys[] = {
     {"http_timeout",
      [](const Field& f, DaemonConfig& d) { assign(d.http_timeout, f.duration(kMinHttpTimeout, kMaxHttpTimeout)); }},
     {"history_limit", [](const Field& f, DaemonConfig& d) { assign(d.history_limit, f.integer(0, kMaxHistory)); }},
+    {"web_config_file", [](const Field& f, DaemonConfig& d) { assign(d.web_config_file, f.string()); }},
 };
 
 // A regex for std::regex (ECMAScript), refused here when it does not compile, so that the
@@ -379,6 +380,18 @@ const KeySpec<ClusterConfig> kClusterKeys[] = {
      [](const Field& f, ClusterConfig& c) {
          assign(c.rotate_every, f.duration(Duration{std::chrono::seconds(10)}, Duration{std::chrono::hours(24)}));
      }},
+    {"peer_scheme",
+     [](const Field& f, ClusterConfig& c) {
+         auto v = f.string();
+         if (!v) return;
+         if (*v == "http" || *v == "https")
+             c.peer_scheme = *v;
+         else
+             f.fail(in_quotes(*v) + " is not a scheme (http or https)");
+     }},
+    {"peer_ca_file", [](const Field& f, ClusterConfig& c) { assign(c.peer_ca_file, f.string()); }},
+    {"peer_cert_file", [](const Field& f, ClusterConfig& c) { assign(c.peer_cert_file, f.string()); }},
+    {"peer_key_file", [](const Field& f, ClusterConfig& c) { assign(c.peer_key_file, f.string()); }},
 };
 
 const KeySpec<Thresholds> kThresholdKeys[] = {
@@ -927,6 +940,7 @@ ConfigResult load_config(const std::optional<std::string>& path, const ConfigOve
     nonempty("--sysfs-root", o.sysfs_root, d.sysfs_root);
     nonempty("--procfs-root", o.procfs_root, d.procfs_root);
     nonempty("--state-dir", o.state_dir, d.state_dir);
+    if (o.web_config_file) d.web_config_file = *o.web_config_file;
     if (o.log_level) {
         if (std::ranges::find(kLogLevels, *o.log_level) == std::end(kLogLevels))
             flag_error("--log-level", in_quotes(*o.log_level) + " is not a log level (" + joined(kLogLevels) + ")");

@@ -41,11 +41,12 @@ struct ConfigResult {
 
 // Settings given on the command line; each replaces the file's value (flags win).
 struct ConfigOverrides {
-    std::optional<std::string> listen;       // --listen (port 0 allowed: any free port)
-    std::optional<std::string> sysfs_root;   // --sysfs-root
-    std::optional<std::string> procfs_root;  // --procfs-root
-    std::optional<std::string> state_dir;    // --state-dir
-    std::optional<std::string> log_level;    // --log-level
+    std::optional<std::string> listen;           // --listen (port 0 allowed: any free port)
+    std::optional<std::string> sysfs_root;       // --sysfs-root
+    std::optional<std::string> procfs_root;      // --procfs-root
+    std::optional<std::string> state_dir;        // --state-dir
+    std::optional<std::string> log_level;        // --log-level
+    std::optional<std::string> web_config_file;  // --web-config-file ("" switches it off)
 };
 
 // The file at `path` (the built-in defaults when nullopt) with the overrides laid over it,

@@ -390,6 +390,7 @@ nlohmann::json config_to_json(const Config& c) {
              {"http_threads", d.http_threads},
              {"http_timeout", format_duration(d.http_timeout)},
              {"history_limit", d.history_limit},
+             {"web_config_file", d.web_config_file},
          }},
         {"expect",
          {
@@ -424,6 +425,10 @@ nlohmann::json config_to_json(const Config& c) {
              {"ring_successors", c.cluster.ring_successors},
              {"rotating_peers", c.cluster.rotating_peers},
              {"rotate_every", format_duration(c.cluster.rotate_every)},
+             {"peer_scheme", c.cluster.peer_scheme},
+             {"peer_ca_file", c.cluster.peer_ca_file},
+             {"peer_cert_file", c.cluster.peer_cert_file},
+             {"peer_key_file", c.cluster.peer_key_file},
          }},
         {"peers", peers_json(c.peers)},
         {"alertmanager", alertmanager_json(c.alertmanager)},

@@ -16,6 +16,9 @@ const char* const kUsage = R"(usage: rocewatchd [options]
   --procfs-root DIR    root of procfs (default /proc)
   --state-dir DIR      where alert state and history persist (default /var/lib/rocewatch)
   --log-level LEVEL    trace, debug, info, warn, error, critical, off
+  --web-config-file FILE
+                       TLS and basic auth for the HTTP port, in the Prometheus exporter
+                       toolkit's format (also --web.config.file); checked by --check-config
   --once               collect once, print the status JSON, exit 0 healthy / 1 warning / 2 critical
                        (node-scoped alerts only; 3: could not judge)
   --format FORMAT      with --once: json (default, for scripts) or text (alerts with their
@@ -24,7 +27,7 @@ const char* const kUsage = R"(usage: rocewatchd [options]
 )";
 
 std::optional<Flags> parse_flags(int argc, char** argv) {
-    enum { kConfig = 1000, kCheck, kListen, kSysfs, kProcfs, kState, kLog, kOnce, kFormat, kVersion, kHelp };
+    enum { kConfig = 1000, kCheck, kListen, kSysfs, kProcfs, kState, kLog, kWeb, kOnce, kFormat, kVersion, kHelp };
     static const option opts[] = {
         {"config", required_argument, nullptr, kConfig},
         {"check-config", no_argument, nullptr, kCheck},
@@ -33,6 +36,8 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
         {"procfs-root", required_argument, nullptr, kProcfs},
         {"state-dir", required_argument, nullptr, kState},
         {"log-level", required_argument, nullptr, kLog},
+        {"web-config-file", required_argument, nullptr, kWeb},
+        {"web.config.file", required_argument, nullptr, kWeb},
         {"once", no_argument, nullptr, kOnce},
         {"format", required_argument, nullptr, kFormat},
         {"version", no_argument, nullptr, kVersion},
@@ -49,6 +54,7 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
             case kProcfs: f.overrides.procfs_root = optarg; break;
             case kState: f.overrides.state_dir = optarg; break;
             case kLog: f.overrides.log_level = optarg; break;
+            case kWeb: f.overrides.web_config_file = optarg; break;
             case kOnce: f.once = true; break;
             case kFormat:
                 if (std::string(optarg) == "json")

@@ -26,6 +26,7 @@ struct DaemonConfig {
     int http_threads = 4;         // bounded worker pool
     Duration http_timeout{5000};  // read and write timeout per request
     size_t history_limit = 1000;  // alert transitions kept (and persisted)
+    std::string web_config_file;  // TLS and basic auth (exporter toolkit format); "" = plain HTTP
 };
 
 // What a healthy node looks like. Unset optionals mean "do not judge this".
@@ -157,6 +158,13 @@ struct ClusterConfig {
     // kinds only, summarised per rail rather than exported per peer.
     uint32_t rotating_peers = 2;
     Duration rotate_every{std::chrono::minutes(1)};
+    // How this daemon reaches peers' daemons: "https" where they serve TLS (a web config
+    // with tls_server_config), their certificates verified against peer_ca_file ("" = the
+    // system's trust store); peer_cert_file/peer_key_file where they require client certificates.
+    std::string peer_scheme = "http";
+    std::string peer_ca_file;
+    std::string peer_cert_file;
+    std::string peer_key_file;
 };
 
 // [[peers.rails]]: one path to a peer. remote_address is the peer's address on that rail.

@@ -70,23 +70,25 @@ ProbeResult tcp_prober(const ProberContext& ctx, const std::string&, const Probe
     return tcp_latency(t, ls, d);
 }
 
-SessionExchange exchange_with(const ProbeJob& job, const std::string& token_hex, const char* path) {
-    return [peer = job.peer, token_hex, path](const nlohmann::json& request, Deadline d) {
-        return api::post_session(peer, token_hex, path, request, d);
+SessionExchange exchange_with(const Config& cfg, const ProbeJob& job, const std::string& token_hex, const char* path) {
+    return [peer = job.peer, token_hex, path, tr = api::peer_transport(cfg.cluster)](const nlohmann::json& request,
+                                                                                     Deadline d) {
+        return api::post_session(peer, token_hex, path, request, d, tr);
     };
 }
 
 ProbeResult rdma_prober(const ProberContext& ctx, const std::string& token_hex, const ProbeJob& job, const PeerHello&,
                         Deadline d) {
     auto s = ctx.snapshot();
-    return run_rdma_job(*ctx.config(), s.get(), job, exchange_with(job, token_hex, "/api/v1/peer/rdma"), d);
+    const auto cfg = ctx.config();
+    return run_rdma_job(*cfg, s.get(), job, exchange_with(*cfg, job, token_hex, "/api/v1/peer/rdma"), d);
 }
 
 [[maybe_unused]] ProbeResult ucx_prober(const ProberContext& ctx, const std::string& token_hex, const ProbeJob& job,
                                         const PeerHello&, Deadline d) {
     const auto cfg = ctx.config();
     auto s = ctx.snapshot();
-    return run_ucx_job(*cfg, job, ctx.ucx_session_exe, exchange_with(job, token_hex, "/api/v1/peer/ucx"), d,
+    return run_ucx_job(*cfg, job, ctx.ucx_session_exe, exchange_with(*cfg, job, token_hex, "/api/v1/peer/ucx"), d,
                        s ? rail_tx_counters(*cfg, *s, job.peer) : std::vector<std::pair<std::string, RdmaTxCounter>>{});
 }
 
@@ -176,8 +178,10 @@ ProbeResult Probers::run(const ProbeJob& job, const PeerHello& hello, Deadline d
 ProbeSchedulerDeps Probers::scheduler_deps() const {
     return ProbeSchedulerDeps{
         .run = [this](const ProbeJob& job, const PeerHello& hello, Deadline d) { return run(job, hello, d); },
-        .hello = [this](const PeerConfig& peer,
-                        SteadyClock::time_point d) { return api::fetch_hello(peer, token_hex_, d); },
+        .hello =
+            [this](const PeerConfig& peer, SteadyClock::time_point d) {
+                return api::fetch_hello(peer, token_hex_, d, api::peer_transport(ctx_.config()->cluster));
+            },
         .rail_utilisation =
             [this](const ProbeJob& job) {
                 auto s = ctx_.snapshot();

@@ -111,12 +111,16 @@ def free_port():
 class Daemon:
     """rocewatchd started for real (inside a namespace when given), stopped with SIGTERM."""
 
-    def __init__(self, netns=None, sysfs=None, procfs=None, config=None, port=9879, extra=(), ready_timeout=10):
+    def __init__(self, netns=None, sysfs=None, procfs=None, config=None, port=9879, extra=(), ready_timeout=10,
+                 curl_args=None):
+        """curl_args: the daemon serves HTTPS (a web config); every request goes through curl
+        with these arguments (--cacert, -u, --cert, ...)."""
         self.bin = os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd")
         self.state = tempfile.mkdtemp(prefix="rw-state-")
         self.log = tempfile.NamedTemporaryFile(prefix="rw-log-", suffix=".txt", delete=False)
         self.port = port
-        self.base = f"http://127.0.0.1:{port}"
+        self.curl_args = list(curl_args) if curl_args is not None else None
+        self.base = f"{'https' if curl_args is not None else 'http'}://127.0.0.1:{port}"
         args = [self.bin, "--listen", f"127.0.0.1:{port}", "--state-dir", self.state, "--log-level", "debug"]
         if sysfs:
             args += ["--sysfs-root", sysfs]
@@ -179,10 +183,11 @@ class Daemon:
 
     def get(self, path, method="GET", headers=None):
         """(status, body) for a request made from inside the daemon's namespace."""
-        if self.netns:
+        if self.netns or self.curl_args is not None:
             hdr = [a for k, v in (headers or {}).items() for a in ("-H", f"{k}: {v}")]
-            r = self.netns.run("curl", "-sS", "-X", method, *hdr, "-o", "/dev/stdout", "-w", "\n%{http_code}",
-                               "--max-time", "5", self.base + path, check=False)
+            cmd = ["curl", "-sS", "-X", method, *(self.curl_args or []), *hdr, "-o", "/dev/stdout", "-w",
+                   "\n%{http_code}", "--max-time", "5", self.base + path]
+            r = self.netns.run(*cmd, check=False) if self.netns else sh(*cmd, check=False)
             if r.returncode != 0:
                 raise OSError(r.stderr.strip())
             body, _, code = r.stdout.rpartition("\n")

@@ -99,6 +99,7 @@ log_level = "debug"
 http_threads = 8
 http_timeout = "2s"
 history_limit = 50
+web_config_file = "/etc/rocewatch/web.yml"
 
 [expect]
 mtu = 4200
@@ -114,6 +115,10 @@ rails = ["r0", "r1"]
 ring_successors = 5
 rotating_peers = 4
 rotate_every = "5m"
+peer_scheme = "https"
+peer_ca_file = "/etc/rocewatch/ca.crt"
+peer_cert_file = "/etc/rocewatch/client.crt"
+peer_key_file = "/etc/rocewatch/client.key"
 
 [thresholds]
 symbol_error_per_hour = 60
@@ -278,6 +283,11 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.cluster.ring_successors, 5u);
     EXPECT_EQ(c.cluster.rotating_peers, 4u);
     EXPECT_EQ(c.cluster.rotate_every, 5min);
+    EXPECT_EQ(c.cluster.peer_scheme, "https");
+    EXPECT_EQ(c.cluster.peer_ca_file, "/etc/rocewatch/ca.crt");
+    EXPECT_EQ(c.cluster.peer_cert_file, "/etc/rocewatch/client.crt");
+    EXPECT_EQ(c.cluster.peer_key_file, "/etc/rocewatch/client.key");
+    EXPECT_EQ(c.daemon.web_config_file, "/etc/rocewatch/web.yml");
     EXPECT_EQ(c.thresholds.symbol_error_per_hour, 60) << "an integer is fine where a number is asked";
     EXPECT_EQ(c.thresholds.local_ack_timeout_per_second, 0.5);
     EXPECT_EQ(c.thresholds.cnp_per_second, 2000);
@@ -394,6 +404,8 @@ TEST(ConfigErrors, ProbesAndPeers) {
                      "t.toml:5: probes.ucx_lat.size: 4 is out of range 8..65536"}));
     EXPECT_EQ(errors_of("[probes]\ndata_port = 0\n"),
               (Lines{"t.toml:2: probes.data_port: 0 is out of range 1..65535"}));
+    EXPECT_EQ(errors_of("[cluster]\npeer_scheme = \"ftp\"\n"),
+              (Lines{"t.toml:2: cluster.peer_scheme: \"ftp\" is not a scheme (http or https)"}));
     EXPECT_EQ(errors_of("[probes]\nmax_runs_per_minute = -1\n[cluster]\nrotating_peers = 17\nrotate_every = \"5s\"\n"),
               (Lines{"t.toml:2: probes.max_runs_per_minute: -1 is out of range 0..1000000",
                      "t.toml:4: cluster.rotating_peers: 17 is out of range 0..16",
@@ -422,7 +434,7 @@ TEST(ConfigKeys, EveryKeyDiffersFromItsDefaultInTheTestConfig) {
     ASSERT_TRUE(r.config);
     auto got = effective(*r.config);
     auto def = effective(default_config());
-    for (const char* section : {"daemon", "expect", "thresholds", "probes"}) {
+    for (const char* section : {"daemon", "expect", "thresholds", "probes", "cluster"}) {
         for (const auto& [k, v] : def[section].items())
             EXPECT_NE(got[section][k], v) << section << "." << k << " is not exercised";
     }
@@ -518,8 +530,9 @@ TEST(ConfigErrors, KnownTableOfTheWrongType) {
 
 TEST(ConfigErrors, UnknownKeyInKnownTable) {
     EXPECT_EQ(errors_of("[daemon]\nlisten_on = \":1\"\n"),
-              (Lines{"t.toml:2: daemon.listen_on: unknown key; valid keys: listen, interval, state_dir, "
-                     "sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit"}));
+              (Lines{
+                  "t.toml:2: daemon.listen_on: unknown key; valid keys: listen, interval, state_dir, "
+                  "sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit, web_config_file"}));
     EXPECT_EQ(errors_of("[expect]\nmtu = 9000\nrail = []\n"),
               (Lines{"t.toml:3: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                      "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces"}));
@@ -531,8 +544,9 @@ TEST(ConfigErrors, UnknownKeyInKnownTable) {
               (Lines{"t.toml:2: rules.mtu_low.for_duration: unknown key; valid keys: enabled, for, "
                      "clear_after, severity"}));
     EXPECT_EQ(errors_of("[daemon.tls]\ncert = \"x\"\n"),
-              (Lines{"t.toml:1: daemon.tls: unknown key; valid keys: listen, interval, state_dir, "
-                     "sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit"}));
+              (Lines{
+                  "t.toml:1: daemon.tls: unknown key; valid keys: listen, interval, state_dir, "
+                  "sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit, web_config_file"}));
 }
 
 TEST(ConfigErrors, WrongType) {
@@ -822,7 +836,8 @@ TEST(ConfigFile, UnknownKeyFixture) {
                   "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, metrics, "
                   "thresholds, rules, probes, cluster, peers, alertmanager",
                   "unknown-key.toml:5: daemon.intervall: unknown key; did you mean \"interval\"? Valid keys: listen, "
-                  "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit",
+                  "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit, "
+                  "web_config_file",
                   "unknown-key.toml:9: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                   "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces",
                   "unknown-key.toml:11: alerts: unknown table; valid tables: daemon, expect, metrics, thresholds, "

@@ -1,0 +1,133 @@
+// The exporter toolkit's web config as rocewatch reads it, and basic auth against bcrypt hashes.
+#include <gtest/gtest.h>
+
+#include "api/basic_auth.hpp"
+#include "api/web_config.hpp"
+
+namespace rocewatch::api {
+namespace {
+
+// bcrypt (cost 4, the cheapest) of "s3cret", made with Python's crypt module (libxcrypt).
+constexpr const char* kHash = "$2b$04$FvUzh/mHLbJuY4vb58ECGenmgs3xYULnT2exrmUT/BnpmPmXZUxwa";
+
+std::string error_of(const std::string& text) {
+    try {
+        (void)parse_web_config(text, "/etc/rocewatch/web.yml");
+    } catch (const WebConfigError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+TEST(WebConfig, EmptyFileIsPlainHttpWithoutAuth) {
+    const auto c = parse_web_config("", "/etc/rocewatch/web.yml");
+    EXPECT_FALSE(c.tls);
+    EXPECT_TRUE(c.users.empty());
+}
+
+TEST(WebConfig, ReadsTheToolkitFormatAndAnchorsRelativeFilesAtTheConfig) {
+    const auto c = parse_web_config(R"(tls_server_config:
+  cert_file: tls/node.crt
+  key_file: /secure/node.key
+  client_ca_file: ca.crt
+  client_auth_type: RequireAndVerifyClientCert
+  min_version: TLS13
+  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]
+  curve_preferences: [X25519, CurveP256]
+  prefer_server_cipher_suites: false
+http_server_config:
+  http2: true
+  headers:
+    strict-transport-security: max-age=3600
+basic_auth_users:
+  prometheus: ')" + std::string(kHash) + "'\n",
+                                    "/etc/rocewatch/web.yml");
+    ASSERT_TRUE(c.tls);
+    EXPECT_EQ(c.tls->cert_file, "/etc/rocewatch/tls/node.crt");
+    EXPECT_EQ(c.tls->key_file, "/secure/node.key");
+    EXPECT_EQ(c.tls->client_ca_file, "/etc/rocewatch/ca.crt");
+    EXPECT_EQ(c.tls->client_auth, ClientAuth::require_and_verify);
+    EXPECT_EQ(c.tls->min_version, TlsVersion::tls13);
+    EXPECT_EQ(c.tls->cipher_suites, std::vector<std::string>{"ECDHE-RSA-AES128-GCM-SHA256"});
+    EXPECT_EQ(c.tls->curves, (std::vector<std::string>{"X25519", "P-256"}));
+    EXPECT_FALSE(c.tls->prefer_server_cipher_suites);
+    ASSERT_EQ(c.headers.size(), 1u);
+    EXPECT_EQ(c.headers[0].first, "Strict-Transport-Security");  // the canonical spelling
+    EXPECT_EQ(c.users.at("prometheus"), kHash);
+    EXPECT_EQ(referenced_files(c).size(), 3u);
+}
+
+TEST(WebConfig, TlsWithoutCertificateAndKeyIsPlainHttp) {
+    EXPECT_FALSE(parse_web_config("tls_server_config:\n  min_version: TLS12\n", "w.yml").tls);
+}
+
+TEST(WebConfig, ErrorsNameFileLineAndKey) {
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: a.crt\n  keyfile: a.key\n"),
+              "/etc/rocewatch/web.yml:3: tls_server_config.keyfile: unknown key (known: cert_file, key_file, "
+              "client_ca_file, client_auth_type, min_version, max_version, cipher_suites, curve_preferences, "
+              "prefer_server_cipher_suites)");
+    EXPECT_NE(error_of("tls_server_config:\n  cert_file: a.crt\n").find("cert_file is set but key_file is not"),
+              std::string::npos);
+    EXPECT_NE(error_of("basic_auth_users:\n  alice: hunter2\n")
+                  .find("web.yml:2: basic_auth_users.alice: is not a "
+                        "bcrypt hash"),
+              std::string::npos);
+    EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n")
+                  .find(":4: tls_server_config.min_version: \"TLS14\" is not one of TLS10, TLS11, TLS12, TLS13"),
+              std::string::npos);
+    EXPECT_NE(error_of(
+                  "tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: VerifyClientCertIfGiven\n")
+                  .find("tls_server_config.client_ca_file: client_auth_type verifies"),
+              std::string::npos);
+    EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_ca_file: ca\n")
+                  .find("tls_server_config.client_auth_type: client_ca_file is set"),
+              std::string::npos);
+    EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [RC4]\n")
+                  .find("tls_server_config.cipher_suites: \"RC4\" is not one of"),
+              std::string::npos);
+    EXPECT_NE(error_of("http_server_config:\n  headers:\n    Server: x\n")
+                  .find("http_server_config.headers.Server: not a "
+                        "header that may be set here"),
+              std::string::npos);
+    EXPECT_NE(error_of("basic_auth_users: [alice]\n").find("basic_auth_users: must be a mapping"), std::string::npos);
+    EXPECT_NE(error_of("web:\n  x: 1\n").find("web.yml:1: web: unknown key"), std::string::npos);
+    EXPECT_NE(error_of("tls_server_config: [unclosed\n").find("/etc/rocewatch/web.yml:"), std::string::npos);
+}
+
+std::string basic(const std::string& user_colon_password) {
+    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    const auto& in = user_colon_password;
+    for (size_t i = 0; i < in.size(); i += 3) {
+        unsigned n = static_cast<unsigned char>(in[i]) << 16;
+        if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
+        if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
+        out += kAlphabet[(n >> 18) & 63];
+        out += kAlphabet[(n >> 12) & 63];
+        out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
+        out += i + 2 < in.size() ? kAlphabet[n & 63] : '=';
+    }
+    return "Basic " + out;
+}
+
+TEST(BasicAuth, BcryptHashesDecide) {
+    EXPECT_TRUE(bcrypt_matches("s3cret", kHash));
+    EXPECT_FALSE(bcrypt_matches("s3creT", kHash));
+    EXPECT_FALSE(bcrypt_matches("s3cret", "not a hash"));
+}
+
+TEST(BasicAuth, KnownUserWithTheRightPasswordOnly) {
+    const BasicAuth auth(std::map<std::string, std::string>{{"prometheus", kHash}});
+    EXPECT_TRUE(auth.enabled());
+    EXPECT_EQ(auth.check(basic("prometheus:s3cret")), "prometheus");
+    EXPECT_EQ(auth.check(basic("prometheus:s3cret")), "prometheus");  // the cached verdict agrees
+    EXPECT_FALSE(auth.check(basic("prometheus:wrong")));
+    EXPECT_FALSE(auth.check(basic("grafana:s3cret")));
+    EXPECT_FALSE(auth.check(basic("prometheus")));  // no colon
+    EXPECT_FALSE(auth.check("Bearer s3cret"));
+    EXPECT_FALSE(auth.check(""));
+    EXPECT_FALSE(BasicAuth(std::map<std::string, std::string>{}).enabled());
+}
+
+}  // namespace
+}  // namespace rocewatch::api

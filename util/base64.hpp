@@ -1,0 +1,54 @@
+// RFC 4648 base64 decoding, as basic auth's credentials need it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rocewatch {
+
+// Padding required; nullopt on anything else.
+inline std::optional<std::string> base64_decode(std::string_view in) {
+    if (in.size() % 4 != 0) return std::nullopt;
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+') return 62;
+        if (c == '/') return 63;
+        return -1;
+    };
+    std::string out;
+    for (size_t i = 0; i < in.size(); i += 4) {
+        int v[4];
+        for (int k = 0; k < 4; ++k) {
+            const char c = in[i + k];
+            const bool pad_ok = i + 4 == in.size() && k >= 2 && c == '=';
+            v[k] = pad_ok ? 0 : value(c);
+            if (v[k] < 0) return std::nullopt;
+            if (pad_ok && k == 2 && in[i + 3] != '=') return std::nullopt;
+        }
+        const unsigned n = (unsigned(v[0]) << 18) | (unsigned(v[1]) << 12) | (unsigned(v[2]) << 6) | unsigned(v[3]);
+        out += static_cast<char>((n >> 16) & 0xff);
+        if (in[i + 2] != '=') out += static_cast<char>((n >> 8) & 0xff);
+        if (in[i + 3] != '=') out += static_cast<char>(n & 0xff);
+    }
+    return out;
+}
+
+// "Basic <base64(user:password)>" -> {user, password}; nullopt when it is not that.
+struct BasicCredentials {
+    std::string user;
+    std::string password;
+};
+inline std::optional<BasicCredentials> parse_basic_authorization(std::string_view header) {
+    static constexpr std::string_view kBasic = "Basic ";
+    if (!header.starts_with(kBasic)) return std::nullopt;
+    const auto decoded = base64_decode(header.substr(kBasic.size()));
+    if (!decoded) return std::nullopt;
+    const size_t colon = decoded->find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    return BasicCredentials{decoded->substr(0, colon), decoded->substr(colon + 1)};
+}
+
+}  // namespace rocewatch
