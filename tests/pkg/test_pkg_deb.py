@@ -3,7 +3,9 @@
 or would track) in a temporary directory, `dpkg-buildpackage -b -us -uc`, then the .deb is
 held to what it must hold (dpkg-deb -c, its conffiles and maintainer scripts), its unit
 passes `systemd-analyze verify` with its own binary and man pages (unit_verify.py), its config passes --check-config, and
-lintian reports no error and no warning that debian/*.lintian-overrides does not explain.
+lintian reports no error and no warning that debian/*.lintian-overrides does not explain;
+last, tests/vm/scenarios/package.sh installs it with apt in a QEMU guest under systemd, checks
+the service it starts, reloads it, and purges it (nothing may be left behind).
 
 Usage: test_pkg_deb.py SOURCE_ROOT. Skips (77) without the tools or root, or fails with CI=true.
 """
@@ -173,6 +175,17 @@ try:
         ok("lintian: no error, no warning that is not overridden")
     else:
         fail(f"lintian: exit {lint.returncode}")
+
+    # The package as a user meets it: installed with apt under a running systemd in a QEMU
+    # guest, started, reloaded, purged (tests/vm/scenarios/package.sh).
+    vm = run([str(src / "tests/vm/run-scenario.sh"), "package"], env={**os.environ, "ROCEWATCH_DEB": str(deb)})
+    print("vm package scenario:\n" + "\n".join((vm.stdout + vm.stderr).splitlines()[-60:]))
+    if vm.returncode == 0:
+        ok("the VM package scenario: apt install starts the unit, reload works, purge leaves nothing")
+    elif vm.returncode == 77 and not CI:
+        print("SKIP: the VM package scenario (its reason is above)")
+    else:
+        fail(f"the VM package scenario: exit {vm.returncode}")
 finally:
     if failures or os.environ.get("ROCEWATCH_KEEP_PKG"):
         print(f"kept {tmp} (build.log, the .deb)")

@@ -162,7 +162,7 @@ say "running $RW_SCENARIO (limit ${RW_TIMEOUT}s)"
 timeout -s KILL $RW_TIMEOUT chroot $R /usr/bin/env -i \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     RW_NODE="$NODE" RW_NODES="$RW_NODES" RW_SCENARIO="$RW_SCENARIO" RW_SHARE=/vmshare \
-    RW_REPO="$RW_REPO" ROCEWATCHD="$ROCEWATCHD" RW_CI="$RW_CI" \
+    RW_REPO="$RW_REPO" ROCEWATCHD="$ROCEWATCHD" RW_CI="$RW_CI" RW_DEB="${RW_DEB:-}" \
     /bin/bash $script >$OUT/log 2>&1
 rc=$?
 say "scenario exited $rc after $(cut -d' ' -f1 /proc/uptime) s uptime"

@@ -149,7 +149,10 @@ class Harness:
         # Host dirs the guest must still see under its own tmpfs /tmp (see init.sh).
         # The whole build tree (<build>/daemon/rocewatchd -> <build>): the probes scenario also
         # runs tests/unit/probes/rdma_probe_cli from it.
-        keep = sorted({os.path.realpath(a.repo), os.path.realpath(os.path.dirname(os.path.dirname(a.rocewatchd)))})
+        keep = {os.path.realpath(a.repo), os.path.realpath(os.path.dirname(os.path.dirname(a.rocewatchd)))}
+        if os.environ.get("ROCEWATCH_DEB"):  # the package scenario's .deb, often under /tmp
+            keep.add(os.path.dirname(os.path.realpath(os.environ["ROCEWATCH_DEB"])))
+        keep = sorted(keep)
         env = {
             "RW_NODES": str(a.nodes),
             "RW_SCENARIO": a.scenario,
@@ -159,6 +162,8 @@ class Harness:
             # In CI a missing daemon fails the scenario instead of skipping its assertions.
             "RW_CI": os.environ.get("CI", ""),
             "RW_KEEP": ":".join(keep),
+            # The package scenario installs this .deb (pkg_deb passes the one it built).
+            "RW_DEB": os.path.realpath(os.environ["ROCEWATCH_DEB"]) if os.environ.get("ROCEWATCH_DEB") else "",
         }
         with open(os.path.join(self.shared, "config.env"), "w") as f:
             for k, v in env.items():

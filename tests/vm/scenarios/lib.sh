@@ -877,3 +877,88 @@ snapshot_rxe_sysfs() {
         done
     } >"$dest/MANIFEST"
 }
+
+# ---- systemd as PID 1 (the systemd-unit and package scenarios)
+
+# boot_systemd: starts the distribution's systemd as PID 1 of new PID and mount namespaces,
+# booted to an empty target, and waits until it runs; then sd CMD... runs a command in its
+# namespaces. Returns 1 (after a fail) when systemd does not come up.
+#
+# The scenario runs chrooted, and the kernel lets no chrooted process make a user namespace
+# (PrivateUsers=yes needs one). So systemd starts as a booted system's does: from the
+# guest's initramfs root (PID 1's, reached through /proc/1/root), in new mount and PID
+# namespaces, with the root tree moved onto / as switch_root does, then a fresh /proc.
+# Told it runs in a container, systemd leaves mount propagation as it finds it, but its
+# credentials reach the unit through a mount that must propagate: shared, as a booted
+# systemd makes it.
+SD_PID=
+boot_systemd() {
+    printf '[Unit]\nDescription=rocewatch test bed\n' >/etc/systemd/system/rocewatch-vm.target
+    mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup
+    chroot /proc/1/root /bin/busybox unshare -m -p -f --propagation private /bin/busybox sh -c '
+        cd /newroot && /bin/busybox mount --move . / && exec /bin/busybox chroot . /usr/bin/env -i \
+            container=rocewatch-vm PATH=/usr/sbin:/usr/bin:/sbin:/bin /bin/sh -c "
+                mount -t proc proc /proc && mount --make-rshared / && exec /lib/systemd/systemd --system --unit=rocewatch-vm.target \
+                    --log-target=journal-or-kmsg --log-level=info"' \
+        >"$OUT/systemd.log" 2>&1 </dev/null &
+    local unshare_pid=$! t state
+    for ((t = 0; t < 100; t++)); do
+        SD_PID=$(cat "/proc/$unshare_pid/task/$unshare_pid/children" 2>/dev/null | awk '{ print $1 }')
+        [[ -n $SD_PID ]] && break
+        snooze 0.1
+    done
+    [[ -n $SD_PID ]] || { fail "systemd did not start: $(tail -5 "$OUT/systemd.log")"; return 1; }
+    # Up once its private bus socket is there; then wait for its start-up jobs.
+    for ((t = 0; t < 600; t++)); do
+        sd test -S /run/systemd/private && break
+        kill -0 "$SD_PID" 2>/dev/null || break
+        snooze 0.1
+    done
+    state=$(sd timeout 120 systemctl is-system-running --wait 2>&1)
+    if [[ $state == running || $state == degraded ]]; then
+        pass "systemd $(sd systemctl --version | head -1 | awk '{ print $2 }') up: $state"
+    else
+        fail "systemd not up: '$state' (pid $SD_PID $(kill -0 "$SD_PID" 2>/dev/null && echo alive || echo gone)): $(tail -5 "$OUT/systemd.log" | tr '\n' ' ')"
+        return 1
+    fi
+    [[ $state == degraded ]] && log "failed units (not ours): $(sd systemctl --failed --no-legend --plain | awk '{ print $1 }' | tr '\n' ' ')"
+    return 0
+}
+# Commands in systemd's namespaces (its PIDs, its /proc), from its root.
+sd() { nsenter -t "$SD_PID" -p -m -r -w "$@"; }
+
+# unit_prop PROP: one property of rocewatchd.service.
+unit_prop() { sd systemctl show -P "$1" rocewatchd.service; }
+# start_unit VERB: systemctl VERB rocewatchd; passes when it ends active (Type=notify: READY=1).
+start_unit() {
+    local t0=${EPOCHREALTIME/./} out
+    if out=$(sd timeout 120 systemctl "$1" rocewatchd.service 2>&1); then
+        pass "systemctl $1 rocewatchd: active after $(fmt_us $((${EPOCHREALTIME/./} - t0))) s ($(unit_prop ActiveState)/$(unit_prop SubState))"
+        return 0
+    fi
+    unit_diagnostics
+    fail "systemctl $1 rocewatchd: $out; $(grep -E 'rocewatchd|Process|status=' "$RES/unit-status.txt" | tail -8 | tr '\n' ' ')"
+    return 1
+}
+# unit_diagnostics: the unit's status, every unit and the journal into results.
+unit_diagnostics() {
+    sd systemctl status rocewatchd.service --no-pager -l -n 30 >"$RES/unit-status.txt" 2>&1
+    sd systemctl list-units --all --no-pager >"$RES/units.txt" 2>&1
+    sd journalctl --no-pager >"$RES/journal.txt" 2>&1
+}
+# wait_unit_ready: the unit's daemon answers /readyz (within 30 s).
+wait_unit_ready() {
+    local t=0
+    until query_daemon /readyz >/dev/null; do
+        ((t++ < 300)) || { fail "the unit's daemon not ready within 30 s"; return 1; }
+        snooze 0.1
+    done
+}
+# journal_warnings PATTERN: waits up to 10 s for `journalctl -p warning -u rocewatchd` to show it.
+journal_warnings() {
+    local t=0
+    until sd journalctl -p warning -u rocewatchd --no-pager -o cat 2>/dev/null | grep -q -- "$1"; do
+        ((t++ < 100)) || return 1
+        snooze 0.1
+    done
+}

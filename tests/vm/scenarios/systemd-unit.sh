@@ -140,73 +140,11 @@ section "systemd as PID 1 of its own PID namespace"
 # sandbox is changed.
 mkdir -p /etc/systemd/system/rocewatchd.service.d
 printf '[Service]\nEnvironment=UCX_TLS=%s\n' "$UCX_TLS" >/etc/systemd/system/rocewatchd.service.d/test-bed.conf
-# Boot to an empty target; starting the unit pulls in what its dependencies name.
-printf '[Unit]\nDescription=rocewatch test bed\n' >/etc/systemd/system/rocewatch-vm.target
-mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup
-# This script runs chrooted, and the kernel lets no chrooted process make a user namespace
-# (PrivateUsers=yes needs one). So systemd starts as a booted system's does: from the
-# guest's initramfs root (PID 1's, reached through /proc/1/root), in new mount and PID
-# namespaces, with the root tree moved onto / as switch_root does, then a fresh /proc.
-# Told it runs in a container, systemd leaves mount propagation as it finds it, but its
-# credentials reach the unit through a mount that must propagate: shared, as a booted
-# systemd makes it.
-chroot /proc/1/root /bin/busybox unshare -m -p -f --propagation private /bin/busybox sh -c '
-    cd /newroot && /bin/busybox mount --move . / && exec /bin/busybox chroot . /usr/bin/env -i \
-        container=rocewatch-vm PATH=/usr/sbin:/usr/bin:/sbin:/bin /bin/sh -c "
-            mount -t proc proc /proc && mount --make-rshared / && exec /lib/systemd/systemd --system --unit=rocewatch-vm.target \
-                --log-target=journal-or-kmsg --log-level=info"' \
-    >"$OUT/systemd.log" 2>&1 </dev/null &
-UNSHARE_PID=$!
-SD_PID=
-for ((t = 0; t < 100; t++)); do
-    SD_PID=$(cat "/proc/$UNSHARE_PID/task/$UNSHARE_PID/children" 2>/dev/null | awk '{ print $1 }')
-    [[ -n $SD_PID ]] && break
-    snooze 0.1
-done
-[[ -n $SD_PID ]] || { fail "systemd did not start: $(tail -5 "$OUT/systemd.log")"; give_up; }
-# Commands in systemd's namespaces (its PIDs, its /proc), from its root.
-sd() { nsenter -t "$SD_PID" -p -m -r -w "$@"; }
-# Up once its private bus socket is there; then wait for its start-up jobs.
-for ((t = 0; t < 600; t++)); do
-    sd test -S /run/systemd/private && break
-    kill -0 "$SD_PID" 2>/dev/null || break
-    snooze 0.1
-done
-state=$(sd timeout 120 systemctl is-system-running --wait 2>&1)
-if [[ $state == running || $state == degraded ]]; then
-    pass "systemd $(sd systemctl --version | head -1 | awk '{ print $2 }') up: $state"
-else
-    fail "systemd not up: '$state' (pid $SD_PID $(kill -0 "$SD_PID" 2>/dev/null && echo alive || echo gone)): $(tail -5 "$OUT/systemd.log" | tr '\n' ' ')"
-    give_up
-fi
-[[ $state == degraded ]] && log "failed units (not ours): $(sd systemctl --failed --no-legend --plain | awk '{ print $1 }' | tr '\n' ' ')"
-
-# unit_prop PROP: one property of rocewatchd.service.
-unit_prop() { sd systemctl show -P "$1" rocewatchd.service; }
-# start_unit VERB: systemctl VERB rocewatchd; passes when it ends active (Type=notify: READY=1).
-start_unit() {
-    local t0=${EPOCHREALTIME/./} out
-    if out=$(sd timeout 120 systemctl "$1" rocewatchd.service 2>&1); then
-        pass "systemctl $1 rocewatchd: active after $(fmt_us $((${EPOCHREALTIME/./} - t0))) s ($(unit_prop ActiveState)/$(unit_prop SubState))"
-        return 0
-    fi
-    sd systemctl status rocewatchd.service --no-pager -l -n 30 >"$RES/unit-status.txt" 2>&1
-    sd systemctl list-units --all --no-pager >"$RES/units.txt" 2>&1
-    sd journalctl --no-pager >"$RES/journal.txt" 2>&1
-    fail "systemctl $1 rocewatchd: $out; $(grep -E 'rocewatchd|Process|status=' "$RES/unit-status.txt" | tail -8 | tr '\n' ' ')"
-    return 1
-}
-wait_ready() {
-    local t=0
-    until query_daemon /readyz >/dev/null; do
-        ((t++ < 300)) || { fail "the unit's daemon not ready within 30 s"; return 1; }
-        snooze 0.1
-    done
-}
+boot_systemd || give_up
 
 section "the unit without a token: starts, probing off, says where the token goes"
 start_unit start || give_up
-wait_ready
+wait_unit_ready
 status=$(query_daemon /api/v1/status)
 check_eq "probing off without the credential" false "$(jq -r .probes.enabled <<<"$status")"
 check_match "the reason names the credential's place" "/etc/credstore/rocewatch-peer-token" \
@@ -238,7 +176,7 @@ section "the token as a systemd credential"
 mkdir -p /etc/credstore
 (umask 077 && echo "$TOKEN" >"$CRED")
 start_unit restart || give_up
-wait_ready
+wait_unit_ready
 check_eq "probing on with the credential" "true null" \
     "$(query_daemon /api/v1/status | jq -r '"\(.probes.enabled) \(.probes.disabled_reason)"')"
 uid=$(sd awk '$1 == "Uid:" { print $2 }' "/proc/$(unit_prop MainPID)/status")
@@ -293,14 +231,6 @@ if [[ -n $after && $after != "$before" ]]; then pass "systemctl reload: a succes
 expect_metric "rocewatch_config_last_reload_successful 1"
 
 section "journald: priorities and fields"
-# journal_warnings PATTERN: waits up to 10 s for `journalctl -p warning -u rocewatchd` to show it.
-journal_warnings() {
-    local t=0
-    until sd journalctl -p warning -u rocewatchd --no-pager -o cat 2>/dev/null | grep -q -- "$1"; do
-        ((t++ < 100)) || return 1
-        snooze 0.1
-    done
-}
 cp "$CFG" "$RES/rocewatch.toml.good"
 printf '\n[rules.no_such_rule]\nenabled = false\n' >>"$CFG"
 sd timeout 60 systemctl reload rocewatchd.service >/dev/null 2>&1
