@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Boots the test guests of one scenario under QEMU (TCG) and collects their results.
 
-One or two guests, two rails each. Rail r of guest 1 and rail r of guest 2 are joined by
-a pair of `-netdev dgram` UDP sockets on 127.0.0.1 (never -netdev socket/stream: their
-listening side blocks and froze a guest whose peer stopped reading). No other network:
+One to three guests, two rails each. With two, rail r of guest 1 and rail r of guest 2 are
+joined by a pair of `-netdev dgram` UDP sockets on 127.0.0.1 (never -netdev socket/stream:
+their listening side blocks and froze a guest whose peer stopped reading). With three, each
+rail is a switch: every guest's rail NIC talks dgram to its own port of a learning Ethernet
+switch this harness runs (RailSwitch), one per rail, as a leaf switch joins a rail's NICs in
+a real cluster. A cable pull on one guest (set_link RAIL off NODE) cuts that guest's port
+only. No other network:
 -nodefaults -nic none. Each guest has a QMP socket; guests ask the host for link changes
 (a cable pull is QMP set_link on both ends) through request files in the shared dir.
 
@@ -26,6 +30,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 RAILS = [
@@ -115,6 +120,70 @@ def free_udp_ports(n):
     return ports
 
 
+class RailSwitch:
+    """A learning Ethernet switch for one rail: one UDP socket (switch port) per guest,
+    frames in QEMU's dgram framing (one Ethernet frame per datagram). A frame goes to the
+    port its destination MAC was last seen on, else (broadcast, multicast, unknown) to every
+    other port. Runs on its own thread until stop()."""
+
+    def __init__(self, name, guest_ports):
+        self.name = name
+        self.socks, self.guest = {}, {}
+        for node, guest_port in guest_ports.items():
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            # Root may exceed rmem_max: RDMA bursts of 9000-byte frames overflow the default.
+            s.setsockopt(socket.SOL_SOCKET, 33, RMEM_WANTED)  # SO_RCVBUFFORCE
+            s.bind(("127.0.0.1", 0))
+            s.setblocking(False)
+            self.socks[node] = s
+            self.guest[node] = ("127.0.0.1", guest_port)
+        self.port_of = {}  # MAC -> node
+        self.frames = 0
+        self.stopping = False
+        self.thread = threading.Thread(target=self.run, name=f"switch-{name}", daemon=True)
+
+    def port(self, node):
+        return self.socks[node].getsockname()[1]
+
+    def run(self):
+        import select
+        by_fd = {s.fileno(): n for n, s in self.socks.items()}
+        while not self.stopping:
+            ready, _, _ = select.select(list(self.socks.values()), [], [], 0.2)
+            for s in ready:
+                src_node = by_fd[s.fileno()]
+                for _ in range(64):
+                    try:
+                        frame = s.recv(65536)
+                    except (BlockingIOError, OSError):
+                        break
+                    if len(frame) < 14:
+                        continue
+                    self.frames += 1
+                    dst, src = frame[0:6], frame[6:12]
+                    if not src[0] & 1:
+                        self.port_of[src] = src_node
+                    to = self.port_of.get(dst) if not dst[0] & 1 else None
+                    outs = [to] if to is not None else [n for n in self.socks if n != src_node]
+                    for n in outs:
+                        if n == src_node:
+                            continue
+                        try:
+                            self.socks[n].sendto(frame, self.guest[n])
+                        except OSError:
+                            pass  # that guest not up yet, or its socket full: a lost frame
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self):
+        self.stopping = True
+        if self.thread.is_alive():
+            self.thread.join(2)
+        for s in self.socks.values():
+            s.close()
+
+
 def set_pdeathsig():
     # The guest must not outlive the harness, whatever kills the harness.
     libc = ctypes.CDLL(None, use_errno=True)
@@ -126,6 +195,7 @@ class Harness:
         self.args = args
         self.procs = {}  # node -> Popen
         self.qmp = {}
+        self.switches = []  # three guests: one RailSwitch per rail
         self.rmem_saved = None
         self.rmem_lock = None
         self.run_dir = None
@@ -203,13 +273,21 @@ class Harness:
 
     def start(self):
         a = self.args
-        # Rail r: node1 <-> node2 over two ports; a lone guest points at a port nobody holds.
+        # Rail r: node1 <-> node2 over two ports; a lone guest points at a port nobody holds;
+        # three guests each talk to their port of the rail's switch.
         plist = free_udp_ports(len(RAILS) * 3)
         ports = {}
         for r in range(len(RAILS)):
             p1, p2, spare = plist[3 * r: 3 * r + 3]
-            ports[(r, 1)] = (p1, p2 if a.nodes > 1 else spare)
-            ports[(r, 2)] = (p2, p1)
+            if a.nodes <= 2:
+                ports[(r, 1)] = (p1, p2 if a.nodes > 1 else spare)
+                ports[(r, 2)] = (p2, p1)
+                continue
+            sw = RailSwitch(RAILS[r][0], {1: p1, 2: p2, 3: spare})
+            self.switches.append(sw)
+            for node in (1, 2, 3):
+                ports[(r, node)] = ({1: p1, 2: p2, 3: spare}[node], sw.port(node))
+            sw.start()
         # rmem_default applies to sockets as they are created: raise it while QEMU opens
         # its dgram sockets, then put it back. The lock keeps two harnesses from
         # restoring each other's raised value.
@@ -371,6 +449,9 @@ class Harness:
 
     def cleanup(self):
         self.kill_all()
+        for sw in self.switches:
+            log(f"switch {sw.name}: {sw.frames} frames, {len(sw.port_of)} MACs learned")
+            sw.stop()
         self.restore_rmem()
         dest = None
         if self.run_dir and os.path.isdir(self.run_dir):
@@ -440,8 +521,8 @@ def main():
     meta = scenario_meta(script)
     a.nodes = a.nodes or meta["nodes"]
     a.timeout = a.timeout or meta["timeout"]
-    if a.nodes not in (1, 2):
-        ap.error("1 or 2 guests")
+    if a.nodes not in (1, 2, 3):
+        ap.error("1 to 3 guests")
     a.work = os.path.abspath(a.work)
 
     def on_signal(signum, _frame):
