@@ -3,6 +3,7 @@
 
 #include "api/cluster_view.hpp"
 
+#include "daemon/model/dcb.hpp"
 #include "daemon/model/probe.hpp"
 #include "daemon/model/rdma_port.hpp"
 #include "util/clock.hpp"
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <regex>
 
@@ -259,6 +261,47 @@ std::optional<json> device_json(const Snapshot& s, const std::string& name) {
     return j;
 }
 
+namespace {
+
+const char* app_selector_name(uint8_t sel) {
+    switch (sel) {
+        case 1: return "ethertype";
+        case 2: return "tcp_port";
+        case 3: return "udp_port";
+        case 4: return "port";
+        case 5: return "dscp";
+        default: return "unknown";
+    }
+}
+
+// A netdev's DCB as dcbnl gave it, and the priority RoCE v2 gets from it at rdma_cm's
+// default ToS (0; the configfs default_roce_tos is not read yet).
+json dcb_json(const DcbState& d) {
+    if (d.error != 0) return {{"supported", false}, {"error", std::strerror(d.error)}};
+    const DcbIeee& i = d.ieee;
+    json j = {{"supported", true}};
+    json pfc = json::array();
+    if (i.pfc_enabled)
+        for (int p = 0; p < 8; ++p)
+            if (*i.pfc_enabled & (1u << p)) pfc.push_back(p);
+    j["pfc_enabled_priorities"] = i.pfc_enabled ? pfc : json(nullptr);
+    j["pfc_cap"] = i.pfc_cap ? json(*i.pfc_cap) : json(nullptr);
+    j["prio_tc"] = i.prio_tc ? json(*i.prio_tc) : json(nullptr);
+    j["tc_tx_bw_percent"] = i.tc_tx_bw ? json(*i.tc_tx_bw) : json(nullptr);
+    json apps = json::array();
+    for (const auto& a : i.apps)
+        apps.push_back(
+            {{"selector", app_selector_name(a.selector)}, {"protocol", a.protocol}, {"priority", a.priority}});
+    j["app"] = std::move(apps);
+    const auto roce = roce_priority(i, 0);
+    j["roce_priority"] = roce.priority;
+    j["roce_priority_reason"] = roce.how;
+    j["roce_priority_pfc"] = i.pfc_enabled ? json(((*i.pfc_enabled >> roce.priority) & 1u) != 0) : json(nullptr);
+    return j;
+}
+
+}  // namespace
+
 json interfaces_json(const Snapshot& s) {
     json items = json::array();
     for (const auto& l : s.links) {
@@ -303,7 +346,8 @@ json interfaces_json(const Snapshot& s) {
                          {"is_bond", l.bond.has_value()},
                          {"addresses", std::move(addrs)},
                          {"rdma", std::move(rdma)},
-                         {"gid_refs", std::move(gid_refs)}});
+                         {"gid_refs", std::move(gid_refs)},
+                         {"dcb", l.dcb ? dcb_json(*l.dcb) : json(nullptr)}});
     }
     return envelope(s, "interfaces", std::move(items));
 }

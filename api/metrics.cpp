@@ -5,6 +5,7 @@
 #include "api/json_view.hpp"
 #include "api/probe_view.hpp"
 #include "daemon/model/config.hpp"
+#include "daemon/model/dcb.hpp"
 #include "daemon/model/rdma_port.hpp"
 
 #include <deque>
@@ -240,6 +241,12 @@ void link_families(Builder& bld, const Snapshot& s) {
     auto& changes = bld.counter("rocewatch_link_carrier_changes_total",
                                 "Carrier changes the kernel counted on the interface.");
     auto& mtu = bld.gauge("rocewatch_link_mtu_bytes", "Interface MTU in bytes.");
+    auto& pfc = bld.gauge("rocewatch_link_pfc_enabled",
+                          "1 when PFC is on for the 802.1p priority, else 0 (DCB IEEE tables over dcbnl; RoCE "
+                          "netdevs whose driver reports DCB only).");
+    auto& roce_prio = bld.gauge("rocewatch_link_roce_priority",
+                                "The 802.1p priority RoCE v2 traffic at rdma_cm's default ToS gets from the netdev's "
+                                "DCB APP table (RoCE netdevs whose driver reports DCB only).");
     const NetdevFilter netdev_exported(s.config ? s.config->metrics : MetricsConfig{});
     for (const auto& l : s.links) {
         if (!netdev_exported(l.name)) continue;
@@ -250,6 +257,13 @@ void link_families(Builder& bld, const Snapshot& s) {
         add(carrier, i, b(l.carrier));
         if (l.carrier_changes) add(changes, i, *l.carrier_changes);
         add(mtu, i, l.mtu);
+        if (l.dcb && l.dcb->error == 0) {
+            const auto& d = l.dcb->ieee;
+            if (d.pfc_enabled)
+                for (int p = 0; p < 8; ++p)
+                    add(pfc, {{"netdev", l.name}, {"priority", std::to_string(p)}}, b((*d.pfc_enabled >> p) & 1u));
+            add(roce_prio, i, roce_priority(d, 0).priority);
+        }
     }
 }
 

@@ -31,6 +31,7 @@
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
 #include "daemon/logging/journal.hpp"
+#include "daemon/netlink/dcb.hpp"
 #include "daemon/netlink/watcher.hpp"
 #include "daemon/peering/probers.hpp"
 #include "daemon/peering/session_host.hpp"
@@ -58,6 +59,7 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log, b
     const auto ucx_exe = find_ucx_session_exe("/proc/self/exe", ROCEWATCH_UCX_LIBEXEC_DIR);
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->dump(); },
+                                .dcb = [](const std::string& n) { return query_dcb(n); },
                                 .ucx_version = ucx_session_child_version(ucx_exe)},
                   store, log);
     auto snap = engine.collect_once();
@@ -200,6 +202,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     std::atomic<bool> probing_on{false};  // the budget is shown only while peer probing is on
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->links(); },
+                                .dcb = [](const std::string& n) { return query_dcb(n); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
                                 .link_events = [&] { return watcher->link_events(); },

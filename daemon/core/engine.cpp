@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <set>
 #include <thread>
 #include <utility>
 
 #include "daemon/core/procfs_net.hpp"
+#include "daemon/model/rdma_port.hpp"
 #include "daemon/rules/rules.hpp"
 #include "daemon/sysfs/rdma_sysfs.hpp"
 #include "daemon/sysfs/verbs.hpp"
@@ -19,6 +21,7 @@ namespace rocewatch {
 namespace {
 
 constexpr auto kGidRefresh = std::chrono::seconds(60);
+constexpr auto kDcbRefresh = std::chrono::seconds(30);
 // Reads still blocked before the engine stops starting new ones: each holds a thread.
 constexpr std::size_t kMaxBlockedReads = 4;
 // A cycle's file reads that keep making progress are waited for this long in all.
@@ -409,6 +412,23 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         snap->links = src_.links();
         // What rtnetlink leaves out: ARP sysctls per link and the ARP table (cabling checks).
         read_ipv4_conf(snap->links, cfg->daemon.procfs_root);
+        // DCB (PFC, ETS, APP) of the netdevs RoCE runs over: one dcbnl round trip each.
+        if (src_.dcb) {
+            std::set<std::string> roce;
+            for (const auto& d : snap->devices)
+                for (const auto& p : d.ports)
+                    if (!p.netdev.empty() && nic_family(d, p) == NicFamily::roce) roce.insert(p.netdev);
+            const auto now_dcb = SteadyClock::now();
+            if (read_gids) dcb_cache_.clear();  // after a wake, or every kGidRefresh: ask again
+            for (auto& l : snap->links) {
+                if (!roce.count(l.name)) continue;
+                auto it = dcb_cache_.find(l.name);
+                if (it == dcb_cache_.end() || now_dcb - it->second.first >= kDcbRefresh)
+                    it = dcb_cache_.insert_or_assign(l.name, std::make_pair(now_dcb, src_.dcb(l.name))).first;
+                l.dcb = it->second.second;
+            }
+            std::erase_if(dcb_cache_, [&](const auto& e) { return !roce.count(e.first); });
+        }
         snap->neighbours = read_arp_table(cfg->daemon.procfs_root);
         nl_status.success = true;
     } catch (const std::exception& e) {

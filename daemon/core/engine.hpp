@@ -35,6 +35,8 @@ namespace rocewatch {
 // supply links without a live netlink watcher.
 struct EngineSources {
     std::function<std::vector<Link>()> links;
+    // dcbnl for one netdev (netlink/dcb.hpp's query_dcb); unset: DCB is not read.
+    std::function<DcbState(const std::string& netdev)> dcb;
     std::function<uint64_t()> netlink_events = [] { return uint64_t{0}; };
     std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
     // The watcher's link transitions and address changes (netlink/history.hpp).
@@ -125,6 +127,10 @@ private:
     bool collect_again_now_ = false;
 
     // Touched only by the collecting thread.
+    // DCB answers per netdev and when they were asked for: DCB settings change rarely, and on
+    // mlx5 each answer costs firmware register reads, so a netdev is asked at most every
+    // kDcbRefresh (and at once after a wake: links changed).
+    std::map<std::string, std::pair<SteadyClock::time_point, DcbState>> dcb_cache_;
     std::unique_ptr<TrendTracker> trends_;
     std::unique_ptr<AlertTracker> alerts_;
     std::unique_ptr<StateStore> state_;

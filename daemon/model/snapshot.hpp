@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/model/dcb.hpp"
+
 namespace rocewatch {
 
 using Clock = std::chrono::system_clock;
@@ -129,6 +131,8 @@ struct Link {
     std::optional<int> arp_ignore;
     std::optional<int> arp_announce;
     std::optional<int> rp_filter;
+    // dcbnl's IEEE tables (PFC, ETS, APP), asked for RoCE netdevs only; unset elsewhere.
+    std::optional<DcbState> dcb;
 };
 
 // A complete IPv4 neighbour (ARP) entry: who answered for an address, on which link.

@@ -12,6 +12,7 @@
 
 #include "daemon/model/probe.hpp"
 #include "daemon/rules/cabling.hpp"
+#include "daemon/model/dcb.hpp"
 #include "daemon/model/rdma_port.hpp"
 #include "daemon/rules/ipv4.hpp"
 #include "daemon/rules/probe_paths.hpp"
@@ -402,6 +403,41 @@ void rule_mtu_low(const Context& ctx, Severity sev, Findings& out) {
                            {{"expected_mtu", num(uint64_t(want))},
                             {"actual_mtu", num(uint64_t(l->mtu))},
                             {"roce_mtu_allowed", num(uint64_t(roce_mtu_for(l->mtu)))}}));
+    }
+}
+
+// PFC and the priority RoCE v2 goes out at, from the DCB tables the driver reports (dcbnl).
+// A netdev whose driver has no DCB (veth, virtio_net, rxe's parents) is not judged.
+void rule_pfc_off_roce_priority(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        if (!jp.roce || jp.netdev.empty()) continue;
+        const Link* l = find_link(ctx.s, jp.netdev);
+        if (!l || !l->dcb || l->dcb->error != 0 || !l->dcb->ieee.pfc_enabled) continue;
+        const DcbIeee& d = l->dcb->ieee;
+        const auto roce = roce_priority(d, 0);
+        const uint8_t en = *d.pfc_enabled;
+        if ((en >> roce.priority) & 1u) continue;
+        std::string on;
+        for (int p = 0; p < 8; ++p)
+            if ((en >> p) & 1u) on += (on.empty() ? "" : ",") + std::to_string(p);
+        const std::string n = jp.netdev, prio = std::to_string(roce.priority);
+        const std::string summary =
+            en == 0 ? "PFC is off on every priority of " + n + ": RoCE v2 traffic (priority " + prio +
+                          ") is lossy, so congestion drops its packets and RDMA recovers by go-back-N retransmission"
+                    : "PFC is on for priorities " + on + " of " + n + " but RoCE v2 traffic goes out at priority " +
+                          prio + " (" + roce.how + "): its packets are not paused and are dropped under congestion";
+        const std::string action =
+            "Give RoCE a lossless priority end to end: trust DSCP and map RoCE's DSCP to it (`dcb app add dev " + n +
+            " dscp-prio 26:3`, with `default_roce_tos` 106 under /sys/kernel/config/rdma_cm/" + jp.dev->name +
+            "/ports/1/, NCCL_IB_TC=106), turn PFC on for it (`dcb pfc set dev " + n +
+            " prio-pfc 3:on`, or mlnx_qos -i " + n +
+            " --pfc 0,0,0,1,0,0,0,0), and the same on the switch ports; if this fabric runs RoCE lossy on "
+            "purpose (ECN only), disable this rule ([rules.pfc_off_roce_priority] enabled = false).";
+        out.push_back(make("pfc_off_roce_priority", sev, n, summary, action,
+                           {{"pfc_enabled_priorities", on.empty() ? "none" : on},
+                            {"roce_priority", prio},
+                            {"roce_priority_reason", roce.how},
+                            {"device", jp.dev->name}}));
     }
 }
 
@@ -1270,6 +1306,10 @@ constexpr RuleDef kRules[] = {
      rule_roce_mtu_low},
     {"no_roce_v2_gid", Severity::critical, Scope::node, "netdev IPv4 address without a RoCE v2 GID entry",
      rule_no_roce_v2_gid},
+    {"pfc_off_roce_priority", Severity::warning, Scope::node,
+     "the driver reports DCB and PFC is off on the priority RoCE v2 goes out at (DCB APP table, rdma_cm's default "
+     "ToS)",
+     rule_pfc_off_roce_priority},
     {"gid_on_bond", Severity::critical, Scope::node,
      "RDMA device's netdev enslaved to a bond / GIDs pointing at a bond", rule_gid_on_bond},
     {"bond_slave_down", Severity::critical, Scope::node, "bond slave MII down (warning while another slave is up)",

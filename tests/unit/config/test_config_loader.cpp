@@ -82,7 +82,7 @@ std::string to_toml(const nlohmann::json& j) {
 
 const std::string kRuleIds =
     "port_down, ib_port_not_active_no_sm, netdev_down, port_rate_low, mtu_low, roce_mtu_low, no_roce_v2_gid, "
-    "gid_on_bond, bond_slave_down, "
+    "pfc_off_roce_priority, gid_on_bond, bond_slave_down, "
     "bond_degraded, bond_link_failures, bond_mode_reorders, subnet_overlap, error_counters, congestion, "
     "link_flapping, peermem_missing, peer_unreachable, rail_unreachable, probe_bandwidth_low, probe_latency_high, "
     "rdma_fails_tcp_works, tcp_fails_rdma_works, probe_failed, rail_imbalance, ucx_version_mismatch, "

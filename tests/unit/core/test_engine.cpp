@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -287,4 +288,34 @@ TEST_F(EngineTest, AlertOnADeviceNamedInBadUtf8IsPublishedAndSaved) {
     for (const auto& a : s->alerts) found |= a.object.find(bad) != std::string::npos;
     EXPECT_TRUE(found) << "an alert names the device";
     EXPECT_TRUE(fs::exists(state / "state" / "alerts.json"));
+}
+
+// DCB is asked for the netdevs RoCE ports run over, not for others, and not again on the
+// next cycle: mlx5 answers from firmware registers, so a netdev is asked at most every 30 s.
+TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark";
+    cfg->daemon.procfs_root = rocewatch::testing::fixtures_dir() + "/procfs/dgx-spark";
+    cfg->daemon.state_dir = state.string();
+    links.push_back(netdev(6, "docker0", 1500, "172.17.0.1"));
+    std::map<std::string, int> asked;
+    EngineSources src{.links = [this] { return links; },
+                      .dcb =
+                          [&](const std::string& n) {
+                              ++asked[n];
+                              return DcbState{.error = 0, .ieee = {.pfc_enabled = 0x08}};
+                          },
+                      .now = [this] { return now; }};
+    Engine engine(cfg, std::move(src), store, log);
+    auto s = engine.collect_once();
+    (void)engine.collect_once();
+    EXPECT_EQ(asked, (std::map<std::string, int>{{"enP2p1s0f0np0", 1}, {"enp1s0f0np0", 1}, {"enp1s0f1np1", 1}}));
+    const Link* rail = nullptr;
+    for (const auto& l : s->links)
+        if (l.name == "enp1s0f0np0") rail = &l;
+    ASSERT_NE(rail, nullptr);
+    ASSERT_TRUE(rail->dcb);
+    EXPECT_EQ(rail->dcb->ieee.pfc_enabled, 0x08);
+    for (const auto& l : s->links)
+        if (l.name == "docker0") EXPECT_FALSE(l.dcb);
 }

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/netlink/dcb.hpp"
 #include "daemon/netlink/watcher.hpp"
 #include "test_env.hpp"
 
@@ -499,4 +500,16 @@ TEST_F(NetnsWatcher, HistoryKeepsAnAdminDownInsideOneBurst) {
     expect_event("ip link set rwt1 down", [](const Views& v) { return !by_name(v, "rwt0")->carrier; });
     const std::string after = events_of("rwt0");
     EXPECT_EQ(after.substr(after.size() - std::string("carrier_down ").size()), "carrier_down ") << after;
+}
+
+// dcbnl on real netdevs of the private namespace: veth has no DCB driver, so the kernel
+// answers EOPNOTSUPP (as virtio_net and every NIC in reach of the test bed do); a name no
+// netdev has gets ENODEV. Neither hangs nor throws. (The reply parser is unit-tested on
+// bytes in test_dcb.cpp.)
+TEST_F(NetnsWatcher, DcbQueryOnARealNetdevWithoutDcb) {
+    ASSERT_TRUE(sh(std::string("ip link add ") + kPrefix + "dcb0 type veth peer name " + kPrefix + "dcb1"));
+    const auto veth = query_dcb(std::string(kPrefix) + "dcb0");
+    EXPECT_EQ(veth.error, EOPNOTSUPP) << std::strerror(veth.error);
+    const auto none = query_dcb(std::string(kPrefix) + "nodev");
+    EXPECT_EQ(none.error, ENODEV) << std::strerror(none.error);
 }

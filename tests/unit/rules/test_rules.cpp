@@ -658,3 +658,45 @@ TEST(GidOnBond, SuggestsTheRailsOwnFormerAddress) {
     ASSERT_TRUE(f);
     EXPECT_TRUE(has(f->action, "ip addr add 192.168.100.11/24 dev enp1s0f0np0")) << f->action;
 }
+
+// ---------------------------------------------------------------- DCB: PFC on RoCE's priority
+
+namespace {
+
+Link* link_named(Snapshot& s, const std::string& name) {
+    for (auto& l : s.links)
+        if (l.name == name) return &l;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST(Rules, PfcOffOnRocesPriorityIsNamedWithThePriorityAndWhy) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    // Trust DSCP with DSCP 0 (rdma_cm's default ToS) mapped nowhere: RoCE at priority 0,
+    // while PFC protects priority 3 only.
+    l->dcb = DcbState{.error = 0,
+                      .ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 5, .protocol = 26, .priority = 3}}}};
+    auto f = find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "PFC is on for priorities 3 of enp1s0f0np0 but RoCE v2 traffic goes out at priority 0"))
+        << f->summary;
+    EXPECT_TRUE(has(f->action, "dcb pfc set dev enp1s0f0np0")) << f->action;
+    EXPECT_EQ(f->details.at("roce_priority"), "0");
+
+    // PFC on nowhere: lossy RoCE, said so.
+    l->dcb->ieee.pfc_enabled = 0;
+    f = find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "PFC is off on every priority")) << f->summary;
+
+    // RoCE's priority (UDP port 4791 in the APP table) is PFC-protected: silent.
+    l->dcb->ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 3, .protocol = 4791, .priority = 3}}};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0"));
+
+    // A driver without DCB (EOPNOTSUPP) is not judged.
+    l->dcb = DcbState{.error = 95};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0"));
+}
