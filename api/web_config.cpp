@@ -14,60 +14,54 @@ namespace rocewatch::api {
 
 namespace {
 
-struct Named {
+// A name the file uses and the value it stands for.
+template <class V>
+struct NamedValue {
     std::string_view name;
-    std::string_view openssl;
+    V value;
 };
+using OpenSslName = NamedValue<std::string_view>;  // Go's name -> OpenSSL's
 
 // Go's names of the TLS 1.2 suites crypto/tls implements, and OpenSSL's for them (TLS 1.3
 // suites are not configurable, in Go as here).
 constexpr std::array kCipherSuites = {
-    Named{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"},
-    Named{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256"},
-    Named{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384"},
-    Named{"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384"},
-    Named{"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305", "ECDHE-ECDSA-CHACHA20-POLY1305"},
-    Named{"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"},
-    Named{"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"},
-    Named{"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305"},
-    Named{"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA"},
-    Named{"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA"},
-    Named{"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA"},
-    Named{"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA"},
-    Named{"TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256"},
-    Named{"TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384"},
-    Named{"TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA"},
-    Named{"TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA"},
+    OpenSslName{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"},
+    OpenSslName{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256"},
+    OpenSslName{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384"},
+    OpenSslName{"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384"},
+    OpenSslName{"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305", "ECDHE-ECDSA-CHACHA20-POLY1305"},
+    OpenSslName{"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"},
+    OpenSslName{"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"},
+    OpenSslName{"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305"},
+    OpenSslName{"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA"},
+    OpenSslName{"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA"},
+    OpenSslName{"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA"},
+    OpenSslName{"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA"},
+    OpenSslName{"TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256"},
+    OpenSslName{"TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384"},
+    OpenSslName{"TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA"},
+    OpenSslName{"TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA"},
 };
 
 constexpr std::array kCurves = {
-    Named{"CurveP256", "P-256"},
-    Named{"CurveP384", "P-384"},
-    Named{"CurveP521", "P-521"},
-    Named{"X25519", "X25519"},
+    OpenSslName{"CurveP256", "P-256"},
+    OpenSslName{"CurveP384", "P-384"},
+    OpenSslName{"CurveP521", "P-521"},
+    OpenSslName{"X25519", "X25519"},
 };
 
-struct NamedAuth {
-    std::string_view name;
-    ClientAuth value;
-};
 constexpr std::array kClientAuth = {
-    NamedAuth{"NoClientCert", ClientAuth::none},
-    NamedAuth{"RequestClientCert", ClientAuth::request},
-    NamedAuth{"RequireAnyClientCert", ClientAuth::require_any},
-    NamedAuth{"VerifyClientCertIfGiven", ClientAuth::verify_if_given},
-    NamedAuth{"RequireAndVerifyClientCert", ClientAuth::require_and_verify},
-};
-
-struct NamedVersion {
-    std::string_view name;
-    TlsVersion value;
+    NamedValue<ClientAuth>{"NoClientCert", ClientAuth::none},
+    NamedValue<ClientAuth>{"RequestClientCert", ClientAuth::request},
+    NamedValue<ClientAuth>{"RequireAnyClientCert", ClientAuth::require_any},
+    NamedValue<ClientAuth>{"VerifyClientCertIfGiven", ClientAuth::verify_if_given},
+    NamedValue<ClientAuth>{"RequireAndVerifyClientCert", ClientAuth::require_and_verify},
 };
 constexpr std::array kVersions = {
-    NamedVersion{"TLS10", TlsVersion::tls10},
-    NamedVersion{"TLS11", TlsVersion::tls11},
-    NamedVersion{"TLS12", TlsVersion::tls12},
-    NamedVersion{"TLS13", TlsVersion::tls13},
+    NamedValue<TlsVersion>{"TLS10", TlsVersion::tls10},
+    NamedValue<TlsVersion>{"TLS11", TlsVersion::tls11},
+    NamedValue<TlsVersion>{"TLS12", TlsVersion::tls12},
+    NamedValue<TlsVersion>{"TLS13", TlsVersion::tls13},
 };
 
 // The headers the exporter toolkit lets an operator set; others would fight the daemon's own.
@@ -122,7 +116,7 @@ public:
     std::vector<std::string> list(const YAML::Node& n, const std::string& key, const auto& table) const {
         if (!n.IsSequence()) fail(n, key, "must be a list");
         std::vector<std::string> out;
-        for (const auto& item : n) out.emplace_back(pick(item, key, table).openssl);
+        for (const auto& item : n) out.emplace_back(pick(item, key, table).value);
         return out;
     }
 

@@ -1,4 +1,4 @@
-// RFC 4648 base64 decoding, as basic auth's credentials need it.
+// RFC 4648 base64, as basic auth's credentials need it.
 #pragma once
 
 #include <optional>
@@ -6,6 +6,23 @@
 #include <string_view>
 
 namespace rocewatch {
+
+// With padding.
+inline std::string base64_encode(std::string_view in) {
+    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((in.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < in.size(); i += 3) {
+        unsigned n = static_cast<unsigned>(static_cast<unsigned char>(in[i])) << 16;
+        if (i + 1 < in.size()) n |= static_cast<unsigned>(static_cast<unsigned char>(in[i + 1])) << 8;
+        if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
+        out += kAlphabet[(n >> 18) & 63];
+        out += kAlphabet[(n >> 12) & 63];
+        out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
+        out += i + 2 < in.size() ? kAlphabet[n & 63] : '=';
+    }
+    return out;
+}
 
 // Padding required; nullopt on anything else.
 inline std::optional<std::string> base64_decode(std::string_view in) {

@@ -220,6 +220,20 @@ def wait_for(pred, timeout, what, step=0.02):
         time.sleep(step)
 
 
+def peer_toml(name, address, local, remote):
+    """A [[peers]] table with one rail, "rail0", from `local` to `remote`."""
+    return (f'[[peers]]\nname = "{name}"\naddress = "{address}"\n'
+            f'[[peers.rails]]\nname = "rail0"\nlocal_address = "{local}"\nremote_address = "{remote}"\n')
+
+
+def latest_probe(d, peer_name, kind):
+    """The latest result of KIND to PEER_NAME in the daemon's /api/v1/probes, or None."""
+    for p in d.json("/api/v1/probes")["probes"]:
+        if p["peer"] == peer_name and p["kind"] == kind:
+            return p["latest"]
+    return None
+
+
 def fixtures():
     return os.environ.get("ROCEWATCH_FIXTURES", os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 

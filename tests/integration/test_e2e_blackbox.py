@@ -34,9 +34,7 @@ def config(path, token_file, peers=""):
                 '[probes.tcp_lat]\ninterval = "1h"\njitter = "0s"\ncount = 2000\ntimeout = "8s"\n' + peers)
 
 
-def peer(name, address, local, remote):
-    return (f'[[peers]]\nname = "{name}"\naddress = "{address}"\n'
-            f'[[peers.rails]]\nname = "rail0"\nlocal_address = "{local}"\nremote_address = "{remote}"\n')
+peer = rwtest.peer_toml
 
 
 def get(port, path, headers=None, timeout=20):

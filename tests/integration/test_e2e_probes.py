@@ -25,16 +25,10 @@ def config(path, token_file, data_port, peers=""):
                 '[rules.peer_unreachable]\nclear_after = "2s"\n' + peers)
 
 
-def peer(name, address, local, remote):
-    return (f'[[peers]]\nname = "{name}"\naddress = "{address}"\n'
-            f'[[peers.rails]]\nname = "rail0"\nlocal_address = "{local}"\nremote_address = "{remote}"\n')
+peer = rwtest.peer_toml
 
 
-def latest(d, peer_name, kind):
-    for p in d.json("/api/v1/probes")["probes"]:
-        if p["peer"] == peer_name and p["kind"] == kind:
-            return p["latest"]
-    return None
+latest = rwtest.latest_probe
 
 
 def scrape_seconds(d):

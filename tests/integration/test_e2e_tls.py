@@ -80,16 +80,10 @@ def daemon_config(path, token_file, web, peers="", cluster="", data_port=9880):
                 f'[cluster]\nring_successors = 0\nrotating_peers = 0\n{cluster}' + peers)
 
 
-def peer(name, address, local, remote):
-    return (f'[[peers]]\nname = "{name}"\naddress = "{address}"\n'
-            f'[[peers.rails]]\nname = "rail0"\nlocal_address = "{local}"\nremote_address = "{remote}"\n')
+peer = rwtest.peer_toml
 
 
-def latest(d, peer_name, kind):
-    for p in d.json("/api/v1/probes")["probes"]:
-        if p["peer"] == peer_name and p["kind"] == kind:
-            return p["latest"]
-    return None
+latest = rwtest.latest_probe
 
 
 def main():

@@ -3,6 +3,7 @@
 
 #include "api/basic_auth.hpp"
 #include "api/web_config.hpp"
+#include "util/base64.hpp"
 
 namespace rocewatch::api {
 namespace {
@@ -94,21 +95,7 @@ TEST(WebConfig, ErrorsNameFileLineAndKey) {
     EXPECT_NE(error_of("tls_server_config: [unclosed\n").find("/etc/rocewatch/web.yml:"), std::string::npos);
 }
 
-std::string basic(const std::string& user_colon_password) {
-    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    const auto& in = user_colon_password;
-    for (size_t i = 0; i < in.size(); i += 3) {
-        unsigned n = static_cast<unsigned char>(in[i]) << 16;
-        if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
-        if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
-        out += kAlphabet[(n >> 18) & 63];
-        out += kAlphabet[(n >> 12) & 63];
-        out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
-        out += i + 2 < in.size() ? kAlphabet[n & 63] : '=';
-    }
-    return "Basic " + out;
-}
+std::string basic(const std::string& user_colon_password) { return "Basic " + base64_encode(user_colon_password); }
 
 TEST(BasicAuth, BcryptHashesDecide) {
     EXPECT_TRUE(bcrypt_matches("s3cret", kHash));

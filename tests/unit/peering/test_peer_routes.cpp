@@ -12,6 +12,7 @@
 #include "api/log_safe.hpp"
 #include "api/peer_routes.hpp"
 #include "api/probe_view.hpp"
+#include "util/base64.hpp"
 
 using namespace rocewatch;
 using nlohmann::json;
@@ -116,20 +117,7 @@ TEST_F(PeerRoutesTest, BlackboxProbeWantsTheTokenAndAnswersUnknownTargetsAsAFail
     EXPECT_EQ(res->status, 400) << res->body;
 }
 
-static std::string b64(const std::string& in) {
-    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    for (size_t i = 0; i < in.size(); i += 3) {
-        unsigned n = static_cast<unsigned char>(in[i]) << 16;
-        if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
-        if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
-        out += kAlphabet[(n >> 18) & 63];
-        out += kAlphabet[(n >> 12) & 63];
-        out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
-        out += i + 2 < in.size() ? kAlphabet[n & 63] : '=';
-    }
-    return out;
-}
+static std::string b64(const std::string& in) { return base64_encode(in); }
 
 TEST(Credentials, TheTokenAsBearerOrAsBasicAuthPassword) {
     EXPECT_EQ(b64("prometheus:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"),
