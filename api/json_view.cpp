@@ -72,6 +72,8 @@ json port_json(const RdmaDevice& d, const RdmaPort& p) {
         {"sm_lid", opt(p.sm_lid)},
         {"sm_sl", opt(p.sm_sl)},
         {"cap_mask", opt(p.cap_mask)},
+        {"rdma_cm_default_tos", opt(p.rdma_cm_default_tos)},
+        {"rdma_cm_default_mode", p.rdma_cm_default_mode.empty() ? json(nullptr) : json(p.rdma_cm_default_mode)},
         {"netdev", p.netdev.empty() ? json(nullptr) : json(p.netdev)},
         {"active_mtu", opt(p.active_mtu)},
         {"max_mtu", opt(p.max_mtu)},
@@ -274,9 +276,9 @@ const char* app_selector_name(uint8_t sel) {
     }
 }
 
-// A netdev's DCB as dcbnl gave it, and the priority RoCE v2 gets from it at rdma_cm's
-// default ToS (0; the configfs default_roce_tos is not read yet).
-json dcb_json(const DcbState& d) {
+// A netdev's DCB as dcbnl gave it, and the priority RoCE v2 gets from it at the ToS rdma_cm
+// gives its connections (configfs default_roce_tos, else 0).
+json dcb_json(const DcbState& d, int tos) {
     if (d.error != 0) return {{"supported", false}, {"error", std::strerror(d.error)}};
     const DcbIeee& i = d.ieee;
     json j = {{"supported", true}};
@@ -293,7 +295,8 @@ json dcb_json(const DcbState& d) {
         apps.push_back(
             {{"selector", app_selector_name(a.selector)}, {"protocol", a.protocol}, {"priority", a.priority}});
     j["app"] = std::move(apps);
-    const auto roce = roce_priority(i, 0);
+    const auto roce = roce_priority(i, tos);
+    j["roce_tos"] = tos;
     j["roce_priority"] = roce.priority;
     j["roce_priority_reason"] = roce.how;
     j["roce_priority_pfc"] = i.pfc_enabled ? json(((*i.pfc_enabled >> roce.priority) & 1u) != 0) : json(nullptr);
@@ -347,7 +350,7 @@ json interfaces_json(const Snapshot& s) {
                          {"addresses", std::move(addrs)},
                          {"rdma", std::move(rdma)},
                          {"gid_refs", std::move(gid_refs)},
-                         {"dcb", l.dcb ? dcb_json(*l.dcb) : json(nullptr)}});
+                         {"dcb", l.dcb ? dcb_json(*l.dcb, rdma_cm_tos_for_netdev(s, l.name)) : json(nullptr)}});
     }
     return envelope(s, "interfaces", std::move(items));
 }

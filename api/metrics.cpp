@@ -245,8 +245,9 @@ void link_families(Builder& bld, const Snapshot& s) {
                           "1 when PFC is on for the 802.1p priority, else 0 (DCB IEEE tables over dcbnl; RoCE "
                           "netdevs whose driver reports DCB only).");
     auto& roce_prio = bld.gauge("rocewatch_link_roce_priority",
-                                "The 802.1p priority RoCE v2 traffic at rdma_cm's default ToS gets from the netdev's "
-                                "DCB APP table (RoCE netdevs whose driver reports DCB only).");
+                                "The 802.1p priority RoCE v2 traffic gets from the netdev's DCB APP table at the ToS "
+                                "rdma_cm gives it (configfs default_roce_tos, else 0); RoCE netdevs whose driver "
+                                "reports DCB only.");
     const NetdevFilter netdev_exported(s.config ? s.config->metrics : MetricsConfig{});
     for (const auto& l : s.links) {
         if (!netdev_exported(l.name)) continue;
@@ -262,7 +263,7 @@ void link_families(Builder& bld, const Snapshot& s) {
             if (d.pfc_enabled)
                 for (int p = 0; p < 8; ++p)
                     add(pfc, {{"netdev", l.name}, {"priority", std::to_string(p)}}, b((*d.pfc_enabled >> p) & 1u));
-            add(roce_prio, i, roce_priority(d, 0).priority);
+            add(roce_prio, i, roce_priority(d, rdma_cm_tos_for_netdev(s, l.name)).priority);
         }
     }
 }

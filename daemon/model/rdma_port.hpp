@@ -43,4 +43,8 @@ enum class NicFamily {
 [[nodiscard]] std::string state_words(const RdmaPort& p);
 [[nodiscard]] std::string phys_state_words(const RdmaPort& p);
 
+// The ToS rdma_cm gives RoCE connections over `netdev`: its RoCE port's configfs
+// default_roce_tos, else 0 (rdma_cm's default).
+[[nodiscard]] int rdma_cm_tos_for_netdev(const Snapshot& s, const std::string& netdev);
+
 }  // namespace rocewatch

@@ -43,6 +43,11 @@ struct RdmaPort {
     std::optional<uint32_t> sm_sl;
     std::optional<uint32_t> cap_mask;  // PortInfo:CapabilityMask
     std::string netdev;                // netdev the port is bound to ("" if unknown)
+    // rdma_cm's defaults for connections over the port, from configfs
+    // (<sysfs_root>/kernel/config/rdma_cm/<dev>/ports/<n>/), where an administrator made
+    // that directory; unset otherwise (rdma_cm then uses ToS 0 and RoCE v2).
+    std::optional<int> rdma_cm_default_tos;
+    std::string rdma_cm_default_mode;  // "RoCE v2", "IB/RoCE v1"; "" when not set
     std::vector<GidEntry> gids;        // non-empty entries only
     // Index of the RoCE v2 GID holding the port netdev's IPv4 address (the one perftest's
     // -x and UCX need); unset when there is none.

@@ -414,7 +414,7 @@ void rule_pfc_off_roce_priority(const Context& ctx, Severity sev, Findings& out)
         const Link* l = find_link(ctx.s, jp.netdev);
         if (!l || !l->dcb || l->dcb->error != 0 || !l->dcb->ieee.pfc_enabled) continue;
         const DcbIeee& d = l->dcb->ieee;
-        const auto roce = roce_priority(d, 0);
+        const auto roce = roce_priority(d, jp.port->rdma_cm_default_tos.value_or(0));
         const uint8_t en = *d.pfc_enabled;
         if ((en >> roce.priority) & 1u) continue;
         std::string on;
@@ -1307,8 +1307,8 @@ constexpr RuleDef kRules[] = {
     {"no_roce_v2_gid", Severity::critical, Scope::node, "netdev IPv4 address without a RoCE v2 GID entry",
      rule_no_roce_v2_gid},
     {"pfc_off_roce_priority", Severity::warning, Scope::node,
-     "the driver reports DCB and PFC is off on the priority RoCE v2 goes out at (DCB APP table, rdma_cm's default "
-     "ToS)",
+     "the driver reports DCB and PFC is off on the priority RoCE v2 goes out at (DCB APP table at rdma_cm's "
+     "default_roce_tos, else ToS 0)",
      rule_pfc_off_roce_priority},
     {"gid_on_bond", Severity::critical, Scope::node,
      "RDMA device's netdev enslaved to a bond / GIDs pointing at a bond", rule_gid_on_bond},

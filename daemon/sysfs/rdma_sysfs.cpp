@@ -712,6 +712,23 @@ SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOpt
         }
         result.devices.push_back(read_device(rd, class_dir, e.name, opts));
     }
+    // rdma_cm's per-port defaults (default_roce_tos decides which DSCP, and so which priority,
+    // RoCE traffic of rdma_cm applications gets), where configfs has them.
+    const Dir cm(root, "kernel/config/rdma_cm");
+    for (auto& d : result.devices) {
+        const Dir dev(cm, d.name);
+        const Dir ports(dev, "ports");
+        for (auto& p : d.ports) {
+            const Dir pd(ports, std::to_string(p.port));
+            if (auto t = rd.optional_text(pd, "default_roce_tos")) {
+                if (auto v = parse_u32_attr(*t); v && *v <= 255)
+                    p.rdma_cm_default_tos = static_cast<int>(*v);
+                else
+                    rd.error(join(pd.path(), "default_roce_tos"), "not a ToS (0..255): \"" + std::string(*t) + "\"");
+            }
+            p.rdma_cm_default_mode = rd.text_or_empty(pd, "default_roce_mode");
+        }
+    }
     return result;
 }
 

@@ -696,6 +696,13 @@ TEST(Rules, PfcOffOnRocesPriorityIsNamedWithThePriorityAndWhy) {
     l->dcb->ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 3, .protocol = 4791, .priority = 3}}};
     EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0"));
 
+    // rdma_cm's configfs default_roce_tos 106 (DSCP 26): RoCE at priority 3, PFC-protected.
+    l->dcb->ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 5, .protocol = 26, .priority = 3}}};
+    for (auto& d : s.devices)
+        for (auto& p : d.ports)
+            if (p.netdev == "enp1s0f0np0") p.rdma_cm_default_tos = 106;
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0"));
+
     // A driver without DCB (EOPNOTSUPP) is not judged.
     l->dcb = DcbState{.error = 95};
     EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0"));

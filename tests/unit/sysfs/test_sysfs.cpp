@@ -964,3 +964,23 @@ TEST(SysfsFamilies, ReadingsEqualNodeExporters) {
             EXPECT_TRUE(p.netdev.empty());
         }
 }
+
+// rdma_cm's configfs defaults, where an administrator made the directory: ToS and RoCE mode
+// per port; a bad ToS is an error on that file only; a device without the directory reads unset.
+TEST(SysfsRead, RdmaCmConfigfsDefaults) {
+    ScratchTree t("rdma_cm");
+    for (const char* dev : {"mlx5_0", "mlx5_1", "mlx5_2"})
+        t.write(std::string("class/infiniband/") + dev + "/ports/1/state", "4: ACTIVE\n");
+    t.write("kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos", "106\n");
+    t.write("kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode", "RoCE v2\n");
+    t.write("kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_tos", "loud\n");
+    const auto r = read_rdma_devices(t.root);
+    ASSERT_EQ(r.devices.size(), 3u);
+    EXPECT_EQ(r.devices[0].ports.at(0).rdma_cm_default_tos, 106);
+    EXPECT_EQ(r.devices[0].ports.at(0).rdma_cm_default_mode, "RoCE v2");
+    EXPECT_FALSE(r.devices[1].ports.at(0).rdma_cm_default_tos);
+    EXPECT_TRUE(has_error_about(r, "default_roce_tos: not a ToS (0..255): \"loud\""));
+    EXPECT_FALSE(r.devices[2].ports.at(0).rdma_cm_default_tos);
+    EXPECT_EQ(r.devices[2].ports.at(0).rdma_cm_default_mode, "");
+    EXPECT_EQ(r.read_errors, 1u);
+}
