@@ -282,11 +282,7 @@ json dcb_json(const DcbState& d, int tos) {
     if (d.error != 0) return {{"supported", false}, {"error", std::strerror(d.error)}};
     const DcbIeee& i = d.ieee;
     json j = {{"supported", true}};
-    json pfc = json::array();
-    if (i.pfc_enabled)
-        for (int p = 0; p < 8; ++p)
-            if (*i.pfc_enabled & (1u << p)) pfc.push_back(p);
-    j["pfc_enabled_priorities"] = i.pfc_enabled ? pfc : json(nullptr);
+    j["pfc_enabled_priorities"] = i.pfc_enabled ? json(pfc_priorities(i)) : json(nullptr);
     j["pfc_cap"] = i.pfc_cap ? json(*i.pfc_cap) : json(nullptr);
     j["prio_tc"] = i.prio_tc ? json(*i.prio_tc) : json(nullptr);
     j["tc_tx_bw_percent"] = i.tc_tx_bw ? json(*i.tc_tx_bw) : json(nullptr);
@@ -299,7 +295,7 @@ json dcb_json(const DcbState& d, int tos) {
     j["roce_tos"] = tos;
     j["roce_priority"] = roce.priority;
     j["roce_priority_reason"] = roce.how;
-    j["roce_priority_pfc"] = i.pfc_enabled ? json(((*i.pfc_enabled >> roce.priority) & 1u) != 0) : json(nullptr);
+    j["roce_priority_pfc"] = i.pfc_enabled ? json(pfc_on(i, roce.priority)) : json(nullptr);
     return j;
 }
 

@@ -262,7 +262,7 @@ void link_families(Builder& bld, const Snapshot& s) {
             const auto& d = l.dcb->ieee;
             if (d.pfc_enabled)
                 for (int p = 0; p < 8; ++p)
-                    add(pfc, {{"netdev", l.name}, {"priority", std::to_string(p)}}, b((*d.pfc_enabled >> p) & 1u));
+                    add(pfc, {{"netdev", l.name}, {"priority", std::to_string(p)}}, b(pfc_on(d, p)));
             add(roce_prio, i, roce_priority(d, rdma_cm_tos_for_netdev(s, l.name)).priority);
         }
     }

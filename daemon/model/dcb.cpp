@@ -9,6 +9,13 @@ namespace {
 constexpr uint16_t kRoceV2Port = 4791;
 }  // namespace
 
+std::vector<int> pfc_priorities(const DcbIeee& d) {
+    std::vector<int> out;
+    for (int p = 0; p < 8; ++p)
+        if (pfc_on(d, p)) out.push_back(p);
+    return out;
+}
+
 RocePriority roce_priority(const DcbIeee& d, int tos) {
     const int dscp = (tos >> 2) & 0x3f;
     bool maps_dscp = false;

@@ -42,6 +42,13 @@ struct DcbState {
 // 0 unless set) leave at, by what the APP table says: the DSCP entry for tos >> 2 when the
 // table maps DSCPs (trust DSCP, the mlx5 way), else the UDP port 4791 entry, else priority
 // 0 (no entry: the default priority). `how` says which, in words for an alert.
+// The priorities with PFC on, ascending (empty when PFC is off, or not reported).
+[[nodiscard]] std::vector<int> pfc_priorities(const DcbIeee& d);
+// Whether PFC is on for `priority`.
+[[nodiscard]] inline bool pfc_on(const DcbIeee& d, int priority) {
+    return d.pfc_enabled && ((*d.pfc_enabled >> priority) & 1u) != 0;
+}
+
 struct RocePriority {
     int priority = 0;
     std::string how;

@@ -415,17 +415,15 @@ void rule_pfc_off_roce_priority(const Context& ctx, Severity sev, Findings& out)
         if (!l || !l->dcb || l->dcb->error != 0 || !l->dcb->ieee.pfc_enabled) continue;
         const DcbIeee& d = l->dcb->ieee;
         const auto roce = roce_priority(d, jp.port->rdma_cm_default_tos.value_or(0));
-        const uint8_t en = *d.pfc_enabled;
-        if ((en >> roce.priority) & 1u) continue;
+        if (pfc_on(d, roce.priority)) continue;
         std::string on;
-        for (int p = 0; p < 8; ++p)
-            if ((en >> p) & 1u) on += (on.empty() ? "" : ",") + std::to_string(p);
+        for (int p : pfc_priorities(d)) on += (on.empty() ? "" : ",") + std::to_string(p);
         const std::string n = jp.netdev, prio = std::to_string(roce.priority);
         const std::string summary =
-            en == 0 ? "PFC is off on every priority of " + n + ": RoCE v2 traffic (priority " + prio +
-                          ") is lossy, so congestion drops its packets and RDMA recovers by go-back-N retransmission"
-                    : "PFC is on for priorities " + on + " of " + n + " but RoCE v2 traffic goes out at priority " +
-                          prio + " (" + roce.how + "): its packets are not paused and are dropped under congestion";
+            on.empty() ? "PFC is off on every priority of " + n + ": RoCE v2 traffic (priority " + prio +
+                             ") is lossy, so congestion drops its packets and RDMA recovers by go-back-N retransmission"
+                       : "PFC is on for priorities " + on + " of " + n + " but RoCE v2 traffic goes out at priority " +
+                             prio + " (" + roce.how + "): its packets are not paused and are dropped under congestion";
         const std::string action =
             "Give RoCE a lossless priority end to end: trust DSCP and map RoCE's DSCP to it (`dcb app add dev " + n +
             " dscp-prio 26:3`, with `default_roce_tos` 106 under /sys/kernel/config/rdma_cm/" + jp.dev->name +
