@@ -316,6 +316,9 @@ TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
     ASSERT_NE(rail, nullptr);
     ASSERT_TRUE(rail->dcb);
     EXPECT_EQ(rail->dcb->ieee.pfc_enabled, 0x08);
-    for (const auto& l : s->links)
-        if (l.name == "docker0") EXPECT_FALSE(l.dcb);
+    for (const auto& l : s->links) {
+        if (l.name == "docker0") {
+            EXPECT_FALSE(l.dcb);
+        }
+    }
 }
