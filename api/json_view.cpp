@@ -74,6 +74,8 @@ json port_json(const RdmaDevice& d, const RdmaPort& p) {
         {"cap_mask", opt(p.cap_mask)},
         {"rdma_cm_default_tos", opt(p.rdma_cm_default_tos)},
         {"rdma_cm_default_mode", p.rdma_cm_default_mode.empty() ? json(nullptr) : json(p.rdma_cm_default_mode)},
+        {"ecn_rp_enabled_priorities", p.ecn_rp_enabled ? json(priorities_in(*p.ecn_rp_enabled)) : json(nullptr)},
+        {"ecn_np_enabled_priorities", p.ecn_np_enabled ? json(priorities_in(*p.ecn_np_enabled)) : json(nullptr)},
         {"netdev", p.netdev.empty() ? json(nullptr) : json(p.netdev)},
         {"active_mtu", opt(p.active_mtu)},
         {"max_mtu", opt(p.max_mtu)},
@@ -276,6 +278,21 @@ const char* app_selector_name(uint8_t sel) {
     }
 }
 
+// The driver's pause, pause-storm and discard counters (ethtool -S names): value, rate per
+// second and increase over the counter window where known; null where none were read.
+json driver_stats_json(const Link& l) {
+    if (l.driver_stats.empty()) return nullptr;
+    json out = json::object();
+    for (const auto& [name, v] : l.driver_stats) {
+        auto r = l.driver_stat_rates.find(name);
+        auto w = l.driver_stat_increase.find(name);
+        out[name] = {{"value", v},
+                     {"per_second", r != l.driver_stat_rates.end() ? json(r->second) : json(nullptr)},
+                     {"window_increase", w != l.driver_stat_increase.end() ? json(w->second) : json(nullptr)}};
+    }
+    return out;
+}
+
 // A netdev's DCB as dcbnl gave it, and the priority RoCE v2 gets from it at the ToS rdma_cm
 // gives its connections (configfs default_roce_tos, else 0).
 json dcb_json(const DcbState& d, int tos) {
@@ -346,7 +363,8 @@ json interfaces_json(const Snapshot& s) {
                          {"addresses", std::move(addrs)},
                          {"rdma", std::move(rdma)},
                          {"gid_refs", std::move(gid_refs)},
-                         {"dcb", l.dcb ? dcb_json(*l.dcb, rdma_cm_tos_for_netdev(s, l.name)) : json(nullptr)}});
+                         {"dcb", l.dcb ? dcb_json(*l.dcb, rdma_cm_tos_for_netdev(s, l.name)) : json(nullptr)},
+                         {"driver_stats", driver_stats_json(l)}});
     }
     return envelope(s, "interfaces", std::move(items));
 }

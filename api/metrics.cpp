@@ -6,11 +6,13 @@
 #include "api/probe_view.hpp"
 #include "daemon/model/config.hpp"
 #include "daemon/model/dcb.hpp"
+#include "daemon/model/driver_stats.hpp"
 #include "daemon/model/rdma_port.hpp"
 
 #include <deque>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
@@ -248,10 +250,37 @@ void link_families(Builder& bld, const Snapshot& s) {
                                 "The 802.1p priority RoCE v2 traffic gets from the netdev's DCB APP table at the ToS "
                                 "rdma_cm gives it (configfs default_roce_tos, else 0); RoCE netdevs whose driver "
                                 "reports DCB only.");
+    auto& ecn = bld.gauge("rocewatch_link_ecn_enabled",
+                          "1 when ECN is on for the 802.1p priority at the point (rp: reaction, np: "
+                          "notification), else 0 (class/net/<netdev>/ecn/roce_{rp,np}/enable; RoCE netdevs "
+                          "whose driver has those files only).");
+    auto& pause = bld.counter("rocewatch_link_pause_frames_total",
+                              "Pause (PFC) frames the driver counted, by direction and 802.1p priority (\"all\": "
+                              "every priority together); RoCE netdevs whose driver counts them (ethtool -S).");
+    auto& storms = bld.counter("rocewatch_link_pause_storm_events_total",
+                               "Pause storm events the NIC counted (level warning: pausing past the storm threshold; "
+                               "error: it stopped pausing); RoCE netdevs whose driver counts them.");
+    auto& discards = bld.counter("rocewatch_link_rx_discards_total",
+                                 "Received packets the port dropped, by 802.1p priority (\"all\": at the port); RoCE "
+                                 "netdevs whose driver counts them.");
     const NetdevFilter netdev_exported(s.config ? s.config->metrics : MetricsConfig{});
     for (const auto& l : s.links) {
         if (!netdev_exported(l.name)) continue;
         const Labels i = {{"netdev", l.name}};
+        std::set<std::string> stat_series;  // two names for one series (a driver with both): the first
+        for (const auto& [name, v] : l.driver_stats) {
+            const auto m = driver_stat_meaning(name);
+            if (!m) continue;
+            const std::string prio = m->priority < 0 ? "all" : std::to_string(m->priority);
+            if (!stat_series.insert(std::to_string(int(m->kind)) + m->direction + prio + m->level).second) continue;
+            switch (m->kind) {
+                case DriverStatKind::pause_frames:
+                    add(pause, {{"netdev", l.name}, {"direction", m->direction}, {"priority", prio}}, v);
+                    break;
+                case DriverStatKind::pause_storm: add(storms, {{"netdev", l.name}, {"level", m->level}}, v); break;
+                case DriverStatKind::discards: add(discards, {{"netdev", l.name}, {"priority", prio}}, v); break;
+            }
+        }
         add(info, {{"netdev", l.name}, {"kind", l.kind}, {"mac", l.mac}, {"master", l.master}}, 1);
         add(up, i, b(l.operstate == "up"));
         add(admin, i, b(l.admin_up));
@@ -264,6 +293,13 @@ void link_families(Builder& bld, const Snapshot& s) {
                 for (int p = 0; p < 8; ++p)
                     add(pfc, {{"netdev", l.name}, {"priority", std::to_string(p)}}, b(pfc_on(d, p)));
             add(roce_prio, i, roce_priority(d, rdma_cm_tos_for_netdev(s, l.name)).priority);
+        }
+        if (const RdmaPort* rp = roce_port_for_netdev(s, l.name)) {
+            for (const auto& [point, bits] : {std::pair{"rp", rp->ecn_rp_enabled}, std::pair{"np", rp->ecn_np_enabled}})
+                if (bits)
+                    for (int p = 0; p < 8; ++p)
+                        add(ecn, {{"netdev", l.name}, {"point", point}, {"priority", std::to_string(p)}},
+                            b(((*bits >> p) & 1u) != 0));
         }
     }
 }

@@ -16,6 +16,8 @@
 
 #include "api/json_view.hpp"
 #include "daemon/cluster/rail_match.hpp"
+#include "daemon/model/dcb.hpp"
+#include "daemon/model/rdma_port.hpp"
 #include "util/base64.hpp"
 #include "util/ct_compare.hpp"
 #include "util/json_uint.hpp"
@@ -350,6 +352,15 @@ nlohmann::json hello_json(const Snapshot& s, uint16_t data_port) {
         if (l.arp_ignore) i["arp_ignore"] = *l.arp_ignore;
         if (l.arp_announce) i["arp_announce"] = *l.arp_announce;
         if (l.rp_filter) i["rp_filter"] = *l.rp_filter;
+        // Lossless RoCE: what the peer compares its end of the rail with.
+        if (l.dcb && l.dcb->error == 0) {
+            if (l.dcb->ieee.pfc_enabled) i["pfc_enabled"] = *l.dcb->ieee.pfc_enabled;
+            i["roce_priority"] = roce_priority(l.dcb->ieee, rdma_cm_tos_for_netdev(s, l.name)).priority;
+        }
+        if (const RdmaPort* rp = roce_port_for_netdev(s, l.name)) {
+            if (rp->ecn_rp_enabled) i["ecn_rp_enabled"] = *rp->ecn_rp_enabled;
+            if (rp->ecn_np_enabled) i["ecn_np_enabled"] = *rp->ecn_np_enabled;
+        }
         ifaces[l.name] = std::move(i);
     }
     // Our rails in order, so a peer whose rails share one subnet can pair them by position.
@@ -406,6 +417,14 @@ PeerHello hello_from_json(const nlohmann::json& j) {
         info.arp_ignore = small("arp_ignore");
         info.arp_announce = small("arp_announce");
         info.rp_filter = small("rp_filter");
+        const auto bits = [&](const char* key) -> std::optional<uint8_t> {
+            auto v = small(key);
+            return v ? std::optional<uint8_t>(static_cast<uint8_t>(*v)) : std::nullopt;
+        };
+        info.pfc_enabled = bits("pfc_enabled");
+        info.ecn_rp_enabled = bits("ecn_rp_enabled");
+        info.ecn_np_enabled = bits("ecn_np_enabled");
+        if (auto prio = small("roce_priority"); prio && *prio < 8) info.roce_priority = prio;
         if (i.contains("addresses"))
             for (const auto& a : i["addresses"]) h.address_interface[a.get<std::string>()] = name;
         // Added after protocol 1 shipped: absent or malformed is "not said", never an error.

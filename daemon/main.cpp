@@ -32,6 +32,7 @@
 #include "daemon/core/wake_signal.hpp"
 #include "daemon/logging/journal.hpp"
 #include "daemon/netlink/dcb.hpp"
+#include "daemon/netlink/ethtool_stats.hpp"
 #include "daemon/netlink/watcher.hpp"
 #include "daemon/peering/probers.hpp"
 #include "daemon/peering/session_host.hpp"
@@ -200,9 +201,11 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     std::unique_ptr<InventoryKeeper> inventory;  // made once the HTTP port is known
     ProbeBudget budget(budget_limits(cfg->probes));
     std::atomic<bool> probing_on{false};  // the budget is shown only while peer probing is on
+    auto driver_stats = std::make_shared<DriverStatsReader>(is_lossless_stat);
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .dcb = [](const std::string& n) { return query_dcb(n); },
+                                .driver_stats = [driver_stats](const std::string& n) { return driver_stats->read(n); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
                                 .link_events = [&] { return watcher->link_events(); },

@@ -400,6 +400,7 @@ const KeySpec<Thresholds> kThresholdKeys[] = {
      [](const Field& f, Thresholds& t) { assign(t.local_ack_timeout_per_second, f.number(0)); }},
     {"cnp_per_second", [](const Field& f, Thresholds& t) { assign(t.cnp_per_second, f.number(0)); }},
     {"ecn_marked_per_second", [](const Field& f, Thresholds& t) { assign(t.ecn_marked_per_second, f.number(0)); }},
+    {"pause_frames_per_second", [](const Field& f, Thresholds& t) { assign(t.pause_frames_per_second, f.number(0)); }},
     {"flap_transitions",
      [](const Field& f, Thresholds& t) {
          assign(t.flap_transitions, f.integer(1, std::numeric_limits<uint32_t>::max()));

@@ -412,6 +412,7 @@ nlohmann::json config_to_json(const Config& c) {
              {"local_ack_timeout_per_second", t.local_ack_timeout_per_second},
              {"cnp_per_second", t.cnp_per_second},
              {"ecn_marked_per_second", t.ecn_marked_per_second},
+             {"pause_frames_per_second", t.pause_frames_per_second},
              {"flap_transitions", t.flap_transitions},
              {"flap_window", format_duration(t.flap_window)},
              {"counter_window", format_duration(t.counter_window)},

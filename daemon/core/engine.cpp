@@ -39,6 +39,8 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
                 if (op.port == p.port) {
                     p.gids = op.gids;
                     p.gids_dropped = op.gids_dropped;
+                    p.ecn_rp_enabled = op.ecn_rp_enabled;  // read with the GIDs
+                    p.ecn_np_enabled = op.ecn_np_enabled;
                     if (p.netdev.empty()) p.netdev = op.netdev;
                 }
     }
@@ -413,11 +415,11 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         // What rtnetlink leaves out: ARP sysctls per link and the ARP table (cabling checks).
         read_ipv4_conf(snap->links, cfg->daemon.procfs_root);
         // DCB (PFC, ETS, APP) of the netdevs RoCE runs over: one dcbnl round trip each.
+        std::set<std::string> roce;
+        for (const auto& d : snap->devices)
+            for (const auto& p : d.ports)
+                if (!p.netdev.empty() && nic_family(d, p) == NicFamily::roce) roce.insert(p.netdev);
         if (src_.dcb) {
-            std::set<std::string> roce;
-            for (const auto& d : snap->devices)
-                for (const auto& p : d.ports)
-                    if (!p.netdev.empty() && nic_family(d, p) == NicFamily::roce) roce.insert(p.netdev);
             const auto now_dcb = SteadyClock::now();
             if (read_gids) dcb_cache_.clear();  // after a wake, or every kGidRefresh: ask again
             for (auto& l : snap->links) {
@@ -429,6 +431,11 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
             }
             std::erase_if(dcb_cache_, [&](const auto& e) { return !roce.count(e.first); });
         }
+        // The driver's pause, pause-storm and discard counters of the same netdevs (ethtool -S).
+        if (src_.driver_stats)
+            for (auto& l : snap->links)
+                if (roce.count(l.name))
+                    for (auto& [name, v] : src_.driver_stats(l.name).values) l.driver_stats.emplace(std::move(name), v);
         snap->neighbours = read_arp_table(cfg->daemon.procfs_root);
         nl_status.success = true;
     } catch (const std::exception& e) {

@@ -22,6 +22,7 @@
 #include "util/clock.hpp"
 #include "daemon/model/cluster.hpp"
 #include "daemon/model/config.hpp"
+#include "daemon/model/driver_stats.hpp"
 #include "daemon/model/probe.hpp"
 #include "daemon/model/snapshot.hpp"
 #include "daemon/rules/alerts.hpp"
@@ -37,6 +38,9 @@ struct EngineSources {
     std::function<std::vector<Link>()> links;
     // dcbnl for one netdev (netlink/dcb.hpp's query_dcb); unset: DCB is not read.
     std::function<DcbState(const std::string& netdev)> dcb;
+    // The driver's statistics of one netdev, those rocewatch keeps (netlink/ethtool_stats.hpp's
+    // DriverStatsReader with is_lossless_stat); unset: not read.
+    std::function<DriverStats(const std::string& netdev)> driver_stats;
     std::function<uint64_t()> netlink_events = [] { return uint64_t{0}; };
     std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
     // The watcher's link transitions and address changes (netlink/history.hpp).

@@ -9,12 +9,14 @@ namespace {
 constexpr uint16_t kRoceV2Port = 4791;
 }  // namespace
 
-std::vector<int> pfc_priorities(const DcbIeee& d) {
+std::vector<int> priorities_in(uint8_t bits) {
     std::vector<int> out;
     for (int p = 0; p < 8; ++p)
-        if (pfc_on(d, p)) out.push_back(p);
+        if ((bits >> p) & 1u) out.push_back(p);
     return out;
 }
+
+std::vector<int> pfc_priorities(const DcbIeee& d) { return priorities_in(d.pfc_enabled.value_or(0)); }
 
 RocePriority roce_priority(const DcbIeee& d, int tos) {
     const int dscp = (tos >> 2) & 0x3f;

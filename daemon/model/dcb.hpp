@@ -38,10 +38,8 @@ struct DcbState {
     bool operator==(const DcbState&) const = default;
 };
 
-// Which 802.1p priority RoCE v2 packets sent with IP ToS `tos` (rdma_cm's default_roce_tos,
-// 0 unless set) leave at, by what the APP table says: the DSCP entry for tos >> 2 when the
-// table maps DSCPs (trust DSCP, the mlx5 way), else the UDP port 4791 entry, else priority
-// 0 (no entry: the default priority). `how` says which, in words for an alert.
+// The priorities whose bit is set in a per-priority bitmap (PFC, ECN), ascending.
+[[nodiscard]] std::vector<int> priorities_in(uint8_t bits);
 // The priorities with PFC on, ascending (empty when PFC is off, or not reported).
 [[nodiscard]] std::vector<int> pfc_priorities(const DcbIeee& d);
 // Whether PFC is on for `priority`.
@@ -49,6 +47,10 @@ struct DcbState {
     return d.pfc_enabled && ((*d.pfc_enabled >> priority) & 1u) != 0;
 }
 
+// Which 802.1p priority RoCE v2 packets sent with IP ToS `tos` (rdma_cm's default_roce_tos,
+// 0 unless set) leave at, by what the APP table says: the DSCP entry for tos >> 2 when the
+// table maps DSCPs (trust DSCP, the mlx5 way), else the UDP port 4791 entry, else priority
+// 0 (no entry: the default priority). `how` says which, in words for an alert.
 struct RocePriority {
     int priority = 0;
     std::string how;

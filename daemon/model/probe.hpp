@@ -122,6 +122,12 @@ struct PeerInterfaceInfo {
     std::optional<int> arp_announce;
     std::optional<int> rp_filter;
     std::string rdma_device;  // RDMA device bound to it, "" when none
+    // Lossless RoCE, where the peer knows it (its driver reports DCB; has ECN files):
+    // priority bitmaps (bit p: on for priority p) and the priority its RoCE v2 goes out at.
+    std::optional<uint8_t> pfc_enabled;
+    std::optional<int> roce_priority;
+    std::optional<uint8_t> ecn_rp_enabled;
+    std::optional<uint8_t> ecn_np_enabled;
 };
 
 // One of the peer's rails, in its [expect] rails order (its [cluster] rails when set).

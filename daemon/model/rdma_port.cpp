@@ -75,12 +75,16 @@ std::string phys_state_words(const RdmaPort& p) {
     return words("phys_state", p.phys_state, *kernel ? kernel : p.phys_state_name, "?");
 }
 
-int rdma_cm_tos_for_netdev(const Snapshot& s, const std::string& netdev) {
+const RdmaPort* roce_port_for_netdev(const Snapshot& s, const std::string& netdev) {
     for (const auto& d : s.devices)
         for (const auto& p : d.ports)
-            if (p.netdev == netdev && nic_family(d, p) == NicFamily::roce && p.rdma_cm_default_tos)
-                return *p.rdma_cm_default_tos;
-    return 0;
+            if (p.netdev == netdev && nic_family(d, p) == NicFamily::roce) return &p;
+    return nullptr;
+}
+
+int rdma_cm_tos_for_netdev(const Snapshot& s, const std::string& netdev) {
+    const RdmaPort* p = roce_port_for_netdev(s, netdev);
+    return p ? p->rdma_cm_default_tos.value_or(0) : 0;
 }
 
 }  // namespace rocewatch

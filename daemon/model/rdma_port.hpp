@@ -43,6 +43,9 @@ enum class NicFamily {
 [[nodiscard]] std::string state_words(const RdmaPort& p);
 [[nodiscard]] std::string phys_state_words(const RdmaPort& p);
 
+// The RoCE port bound to `netdev`; null when none.
+[[nodiscard]] const RdmaPort* roce_port_for_netdev(const Snapshot& s, const std::string& netdev);
+
 // The ToS rdma_cm gives RoCE connections over `netdev`: its RoCE port's configfs
 // default_roce_tos, else 0 (rdma_cm's default).
 [[nodiscard]] int rdma_cm_tos_for_netdev(const Snapshot& s, const std::string& netdev);

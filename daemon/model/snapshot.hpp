@@ -48,7 +48,15 @@ struct RdmaPort {
     // that directory; unset otherwise (rdma_cm then uses ToS 0 and RoCE v2).
     std::optional<int> rdma_cm_default_tos;
     std::string rdma_cm_default_mode;  // "RoCE v2", "IB/RoCE v1"; "" when not set
-    std::vector<GidEntry> gids;        // non-empty entries only
+    // ECN per priority at the port's netdev, where its driver exposes it
+    // (class/net/<netdev>/ecn/roce_{rp,np}/enable/<0..7>: mlx5 of MLNX_OFED / DOCA-OFED; the
+    // upstream driver has no such files): bit p set, on for priority p. rp: the reaction
+    // point (this node slows its sends on congestion notifications, DCQCN); np: the
+    // notification point (this node answers ECN-marked packets with CNPs). Unset where the
+    // files are absent or one of them could not be read. Read with the GID tables.
+    std::optional<uint8_t> ecn_rp_enabled;
+    std::optional<uint8_t> ecn_np_enabled;
+    std::vector<GidEntry> gids;  // non-empty entries only
     // Index of the RoCE v2 GID holding the port netdev's IPv4 address (the one perftest's
     // -x and UCX need); unset when there is none.
     std::optional<int> roce_v2_ipv4_gid_index;
@@ -138,6 +146,15 @@ struct Link {
     std::optional<int> rp_filter;
     // dcbnl's IEEE tables (PFC, ETS, APP), asked for RoCE netdevs only; unset elsewhere.
     std::optional<DcbState> dcb;
+    // The driver's own statistics that decide whether RoCE is lossless in practice (pause
+    // frames per priority, pause storm events, discards at the port; ethtool -S names, see
+    // netlink/ethtool_stats.hpp), read for RoCE netdevs each cycle; empty elsewhere or where
+    // the driver has none of them.
+    std::map<std::string, uint64_t> driver_stats;
+    // Trend stage: per second over the last interval, and the increase over
+    // thresholds.counter_window (absent until there is a baseline), by the same names.
+    std::map<std::string, double> driver_stat_rates;
+    std::map<std::string, uint64_t> driver_stat_increase;
 };
 
 // A complete IPv4 neighbour (ARP) entry: who answered for an address, on which link.

@@ -9,10 +9,12 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "daemon/model/probe.hpp"
 #include "daemon/rules/cabling.hpp"
 #include "daemon/model/dcb.hpp"
+#include "daemon/model/driver_stats.hpp"
 #include "daemon/model/rdma_port.hpp"
 #include "daemon/rules/ipv4.hpp"
 #include "daemon/rules/probe_paths.hpp"
@@ -436,6 +438,180 @@ void rule_pfc_off_roce_priority(const Context& ctx, Severity sev, Findings& out)
                             {"roce_priority", prio},
                             {"roce_priority_reason", roce.how},
                             {"device", jp.dev->name}}));
+    }
+}
+
+// PFC on RoCE's priority with ECN off there (at either point) where the driver exposes ECN:
+// congestion is then handled by pause frames alone, which spread back hop by hop.
+void rule_ecn_off_pfc_on(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        const RdmaPort& p = *jp.port;
+        if (!jp.roce || jp.netdev.empty() || (!p.ecn_rp_enabled && !p.ecn_np_enabled)) continue;
+        const Link* l = find_link(ctx.s, jp.netdev);
+        if (!l || !l->dcb || l->dcb->error != 0) continue;
+        const DcbIeee& d = l->dcb->ieee;
+        const auto roce = roce_priority(d, p.rdma_cm_default_tos.value_or(0));
+        if (!pfc_on(d, roce.priority)) continue;  // lossy RoCE: pfc_off_roce_priority's finding
+        const auto off = [&](const std::optional<uint8_t>& bits) {
+            return bits && ((*bits >> roce.priority) & 1u) == 0;
+        };
+        const bool rp_off = off(p.ecn_rp_enabled), np_off = off(p.ecn_np_enabled);
+        if (!rp_off && !np_off) continue;
+        const std::string n = jp.netdev, prio = std::to_string(roce.priority);
+        const std::string points = rp_off && np_off ? "the reaction and notification points"
+                                   : rp_off ? "the reaction point (roce_rp: this node does not slow down on CNPs)"
+                                            : "the notification point (roce_np: this node sends no CNPs for "
+                                              "ECN-marked packets)";
+        std::string cmds;
+        const auto turn_on = [&](bool is_off, const char* point) {
+            if (is_off)
+                cmds += std::string(cmds.empty() ? "" : " and ") + "`echo 1 > /sys/class/net/" + n + "/ecn/" + point +
+                        "/enable/" + prio + "`";
+        };
+        turn_on(rp_off, "roce_rp");
+        turn_on(np_off, "roce_np");
+        out.push_back(
+            make("ecn_off_pfc_on", sev, n,
+                 "ECN is off at " + points + " for priority " + prio + " of " + n + ", while PFC is on for it: RoCE " +
+                     "congestion is left to pause frames alone, which spread back through the fabric " +
+                     "(head-of-line blocking, pause storms) instead of slowing the senders (DCQCN)",
+                 "Turn ECN on for priority " + prio + " at both points: " + cmds +
+                     " (or mlnx_qos / the driver's persistent settings), the same on the peers, and ECN marking on " +
+                     "the switch queue of that priority; DCQCN needs all three.",
+                 {{"roce_priority", prio},
+                  {"ecn_rp", p.ecn_rp_enabled ? (rp_off ? "off" : "on") : "unknown"},
+                  {"ecn_np", p.ecn_np_enabled ? (np_off ? "off" : "on") : "unknown"},
+                  {"device", jp.dev->name}}));
+    }
+}
+
+// ---------------------------------------------------------------- pause frames (driver stats)
+
+// One RoCE netdev's link and the priority its RoCE v2 goes out at (0 without DCB).
+struct RoceLink {
+    const JudgedPort* jp;
+    const Link* link;
+    int priority;
+    bool pfc_on;  // PFC reported on for that priority
+};
+
+std::vector<RoceLink> roce_links(const Context& ctx) {
+    std::vector<RoceLink> out;
+    std::set<std::string> seen;
+    for (const auto& jp : ctx.ports) {
+        if (!jp.roce || jp.netdev.empty() || !seen.insert(jp.netdev).second) continue;
+        const Link* l = find_link(ctx.s, jp.netdev);
+        if (!l) continue;
+        const DcbIeee* d = l->dcb && l->dcb->error == 0 ? &l->dcb->ieee : nullptr;
+        const int prio = d ? roce_priority(*d, jp.port->rdma_cm_default_tos.value_or(0)).priority : 0;
+        out.push_back({&jp, l, prio, d && pfc_on(*d, prio)});
+    }
+    return out;
+}
+
+void rule_pause_storm(const Context& ctx, Severity sev, Findings& out) {
+    const std::string window = window_words(ctx.c.thresholds.counter_window);
+    for (const auto& rl : roce_links(ctx)) {
+        uint64_t warnings = 0, errors = 0;
+        for (const auto& [name, inc] : rl.link->driver_stat_increase)
+            if (auto m = driver_stat_meaning(name); m && m->kind == DriverStatKind::pause_storm)
+                (m->level == "error" ? errors : warnings) += inc;
+        if (warnings == 0 && errors == 0) continue;
+        const std::string n = rl.link->name;
+        std::string summary = "The NIC of " + n + " detected a pause storm: it kept sending pause frames past its " +
+                              "storm threshold (" + num(warnings) + " warning and " + num(errors) +
+                              " error events in the last " + window + "), so it could not drain what it received";
+        if (errors > 0)
+            summary += "; on error events it stopped sending pause frames to protect the fabric, so packets to this "
+                       "port were dropped meanwhile";
+        out.push_back(make("pause_storm", sev, n, summary,
+                           "The receive path of this host stalled: look for NIC, PCIe (AER) or driver errors in "
+                           "`dmesg`, and for a CPU, memory or IRQ problem on the node; the storm watchdog's timeout "
+                           "is `ethtool --get-tunable " +
+                               n +
+                               " pfc-prevention-tout`. A node with recurring storms stalls the fabric around it: "
+                               "drain it until the cause is found.",
+                           {{"warning_events", num(warnings)}, {"error_events", num(errors)}, {"window", window}}));
+    }
+}
+
+void rule_pause_frames_high(const Context& ctx, Severity sev, Findings& out) {
+    const double limit = ctx.c.thresholds.pause_frames_per_second;
+    if (limit <= 0) return;
+    for (const auto& rl : roce_links(ctx)) {
+        // Per priority where the driver counts priorities, else all priorities together.
+        std::map<std::string, std::pair<std::string, double>> worst;  // direction -> (name, rate)
+        std::set<std::string> per_priority;
+        for (const auto& [name, rate] : rl.link->driver_stat_rates)
+            if (auto m = driver_stat_meaning(name); m && m->kind == DriverStatKind::pause_frames && m->priority >= 0)
+                per_priority.insert(m->direction);
+        for (const auto& [name, rate] : rl.link->driver_stat_rates) {
+            auto m = driver_stat_meaning(name);
+            if (!m || m->kind != DriverStatKind::pause_frames || rate <= limit) continue;
+            if (m->priority < 0 && per_priority.count(m->direction)) continue;
+            auto& w = worst[m->direction];
+            if (rate > w.second) w = {name, rate};
+        }
+        for (const auto& [dir, w] : worst) {
+            const std::string n = rl.link->name;
+            const auto m = driver_stat_meaning(w.first);
+            const std::string at = m->priority >= 0 ? " at priority " + std::to_string(m->priority) : "";
+            const bool rx = dir == "rx";
+            const bool roce_prio = m->priority < 0 || m->priority == rl.priority;
+            std::string summary =
+                n + (rx ? " receives " : " sends ") + num(w.second) + " pause frames/s" + at + " (" + w.first + "): " +
+                (rx ? "the switch or peer keeps pausing this node's sends, a congested path downstream"
+                    : "this node cannot take in what arrives at line rate and keeps pausing the switch, which "
+                      "spreads back to every sender");
+            if (!roce_prio) summary += " (RoCE goes out at priority " + std::to_string(rl.priority) + ")";
+            out.push_back(
+                make("pause_frames_high", sev, n, summary,
+                     rx ? "Find the congested hop (switch port counters on the path), turn ECN on so that senders slow "
+                          "down before pauses are needed (DCQCN; see ecn_off_pfc_on), and spread the traffic over more "
+                          "rails or fewer senders per receiver."
+                        : "Check this host's receive path: the PCIe link of the NIC (`lspci -vv`: width and speed as "
+                          "rated), rx_out_of_buffer in the RDMA counters, IRQ and CPU affinity of the receiving "
+                          "application; and that ECN is on so that senders slow down first.",
+                     {{"counter", w.first},
+                      {"per_second", num(w.second)},
+                      {"threshold_per_second", num(limit)},
+                      {"direction", dir},
+                      {"roce_priority", std::to_string(rl.priority)}}));
+        }
+    }
+}
+
+void rule_discards_with_pfc(const Context& ctx, Severity sev, Findings& out) {
+    const std::string window = window_words(ctx.c.thresholds.counter_window);
+    for (const auto& rl : roce_links(ctx)) {
+        if (!rl.pfc_on) continue;
+        // The drops at RoCE's priority where the driver counts them per priority, else at the port.
+        std::string counter;
+        uint64_t inc = 0;
+        for (const auto& [name, v] : rl.link->driver_stat_increase) {
+            auto m = driver_stat_meaning(name);
+            if (!m || m->kind != DriverStatKind::discards) continue;
+            if (m->priority == rl.priority || (m->priority < 0 && counter.empty())) {
+                counter = name;
+                inc = v;
+            }
+        }
+        if (inc == 0) continue;
+        const std::string n = rl.link->name, prio = std::to_string(rl.priority);
+        out.push_back(make(
+            "discards_with_pfc", sev, n,
+            n + " dropped " + num(inc) + " received packets in the last " + window + " (" + counter +
+                ") although PFC is on for RoCE's priority " + prio +
+                ": a pause came too late (buffer headroom short for the cable), or the other end does not honour it",
+            "Check that the switch port facing " + n + " has PFC on for priority " + prio +
+                " (and the peer: `dcb pfc show dev " + n +
+                "` on both), that the receive buffer headroom fits the "
+                "cable length and MTU (`mlnx_qos -i " +
+                n +
+                "` buffer_size / cable_len), and which priority the "
+                "drops are in (`ethtool -S " +
+                n + " | grep discards`).",
+            {{"counter", counter}, {"increase", num(inc)}, {"window", window}, {"roce_priority", prio}}));
     }
 }
 
@@ -1215,6 +1391,54 @@ void rule_ucx_version_mismatch(const Context& ctx, Severity sev, Findings& out) 
     }
 }
 
+// The lossless RoCE settings of one rail against the peer's end, where both ends know them:
+// RoCE's priority, the PFC priorities, and ECN at RoCE's priority. Appends the differences
+// in words and their details; true when there was one.
+bool compare_lossless(const Snapshot& s, const std::string& netdev, const PeerInterfaceInfo& theirs,
+                      std::vector<std::string>& diffs, std::map<std::string, std::string>& details) {
+    const Link* mine = find_link(s, netdev);
+    const RdmaPort* port = roce_port_for_netdev(s, netdev);
+    const DcbIeee* dcb = mine && mine->dcb && mine->dcb->error == 0 ? &mine->dcb->ieee : nullptr;
+    const auto set_words = [](uint8_t bits) {
+        const auto prios = priorities_in(bits);
+        std::string w;
+        for (int p : prios) w += (w.empty() ? "" : ",") + std::to_string(p);
+        return prios.empty() ? std::string("none") : w;
+    };
+    const size_t before = diffs.size();
+    std::optional<int> my_prio;
+    if (dcb) my_prio = roce_priority(*dcb, port ? port->rdma_cm_default_tos.value_or(0) : 0).priority;
+    if (my_prio && theirs.roce_priority && *my_prio != *theirs.roce_priority) {
+        diffs.push_back("RoCE v2 at priority " + std::to_string(*my_prio) + " here, " +
+                        std::to_string(*theirs.roce_priority) + " there");
+        details["local_roce_priority"] = std::to_string(*my_prio);
+        details["peer_roce_priority"] = std::to_string(*theirs.roce_priority);
+    }
+    if (dcb && dcb->pfc_enabled && theirs.pfc_enabled && *dcb->pfc_enabled != *theirs.pfc_enabled) {
+        diffs.push_back("PFC on priorities " + set_words(*dcb->pfc_enabled) + " here, " +
+                        set_words(*theirs.pfc_enabled) + " there");
+        details["local_pfc_priorities"] = set_words(*dcb->pfc_enabled);
+        details["peer_pfc_priorities"] = set_words(*theirs.pfc_enabled);
+    }
+    // ECN at the priority RoCE uses at this end (where both ends agree on it, or only we know).
+    if (port && my_prio && (!theirs.roce_priority || *theirs.roce_priority == *my_prio)) {
+        const int prio = *my_prio;
+        const auto on = [prio](uint8_t bits) { return ((bits >> prio) & 1u) != 0; };
+        for (const auto& [point, mine_bits, their_bits] :
+             {std::tuple{"rp", port->ecn_rp_enabled, theirs.ecn_rp_enabled},
+              std::tuple{"np", port->ecn_np_enabled, theirs.ecn_np_enabled}}) {
+            if (!mine_bits || !their_bits || on(*mine_bits) == on(*their_bits)) continue;
+            const std::string p = point;
+            diffs.push_back("ECN at the " + std::string(p == "rp" ? "reaction" : "notification") +
+                            " point for priority " + std::to_string(prio) + (on(*mine_bits) ? " on" : " off") +
+                            " here, " + (on(*their_bits) ? "on" : "off") + " there");
+            details["local_ecn_" + p] = on(*mine_bits) ? "on" : "off";
+            details["peer_ecn_" + p] = on(*their_bits) ? "on" : "off";
+        }
+    }
+    return diffs.size() > before;
+}
+
 void rule_peer_config_mismatch(const Context& ctx, Severity sev, Findings& out) {
     if (!ctx.s.probes) return;
     for (const auto& peer : ctx.c.peers) {
@@ -1249,11 +1473,23 @@ void rule_peer_config_mismatch(const Context& ctx, Severity sev, Findings& out) 
                 details["local_gid_types"] = join({my_types.begin(), my_types.end()});
                 details["peer_gid_types"] = join(theirs.gid_types);
             }
+            const bool basic = !diffs.empty();
+            const bool lossless = compare_lossless(ctx.s, netdev, theirs, diffs, details);
             if (diffs.empty()) continue;
+            std::string action;
+            if (basic)
+                action = "Set the same MTU (9000) and RoCE mode on both ends of the rail; a smaller MTU on one end "
+                         "caps the path, and RoCE v1 vs v2 cannot talk.";
+            if (lossless)
+                action += std::string(basic ? " " : "") +
+                          "Give both ends of the rail the same lossless set-up: RoCE v2 at the same priority (DSCP "
+                          "trust and the same DSCP-to-priority APP entries), PFC on that priority and no other "
+                          "difference, ECN on at both points for it; compare `dcb pfc show dev " +
+                          netdev + "` and `dcb app show dev " + netdev +
+                          "` on both nodes, and the switch ports between them. A priority paused at one end only "
+                          "drops there under congestion.";
             out.push_back(make("peer_config_mismatch", sev, peer.name + "/" + rail.name,
-                               "Rail " + rail.name + " to " + peer.name + ": " + join(diffs, "; "),
-                               "Set the same MTU (9000) and RoCE mode on both ends of the rail; a smaller MTU on "
-                               "one end caps the path, and RoCE v1 vs v2 cannot talk.",
+                               "Rail " + rail.name + " to " + peer.name + ": " + join(diffs, "; "), action,
                                std::move(details)));
         }
     }
@@ -1308,6 +1544,22 @@ constexpr RuleDef kRules[] = {
      "the driver reports DCB and PFC is off on the priority RoCE v2 goes out at (DCB APP table at rdma_cm's "
      "default_roce_tos, else ToS 0)",
      rule_pfc_off_roce_priority},
+    {"ecn_off_pfc_on", Severity::warning, Scope::node,
+     "PFC is on for RoCE v2's priority while ECN is off there at the reaction or notification point "
+     "(class/net/<netdev>/ecn/roce_{rp,np}, where the driver has them): pause frames alone, pause storms ahead",
+     rule_ecn_off_pfc_on},
+    {"pause_storm", Severity::critical, Scope::node,
+     "the NIC of a RoCE netdev counted pause storm events inside the counter window (mlx5 "
+     "tx_pause_storm_warning_events / tx_pause_storm_error_events)",
+     rule_pause_storm},
+    {"pause_frames_high", Severity::warning, Scope::node,
+     "a RoCE netdev sends or receives pause (PFC) frames at one priority faster than "
+     "thresholds.pause_frames_per_second (driver counters such as rx_prio3_pause)",
+     rule_pause_frames_high},
+    {"discards_with_pfc", Severity::warning, Scope::node,
+     "a RoCE netdev with PFC on for RoCE's priority dropped received packets inside the counter window "
+     "(rx_prio<p>_discards at that priority, else rx_discards_phy)",
+     rule_discards_with_pfc},
     {"gid_on_bond", Severity::critical, Scope::node,
      "RDMA device's netdev enslaved to a bond / GIDs pointing at a bond", rule_gid_on_bond},
     {"bond_slave_down", Severity::critical, Scope::node, "bond slave MII down (warning while another slave is up)",

@@ -14,6 +14,20 @@ uint64_t unit_scale(const std::string& name) { return (name == "port_xmit_data" 
 
 std::string port_key(const RdmaDevice& d, const RdmaPort& p) { return d.name + "/" + std::to_string(p.port); }
 
+// Series whose counter was not read this round get no rate next time; those with nothing
+// left inside the window are dropped, so memory follows what the node still has.
+void forget_unread(std::map<std::string, CounterSeries>& series, const std::map<std::string, uint64_t>& read,
+                   TimePoint now, Duration window) {
+    for (auto it = series.begin(); it != series.end();) {
+        if (read.count(it->first)) {
+            ++it;
+            continue;
+        }
+        it->second.miss();
+        it = it->second.stale(now, window) ? series.erase(it) : std::next(it);
+    }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- CounterSeries
@@ -87,14 +101,7 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
                     port.rates[name] = static_cast<double>(*step.delta) * static_cast<double>(scale) / step.seconds;
                 if (step.window_increase) port.window_increase[name] = *step.window_increase * scale;
             }
-            for (auto it = series.begin(); it != series.end();) {
-                if (values.count(it->first)) {
-                    ++it;
-                    continue;
-                }
-                it->second.miss();
-                it = it->second.stale(now, window) ? series.erase(it) : std::next(it);
-            }
+            forget_unread(series, values, now, window);
         }
     }
     std::erase_if(ports_, [&](const auto& kv) { return !seen_ports.count(kv.first); });
@@ -117,6 +124,15 @@ void TrendTracker::apply_links(Snapshot& s, TimePoint now) {
         } else {
             track.carrier_changes.miss();
         }
+        link.driver_stat_rates.clear();
+        link.driver_stat_increase.clear();
+        for (const auto& [name, v] : link.driver_stats) {
+            const auto step = track.driver_stats[name].add(now, v, thresholds_.counter_window);
+            if (step.delta && step.seconds > 0)
+                link.driver_stat_rates[name] = static_cast<double>(*step.delta) / step.seconds;
+            if (step.window_increase) link.driver_stat_increase[name] = *step.window_increase;
+        }
+        forget_unread(track.driver_stats, link.driver_stats, now, thresholds_.counter_window);
 
         if (!link.slave) continue;
         seen_slaves.insert(link.name);
@@ -138,6 +154,7 @@ void TrendTracker::apply_links(Snapshot& s, TimePoint now) {
 size_t TrendTracker::tracked_series() const {
     size_t n = links_.size() + slave_failures_.size();
     for (const auto& [key, series] : ports_) n += series.size();
+    for (const auto& [name, track] : links_) n += track.driver_stats.size();
     return n;
 }
 

@@ -56,6 +56,8 @@ private:
 //  - RdmaPort::window_increase: increase over thresholds.counter_window, same names, the
 //    two data counters in bytes too. Absent until the counter has a baseline.
 //  - Link::transitions_in_window: carrier_changes increase over thresholds.flap_window.
+//  - Link::driver_stat_rates / driver_stat_increase: per second, and over
+//    thresholds.counter_window, of each driver statistic read.
 //  - BondSlaveInfo::link_failure_increase: over thresholds.counter_window.
 // A counter missing now or in the previous snapshot gets no rate (missing is not zero).
 // Ports and links that disappear are forgotten, so memory follows the node's inventory.
@@ -74,6 +76,7 @@ private:
     struct LinkTrack {
         int ifindex = 0;
         CounterSeries carrier_changes;
+        std::map<std::string, CounterSeries> driver_stats;  // by ethtool -S name
     };
 
     void apply_ports(Snapshot& s, TimePoint now);

@@ -538,6 +538,24 @@ std::optional<std::string> not_a_directory(Reader& rd, const Dir& dir, const std
     return errno_text(err);
 }
 
+// ecn/roce_{rp,np}/enable/<0..7> ("0" or "1" each) as a bitmap of priorities; unset where the
+// directory is absent, or where a file is missing or garbled (that file is an error).
+std::optional<uint8_t> read_ecn_point(Reader& rd, const Dir& enable) {
+    if (rd.fd(enable) < 0) return std::nullopt;
+    uint8_t bits = 0;
+    for (int prio = 0; prio < 8; ++prio) {
+        const std::string name = std::to_string(prio);
+        const std::string text = rd.required_text(enable, name);
+        if (text == "1")
+            bits = static_cast<uint8_t>(bits | (1u << prio));
+        else if (text != "0") {
+            if (!text.empty()) rd.error(join(enable.path(), name), "expected 0 or 1, got " + excerpt(text));
+            return std::nullopt;
+        }
+    }
+    return bits;
+}
+
 RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name, const SysfsReadOptions& opts) {
     RdmaDevice d;
     d.name = name;
@@ -728,6 +746,19 @@ SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOpt
             }
             p.rdma_cm_default_mode = rd.text_or_empty(pd, "default_roce_mode");
         }
+    }
+    // ECN per priority at each RoCE port's netdev, where the driver has the files: with the
+    // GID tables (it is configuration, and 16 files per netdev), carried over in between.
+    if (opts.gids) {
+        const Dir net(root, "class/net");
+        for (auto& d : result.devices)
+            for (auto& p : d.ports) {
+                if (p.netdev.empty() || p.link_layer != "Ethernet") continue;
+                const Dir netdev(net, p.netdev);
+                const Dir rp_enable(netdev, "ecn/roce_rp/enable"), np_enable(netdev, "ecn/roce_np/enable");
+                p.ecn_rp_enabled = read_ecn_point(rd, rp_enable);
+                p.ecn_np_enabled = read_ecn_point(rd, np_enable);
+            }
     }
     return result;
 }

@@ -523,6 +523,26 @@ TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
             k[key] = bad;
             EXPECT_THROW(api::hello_from_json(k), std::exception) << key << " " << bad.dump();
         }
+    // The lossless set-up (issue 12): sent where known, absent where not.
+    EXPECT_FALSE(h.interfaces.at("enp1s0f0np0").pfc_enabled);
+    EXPECT_FALSE(h.interfaces.at("enp1s0f0np0").roce_priority);
+    auto lossless = s;
+    lossless.links[0].dcb = DcbState{
+        .ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 5, .protocol = 26, .priority = 3}}}};
+    lossless.devices[0].ports[0].rdma_cm_default_tos = 106;
+    lossless.devices[0].ports[0].ecn_np_enabled = 0x08;
+    const auto hl = api::hello_from_json(api::hello_json(lossless, 9880)).interfaces.at("enp1s0f0np0");
+    EXPECT_EQ(hl.pfc_enabled, uint8_t{0x08});
+    EXPECT_EQ(hl.roce_priority, 3);
+    EXPECT_EQ(hl.ecn_np_enabled, uint8_t{0x08});
+    EXPECT_FALSE(hl.ecn_rp_enabled);
+    auto odd_prio = api::hello_json(lossless, 9880);
+    odd_prio["interfaces"]["enp1s0f0np0"]["roce_priority"] = 9;
+    odd_prio["interfaces"]["enp1s0f0np0"]["pfc_enabled"] = 256;
+    const auto ho2 = api::hello_from_json(odd_prio).interfaces.at("enp1s0f0np0");
+    EXPECT_FALSE(ho2.roce_priority) << "no such priority";
+    EXPECT_FALSE(ho2.pfc_enabled) << "not a bitmap of eight priorities";
+
     auto odd_mtu = j;
     odd_mtu["interfaces"]["enp1s0f0np0"]["mtu"] = 1.5e62;
     EXPECT_FALSE(api::hello_from_json(odd_mtu).interfaces.at("enp1s0f0np0").mtu.has_value());

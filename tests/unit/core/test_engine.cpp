@@ -299,11 +299,17 @@ TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
     cfg->daemon.state_dir = state.string();
     links.push_back(netdev(6, "docker0", 1500, "172.17.0.1"));
     std::map<std::string, int> asked;
+    std::map<std::string, int> stats_asked;
     EngineSources src{.links = [this] { return links; },
                       .dcb =
                           [&](const std::string& n) {
                               ++asked[n];
                               return DcbState{.error = 0, .ieee = {.pfc_enabled = 0x08}};
+                          },
+                      .driver_stats =
+                          [&](const std::string& n) {
+                              ++stats_asked[n];
+                              return DriverStats{.values = {{"rx_prio3_pause", 7}}};
                           },
                       .now = [this] { return now; }};
     Engine engine(cfg, std::move(src), store, log);
@@ -319,6 +325,10 @@ TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
     for (const auto& l : s->links) {
         if (l.name == "docker0") {
             EXPECT_FALSE(l.dcb);
+            EXPECT_TRUE(l.driver_stats.empty());
         }
     }
+    // The driver's counters change all the time: read on every cycle, for RoCE netdevs only.
+    EXPECT_EQ(stats_asked, (std::map<std::string, int>{{"enP2p1s0f0np0", 2}, {"enp1s0f0np0", 2}, {"enp1s0f1np1", 2}}));
+    EXPECT_EQ(rail->driver_stats, (std::map<std::string, uint64_t>{{"rx_prio3_pause", 7}}));
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/model/config.hpp"
+#include "daemon/model/driver_stats.hpp"
 #include "daemon/model/probe.hpp"
 #include "daemon/model/snapshot.hpp"
 
@@ -61,4 +62,29 @@ TEST(ProbeBookHistory, ProbesThatDidNotRunCollapseAndLastRunFindsTheRealOne) {
     EXPECT_EQ(b.results.at(key).size(), 5u) << "failed runs are all kept";
     EXPECT_EQ(last_run(b.results.at(key))->reason, "timeout");
     EXPECT_EQ(last_run(std::deque<ProbeResult>{make(false, kReasonPeerBusy)}), nullptr);
+}
+
+// The driver statistics that mean something for lossless RoCE, by their mlx5 and bnxt_en
+// names; anything else (veth's peer_ifindex, mlx5's rx_prio3_bytes) means nothing here.
+TEST(DriverStats, MeaningsOfMlx5AndBnxtNames) {
+    using K = DriverStatKind;
+    const auto m = [](std::string_view n) { return driver_stat_meaning(n); };
+    ASSERT_TRUE(m("rx_prio3_pause"));
+    EXPECT_EQ(m("rx_prio3_pause")->kind, K::pause_frames);
+    EXPECT_EQ(m("rx_prio3_pause")->direction, "rx");
+    EXPECT_EQ(m("rx_prio3_pause")->priority, 3);
+    EXPECT_EQ(m("tx_prio7_pause")->direction, "tx");
+    EXPECT_EQ(m("tx_prio7_pause")->priority, 7);
+    EXPECT_EQ(m("rx_pause_ctrl_phy")->priority, -1);
+    EXPECT_EQ(m("tx_pause_frames")->priority, -1);
+    EXPECT_EQ(m("rx_pfc_ena_frames_pri3")->priority, 3);
+    EXPECT_EQ(m("tx_pause_storm_warning_events")->kind, K::pause_storm);
+    EXPECT_EQ(m("tx_pause_storm_warning_events")->level, "warning");
+    EXPECT_EQ(m("tx_pause_storm_error_events")->level, "error");
+    EXPECT_EQ(m("rx_discards_phy")->kind, K::discards);
+    EXPECT_EQ(m("rx_discards_phy")->priority, -1);
+    EXPECT_EQ(m("rx_prio3_discards")->priority, 3);
+    for (const char* other : {"peer_ifindex", "rx_prio3_bytes", "rx_prio8_pause", "rx_prio3_pause_duration",
+                              "rx_prio33_pause", "xx_prio3_pause", "rx_pfc_ena_frames_pri", "", "tx_discards_phy"})
+        EXPECT_FALSE(m(other)) << other;
 }

@@ -3,6 +3,7 @@
 // The kernel these tests run on has no bonding module, so bonds are covered here only by
 // the parser tests (test_netlink_parse.cpp); real bonds are exercised in the QEMU VM tests.
 #include <gtest/gtest.h>
+#include <net/if.h>
 #include <sched.h>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "daemon/netlink/dcb.hpp"
+#include "daemon/netlink/ethtool_stats.hpp"
 #include "daemon/netlink/watcher.hpp"
 #include "test_env.hpp"
 
@@ -512,4 +514,26 @@ TEST_F(NetnsWatcher, DcbQueryOnARealNetdevWithoutDcb) {
     EXPECT_EQ(veth.error, EOPNOTSUPP) << std::strerror(veth.error);
     const auto none = query_dcb(std::string(kPrefix) + "nodev");
     EXPECT_EQ(none.error, ENODEV) << std::strerror(none.error);
+}
+
+// Driver statistics over the SIOCETHTOOL ioctl on a real veth of the private namespace: veth
+// reports peer_ifindex, which must be its peer's ifindex; with the lossless filter nothing of
+// veth's is kept; a name no netdev has gets ENODEV.
+TEST_F(NetnsWatcher, DriverStatsOfARealVeth) {
+    const std::string a = std::string(kPrefix) + "st0", b = std::string(kPrefix) + "st1";
+    ASSERT_TRUE(sh("ip link add " + a + " type veth peer name " + b));
+    DriverStatsReader all;
+    const auto st = all.read(a);
+    ASSERT_EQ(st.error, 0) << std::strerror(st.error);
+    const auto it = std::find_if(st.values.begin(), st.values.end(),
+                                 [](const auto& v) { return v.first == "peer_ifindex"; });
+    ASSERT_NE(it, st.values.end()) << "veth names its peer_ifindex in ethtool -S";
+    EXPECT_EQ(it->second, ::if_nametoindex(b.c_str()));
+    EXPECT_EQ(all.read(a).values, st.values) << "the second read, with the names kept, reads the same";
+
+    DriverStatsReader lossless(is_lossless_stat);
+    const auto kept = lossless.read(a);
+    EXPECT_EQ(kept.error, 0);
+    EXPECT_TRUE(kept.values.empty());
+    EXPECT_EQ(all.read(std::string(kPrefix) + "nodev").error, ENODEV);
 }

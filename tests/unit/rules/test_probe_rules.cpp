@@ -240,6 +240,48 @@ TEST_F(ProbeRules, PeerConfigMismatchOnMtuAndGidType) {
     EXPECT_TRUE(judge("peer_config_mismatch").empty());
 }
 
+// Issue 12: the lossless set-up of a rail against the peer's end, from its hello: RoCE's
+// priority, the PFC priorities, ECN at RoCE's priority; an end that does not know is not judged.
+TEST_F(ProbeRules, PeerConfigMismatchOnTheLosslessSetUp) {
+    s.links[0].dcb = DcbState{
+        .ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 3, .protocol = 4791, .priority = 3}}}};
+    s.devices[0].ports[0].ecn_rp_enabled = 0x08;
+    s.devices[0].ports[0].ecn_np_enabled = 0x08;
+    PeerHello h;
+    h.interfaces["enp1s0f0np0"] = PeerInterfaceInfo{.mtu = 9000, .gid_types = {"RoCE v2"}};
+    h.address_interface["10.1.0.2"] = "enp1s0f0np0";
+    book.peers["spark-b"] = PeerState{.name = "spark-b", .hello_ok = true, .hello = h};
+    EXPECT_TRUE(judge("peer_config_mismatch").empty()) << "the peer says nothing of its DCB: not judged";
+
+    auto& theirs = book.peers["spark-b"].hello->interfaces["enp1s0f0np0"];
+    theirs.pfc_enabled = 0x08;
+    theirs.roce_priority = 3;
+    theirs.ecn_rp_enabled = 0x08;
+    theirs.ecn_np_enabled = 0x08;
+    EXPECT_TRUE(judge("peer_config_mismatch").empty()) << "the same at both ends";
+
+    theirs.pfc_enabled = 0;
+    theirs.ecn_np_enabled = 0;
+    auto f = judge("peer_config_mismatch");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].object, "spark-b/rail0");
+    EXPECT_NE(f[0].summary.find("PFC on priorities 3 here, none there"), std::string::npos) << f[0].summary;
+    EXPECT_NE(f[0].summary.find("ECN at the notification point for priority 3 on here, off there"), std::string::npos)
+        << f[0].summary;
+    EXPECT_NE(f[0].action.find("dcb pfc show dev enp1s0f0np0"), std::string::npos) << f[0].action;
+    EXPECT_EQ(f[0].action.find("MTU (9000)"), std::string::npos) << "no MTU advice without an MTU difference";
+    EXPECT_EQ(f[0].details.at("peer_pfc_priorities"), "none");
+    EXPECT_EQ(f[0].details.at("local_ecn_np"), "on");
+
+    // RoCE at another priority there: said; ECN is then not compared priority against priority.
+    theirs.pfc_enabled = 0x08;
+    theirs.roce_priority = 0;
+    f = judge("peer_config_mismatch");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].summary.find("RoCE v2 at priority 3 here, 0 there"), std::string::npos) << f[0].summary;
+    EXPECT_EQ(f[0].summary.find("ECN"), std::string::npos) << f[0].summary;
+}
+
 // A rail named by its local address alone is compared too, on the netdev its GID is on: the
 // rule skipped every rail without local_interface once.
 TEST_F(ProbeRules, PeerConfigMismatchOnARailNamedByAddress) {

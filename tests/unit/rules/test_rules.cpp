@@ -707,3 +707,126 @@ TEST(Rules, PfcOffOnRocesPriorityIsNamedWithThePriorityAndWhy) {
     l->dcb = DcbState{.error = 95};
     EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0"));
 }
+
+// ECN off at RoCE's priority while PFC is on there: named with the point and the command.
+TEST(Rules, EcnOffWithPfcOnNamesThePointAndThePriority) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    l->dcb = DcbState{.error = 0,
+                      .ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 3, .protocol = 4791, .priority = 3}}}};
+    RdmaPort* port = nullptr;
+    for (auto& d : s.devices)
+        for (auto& p : d.ports)
+            if (p.netdev == "enp1s0f0np0") port = &p;
+    ASSERT_NE(port, nullptr);
+
+    // The driver has no ECN files: not judged.
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "ecn_off_pfc_on", "enp1s0f0np0"));
+
+    // Reaction point on for 3, notification point on for 5 only.
+    port->ecn_rp_enabled = 0x08;
+    port->ecn_np_enabled = 0x20;
+    auto f = find(evaluate_rules(s, spark_config()), "ecn_off_pfc_on", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "ECN is off at the notification point")) << f->summary;
+    EXPECT_TRUE(has(f->summary, "for priority 3 of enp1s0f0np0, while PFC is on for it")) << f->summary;
+    EXPECT_TRUE(has(f->action, "`echo 1 > /sys/class/net/enp1s0f0np0/ecn/roce_np/enable/3`")) << f->action;
+    EXPECT_FALSE(has(f->action, "roce_rp")) << f->action;
+    EXPECT_EQ(f->details.at("ecn_rp"), "on");
+    EXPECT_EQ(f->details.at("ecn_np"), "off");
+
+    // Both off.
+    port->ecn_rp_enabled = 0;
+    f = find(evaluate_rules(s, spark_config()), "ecn_off_pfc_on", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "the reaction and notification points")) << f->summary;
+
+    // ECN on at both points for RoCE's priority: silent.
+    port->ecn_rp_enabled = 0x08;
+    port->ecn_np_enabled = 0x08;
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "ecn_off_pfc_on", "enp1s0f0np0"));
+
+    // PFC off on RoCE's priority: that is pfc_off_roce_priority's finding, not this one.
+    port->ecn_np_enabled = 0;
+    l->dcb->ieee.pfc_enabled = 0x10;
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "ecn_off_pfc_on", "enp1s0f0np0"));
+    EXPECT_TRUE(find(evaluate_rules(s, spark_config()), "pfc_off_roce_priority", "enp1s0f0np0"));
+}
+
+// ---------------------------------------------------------------- pause frames, storms, discards
+
+// Pause storm events inside the counter window: critical, with the counts and the watchdog.
+TEST(Rules, PauseStormFromTheDriversEvents) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    l->driver_stat_increase = {{"tx_pause_storm_warning_events", 0}, {"tx_pause_storm_error_events", 0}};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "pause_storm", "enp1s0f0np0"));
+    l->driver_stat_increase["tx_pause_storm_warning_events"] = 2;
+    auto f = find(evaluate_rules(s, spark_config()), "pause_storm", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_TRUE(has(f->summary, "2 warning and 0 error events")) << f->summary;
+    EXPECT_FALSE(has(f->summary, "stopped sending pause frames")) << f->summary;
+    EXPECT_TRUE(has(f->action, "pfc-prevention-tout")) << f->action;
+    l->driver_stat_increase["tx_pause_storm_error_events"] = 1;
+    f = find(evaluate_rules(s, spark_config()), "pause_storm", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "stopped sending pause frames")) << f->summary;
+}
+
+// Pause frames faster than the threshold: per priority where the driver counts priorities
+// (the port-wide counter of that direction is then not judged), named with the direction.
+TEST(Rules, PauseFramesHighPerPriorityAndDirection) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    l->dcb = DcbState{.ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 3, .protocol = 4791, .priority = 3}}}};
+    l->driver_stat_rates = {{"rx_prio3_pause", 40.0}, {"rx_pause_ctrl_phy", 5000.0}, {"tx_prio3_pause", 10.0}};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "pause_frames_high", "enp1s0f0np0"))
+        << "the port-wide counter is not judged where the driver counts per priority";
+    l->driver_stat_rates["rx_prio3_pause"] = 2500.0;
+    auto f = find(evaluate_rules(s, spark_config()), "pause_frames_high", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "enp1s0f0np0 receives 2500 pause frames/s at priority 3 (rx_prio3_pause)"))
+        << f->summary;
+    EXPECT_TRUE(has(f->action, "ECN")) << f->action;
+    EXPECT_EQ(f->details.at("direction"), "rx");
+
+    // Sent pauses: this host cannot take in what arrives; a driver without priorities.
+    l->driver_stat_rates = {{"tx_pause_frames", 3000.0}};
+    f = find(evaluate_rules(s, spark_config()), "pause_frames_high", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "sends 3000 pause frames/s (tx_pause_frames)")) << f->summary;
+    EXPECT_TRUE(has(f->action, "lspci -vv")) << f->action;
+
+    // The threshold is the operator's.
+    auto c = spark_config();
+    c.thresholds.pause_frames_per_second = 5000;
+    EXPECT_FALSE(find(evaluate_rules(s, c), "pause_frames_high", "enp1s0f0np0"));
+}
+
+// Discards at the port with PFC on for RoCE's priority: at that priority where counted so.
+TEST(Rules, DiscardsWithPfcOnAtRocesPriority) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    l->driver_stat_increase = {{"rx_discards_phy", 120}};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "discards_with_pfc", "enp1s0f0np0"))
+        << "no DCB reported: lossy by design or unknown, not judged";
+    l->dcb = DcbState{.ieee = {.pfc_enabled = 0x08, .apps = {{.selector = 3, .protocol = 4791, .priority = 3}}}};
+    auto f = find(evaluate_rules(s, spark_config()), "discards_with_pfc", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "dropped 120 received packets")) << f->summary;
+    EXPECT_TRUE(has(f->summary, "although PFC is on for RoCE's priority 3")) << f->summary;
+    EXPECT_TRUE(has(f->action, "cable length")) << f->action;
+
+    // Counted per priority, and none at RoCE's: the drops were elsewhere.
+    l->driver_stat_increase = {{"rx_discards_phy", 120}, {"rx_prio3_discards", 0}, {"rx_prio0_discards", 120}};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "discards_with_pfc", "enp1s0f0np0"));
+    l->driver_stat_increase["rx_prio3_discards"] = 4;
+    f = find(evaluate_rules(s, spark_config()), "discards_with_pfc", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->details.at("counter"), "rx_prio3_discards");
+}

@@ -258,3 +258,24 @@ TEST(Trends, ThresholdsFollowAReload) {
     tr.apply(c, t0 + seconds(190), windows(seconds(300), seconds(60)));  // window now 60 s: baseline t120
     EXPECT_EQ(c.links[0].transitions_in_window, 0u);
 }
+
+// The driver's pause and discard counters of a link: a rate per second and an increase over
+// the counter window, like the RDMA counters; a reset restarts them.
+TEST(Trends, DriverStatsOfALinkGetRatesAndWindowIncreases) {
+    TrendTracker tr(windows(seconds(60), seconds(600)));
+    auto at = [&](int secs, uint64_t pause) {
+        Snapshot s = one_link(0);
+        s.links[0].driver_stats = {{"rx_prio3_pause", pause}, {"tx_pause_storm_warning_events", 2}};
+        tr.apply(s, t0 + seconds(secs));
+        return s;
+    };
+    auto s = at(0, 1000);
+    EXPECT_TRUE(s.links[0].driver_stat_rates.empty());
+    s = at(10, 31000);
+    EXPECT_DOUBLE_EQ(s.links[0].driver_stat_rates.at("rx_prio3_pause"), 3000.0);
+    EXPECT_EQ(s.links[0].driver_stat_increase.at("rx_prio3_pause"), 30000u);
+    EXPECT_EQ(s.links[0].driver_stat_increase.at("tx_pause_storm_warning_events"), 0u);
+    s = at(20, 5);  // the driver was reloaded: a reset, not a negative rate
+    EXPECT_FALSE(s.links[0].driver_stat_rates.count("rx_prio3_pause"));
+    EXPECT_EQ(tr.tracked_series(), 3u) << "the link, and its two statistics";
+}

@@ -984,3 +984,39 @@ TEST(SysfsRead, RdmaCmConfigfsDefaults) {
     EXPECT_EQ(r.devices[2].ports.at(0).rdma_cm_default_mode, "");
     EXPECT_EQ(r.read_errors, 1u);
 }
+
+// ECN per priority at a RoCE port's netdev (mlx5 of MLNX_OFED / DOCA-OFED): a bitmap per
+// point; a garbled file is an error on that file and leaves that point unknown; a netdev
+// without the directory, and a read without the GID tables, leave both unset.
+TEST(SysfsRead, EcnPerPriorityAtTheRoceNetdev) {
+    ScratchTree t("ecn");
+    for (const char* dev : {"mlx5_0", "mlx5_1", "mlx5_2"}) {
+        t.write(std::string("class/infiniband/") + dev + "/ports/1/state", "4: ACTIVE\n");
+        t.write(std::string("class/infiniband/") + dev + "/ports/1/link_layer", "Ethernet\n");
+    }
+    t.write("class/infiniband/mlx5_0/device/net/eth0/ifindex", "2\n");
+    t.write("class/infiniband/mlx5_1/device/net/eth1/ifindex", "3\n");
+    t.write("class/infiniband/mlx5_2/device/net/eth2/ifindex", "4\n");
+    for (int prio = 0; prio < 8; ++prio) {
+        const std::string n = std::to_string(prio);
+        t.write("class/net/eth0/ecn/roce_rp/enable/" + n, prio == 3 ? "1\n" : "0\n");
+        t.write("class/net/eth0/ecn/roce_np/enable/" + n, prio == 3 || prio == 5 ? "1\n" : "0\n");
+        t.write("class/net/eth1/ecn/roce_rp/enable/" + n, prio == 6 ? "yes\n" : "1\n");
+        t.write("class/net/eth1/ecn/roce_np/enable/" + n, "0\n");
+    }
+    const auto r = read_rdma_devices(t.root, {.gids = true});
+    ASSERT_EQ(r.devices.size(), 3u);
+    const auto& p0 = r.devices[0].ports.at(0);
+    ASSERT_EQ(p0.netdev, "eth0");
+    EXPECT_EQ(p0.ecn_rp_enabled, uint8_t{0x08});
+    EXPECT_EQ(p0.ecn_np_enabled, uint8_t{0x28});
+    EXPECT_FALSE(r.devices[1].ports.at(0).ecn_rp_enabled);
+    EXPECT_EQ(r.devices[1].ports.at(0).ecn_np_enabled, uint8_t{0});
+    EXPECT_TRUE(has_error_about(r, "ecn/roce_rp/enable/6: expected 0 or 1, got 'yes'")) << r.errors.at(0).text();
+    EXPECT_FALSE(r.devices[2].ports.at(0).ecn_rp_enabled);
+    EXPECT_FALSE(r.devices[2].ports.at(0).ecn_np_enabled);
+    EXPECT_EQ(r.read_errors, 1u);
+
+    const auto no_gids = read_rdma_devices(t.root, {.gids = false});
+    EXPECT_FALSE(no_gids.devices[0].ports.at(0).ecn_rp_enabled);
+}
