@@ -615,6 +615,26 @@ void rule_discards_with_pfc(const Context& ctx, Severity sev, Findings& out) {
     }
 }
 
+// rdma_cm's configfs default_roce_mode set to RoCE v1 on a RoCE port: rdma_cm applications
+// then resolve RoCE v1 GIDs, which carry no IP header (not routable, no DSCP, so no ECN or
+// DSCP-based priority) and meet peers that use RoCE v2 not at all.
+void rule_rdma_cm_roce_v1(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& jp : ctx.ports) {
+        const RdmaPort& p = *jp.port;
+        if (!jp.roce || p.rdma_cm_default_mode != "IB/RoCE v1") continue;
+        const std::string dir = "/sys/kernel/config/rdma_cm/" + jp.dev->name + "/ports/" + std::to_string(p.port);
+        out.push_back(make("rdma_cm_roce_v1", sev, jp.object,
+                           "rdma_cm connects over " + jp.object + " with RoCE v1 (" + dir +
+                               "/default_roce_mode): its packets carry no IP header, so they are not routed, get no "
+                               "DSCP (no ECN, no DSCP-based priority), and cannot reach peers that use RoCE v2",
+                           "`echo \"RoCE v2\" > " + dir +
+                               "/default_roce_mode` (and make it persistent where the directory is made at boot); "
+                               "rdma_cm applications (NVMe-oF, iSER, SMB Direct, UCX's rdmacm) then use the RoCE "
+                               "v2 GIDs as perftest -x and NCCL do.",
+                           {{"default_roce_mode", p.rdma_cm_default_mode}, {"configfs", dir}}));
+    }
+}
+
 void rule_roce_mtu_low(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& jp : ctx.ports) {
         const auto& p = *jp.port;
@@ -1544,6 +1564,8 @@ constexpr RuleDef kRules[] = {
      "the driver reports DCB and PFC is off on the priority RoCE v2 goes out at (DCB APP table at rdma_cm's "
      "default_roce_tos, else ToS 0)",
      rule_pfc_off_roce_priority},
+    {"rdma_cm_roce_v1", Severity::warning, Scope::node,
+     "rdma_cm's configfs default_roce_mode is RoCE v1 on a RoCE port (not routable, no DSCP)", rule_rdma_cm_roce_v1},
     {"ecn_off_pfc_on", Severity::warning, Scope::node,
      "PFC is on for RoCE v2's priority while ECN is off there at the reaction or notification point "
      "(class/net/<netdev>/ecn/roce_{rp,np}, where the driver has them): pause frames alone, pause storms ahead",

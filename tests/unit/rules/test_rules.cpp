@@ -830,3 +830,28 @@ TEST(Rules, DiscardsWithPfcOnAtRocesPriority) {
     ASSERT_TRUE(f);
     EXPECT_EQ(f->details.at("counter"), "rx_prio3_discards");
 }
+
+// rdma_cm's configfs default RoCE mode: v1 on a RoCE port is a warning with the file to write;
+// v2, or no configfs directory, is silent.
+TEST(Rules, RdmaCmDefaultRoceModeV1) {
+    auto s = healthy_spark();
+    RdmaPort* port = nullptr;
+    std::string dev;
+    for (auto& d : s.devices)
+        for (auto& p : d.ports)
+            if (p.netdev == "enp1s0f0np0") {
+                port = &p;
+                dev = d.name;
+            }
+    ASSERT_NE(port, nullptr);
+    const std::string object = dev + "/1";
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "rdma_cm_roce_v1", object));
+    port->rdma_cm_default_mode = "RoCE v2";
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "rdma_cm_roce_v1", object));
+    port->rdma_cm_default_mode = "IB/RoCE v1";
+    auto f = find(evaluate_rules(s, spark_config()), "rdma_cm_roce_v1", object);
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "rdma_cm connects over " + object + " with RoCE v1")) << f->summary;
+    EXPECT_TRUE(has(f->action, "`echo \"RoCE v2\" > /sys/kernel/config/rdma_cm/" + dev + "/ports/1/default_roce_mode`"))
+        << f->action;
+}
