@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <system_error>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -278,6 +279,32 @@ const char* app_selector_name(uint8_t sel) {
     }
 }
 
+// ethtool netlink's link modes, FEC and pause of a netdev; each part null with its error where
+// the driver does not report it.
+json phy_json(const PhyLink& p) {
+    const auto part = [](int error, json fields) {
+        return error == 0 ? std::move(fields) : json{{"error", std::generic_category().message(error)}};
+    };
+    const auto text = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+    return {{"link_modes", part(p.linkmodes_error, {{"speed_bytes_per_second",
+                                                     p.speed_mbps ? json(*p.speed_mbps * 1e6 / 8) : json(nullptr)},
+                                                    {"lanes", opt(p.lanes)},
+                                                    {"autoneg", opt(p.autoneg)},
+                                                    {"duplex", text(p.duplex)}})},
+            {"fec", part(p.fec_error, {{"active", text(p.fec_active)},
+                                       {"auto", opt(p.fec_auto)},
+                                       {"corrected_blocks", opt(p.fec_corrected_blocks)},
+                                       {"uncorrectable_blocks", opt(p.fec_uncorrectable_blocks)},
+                                       {"corrected_bits", opt(p.fec_corrected_bits)},
+                                       {"corrected_blocks_per_lane", p.fec_corrected_blocks_lanes},
+                                       {"uncorrectable_blocks_per_lane", p.fec_uncorrectable_blocks_lanes}})},
+            {"pause", part(p.pause_error, {{"autoneg", opt(p.pause_autoneg)},
+                                           {"rx", opt(p.pause_rx)},
+                                           {"tx", opt(p.pause_tx)},
+                                           {"tx_frames", opt(p.pause_tx_frames)},
+                                           {"rx_frames", opt(p.pause_rx_frames)}})}};
+}
+
 // The driver's pause, pause-storm and discard counters (ethtool -S names): value, rate per
 // second and increase over the counter window where known; null where none were read.
 json driver_stats_json(const Link& l) {
@@ -364,6 +391,7 @@ json interfaces_json(const Snapshot& s) {
                          {"rdma", std::move(rdma)},
                          {"gid_refs", std::move(gid_refs)},
                          {"dcb", l.dcb ? dcb_json(*l.dcb, rdma_cm_tos_for_netdev(s, l.name)) : json(nullptr)},
+                         {"phy", l.phy ? phy_json(*l.phy) : json(nullptr)},
                          {"driver_stats", driver_stats_json(l)}});
     }
     return envelope(s, "interfaces", std::move(items));

@@ -263,6 +263,9 @@ void link_families(Builder& bld, const Snapshot& s) {
     auto& discards = bld.counter("rocewatch_link_rx_discards_total",
                                  "Received packets the port dropped, by 802.1p priority (\"all\": at the port); RoCE "
                                  "netdevs whose driver counts them.");
+    auto& fec = bld.counter("rocewatch_link_fec_blocks_total",
+                            "FEC codewords the port corrected, or could not correct (frames lost on the wire), from "
+                            "ethtool netlink's FEC statistics; RoCE netdevs whose driver counts them.");
     const NetdevFilter netdev_exported(s.config ? s.config->metrics : MetricsConfig{});
     for (const auto& l : s.links) {
         if (!netdev_exported(l.name)) continue;
@@ -279,6 +282,7 @@ void link_families(Builder& bld, const Snapshot& s) {
                     break;
                 case DriverStatKind::pause_storm: add(storms, {{"netdev", l.name}, {"level", m->level}}, v); break;
                 case DriverStatKind::discards: add(discards, {{"netdev", l.name}, {"priority", prio}}, v); break;
+                case DriverStatKind::fec_blocks: add(fec, {{"netdev", l.name}, {"type", m->level}}, v); break;
             }
         }
         add(info, {{"netdev", l.name}, {"kind", l.kind}, {"mac", l.mac}, {"master", l.master}}, 1);

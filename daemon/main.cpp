@@ -32,6 +32,7 @@
 #include "daemon/core/wake_signal.hpp"
 #include "daemon/logging/journal.hpp"
 #include "daemon/netlink/dcb.hpp"
+#include "daemon/netlink/ethtool_nl.hpp"
 #include "daemon/netlink/ethtool_stats.hpp"
 #include "daemon/netlink/watcher.hpp"
 #include "daemon/peering/probers.hpp"
@@ -206,6 +207,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                   EngineSources{.links = [&] { return watcher->links(); },
                                 .dcb = [](const std::string& n) { return query_dcb(n); },
                                 .driver_stats = [driver_stats](const std::string& n) { return driver_stats->read(n); },
+                                .phy = [](const std::string& n) { return query_phy(n); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
                                 .link_events = [&] { return watcher->link_events(); },

@@ -436,6 +436,21 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
             for (auto& l : snap->links)
                 if (roce.count(l.name))
                     for (auto& [name, v] : src_.driver_stats(l.name).values) l.driver_stats.emplace(std::move(name), v);
+        // The physical link through ethtool netlink; its standard counters join the driver's.
+        if (src_.phy)
+            for (auto& l : snap->links) {
+                if (!roce.count(l.name)) continue;
+                l.phy = src_.phy(l.name);
+                const PhyLink& p = *l.phy;
+                const auto put = [&](const char* name, const std::optional<uint64_t>& v) {
+                    if (v) l.driver_stats.emplace(name, *v);
+                };
+                put("fec_corrected_blocks", p.fec_corrected_blocks);
+                put("fec_uncorrectable_blocks", p.fec_uncorrectable_blocks);
+                // The driver's own port-wide pause counters, where it has them, say the same.
+                if (!l.driver_stats.count("rx_pause_ctrl_phy")) put("rx_pause_frames", p.pause_rx_frames);
+                if (!l.driver_stats.count("tx_pause_ctrl_phy")) put("tx_pause_frames", p.pause_tx_frames);
+            }
         snap->neighbours = read_arp_table(cfg->daemon.procfs_root);
         nl_status.success = true;
     } catch (const std::exception& e) {

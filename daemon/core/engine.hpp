@@ -41,6 +41,9 @@ struct EngineSources {
     // The driver's statistics of one netdev, those rocewatch keeps (netlink/ethtool_stats.hpp's
     // DriverStatsReader with is_lossless_stat); unset: not read.
     std::function<DriverStats(const std::string& netdev)> driver_stats;
+    // ethtool netlink's link modes, FEC and pause of one netdev (netlink/ethtool_nl.hpp's
+    // query_phy); unset: not read.
+    std::function<PhyLink(const std::string& netdev)> phy;
     std::function<uint64_t()> netlink_events = [] { return uint64_t{0}; };
     std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
     // The watcher's link transitions and address changes (netlink/history.hpp).

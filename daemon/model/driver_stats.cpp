@@ -20,6 +20,8 @@ std::optional<DriverStatMeaning> driver_stat_meaning(std::string_view name) {
     using K = DriverStatKind;
     if (name == "tx_pause_storm_warning_events") return DriverStatMeaning{K::pause_storm, "tx", -1, "warning"};
     if (name == "tx_pause_storm_error_events") return DriverStatMeaning{K::pause_storm, "tx", -1, "error"};
+    if (name == "fec_corrected_blocks") return DriverStatMeaning{K::fec_blocks, "rx", -1, "corrected"};
+    if (name == "fec_uncorrectable_blocks") return DriverStatMeaning{K::fec_blocks, "rx", -1, "uncorrectable"};
     if (name == "rx_discards_phy") return DriverStatMeaning{K::discards, "rx", -1, ""};
     if (int p = priority_between(name, "rx_prio", "_discards"); p >= 0)
         return DriverStatMeaning{K::discards, "rx", p, ""};

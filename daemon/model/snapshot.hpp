@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/model/dcb.hpp"
+#include "daemon/model/phy.hpp"
 
 namespace rocewatch {
 
@@ -146,10 +147,15 @@ struct Link {
     std::optional<int> rp_filter;
     // dcbnl's IEEE tables (PFC, ETS, APP), asked for RoCE netdevs only; unset elsewhere.
     std::optional<DcbState> dcb;
-    // The driver's own statistics that decide whether RoCE is lossless in practice (pause
-    // frames per priority, pause storm events, discards at the port; ethtool -S names, see
-    // netlink/ethtool_stats.hpp), read for RoCE netdevs each cycle; empty elsewhere or where
-    // the driver has none of them.
+    // ethtool netlink's view of the physical link (link mode, FEC, pause), asked for RoCE
+    // netdevs each cycle; unset elsewhere.
+    std::optional<PhyLink> phy;
+    // The counters beyond rtnetlink's that decide whether RoCE is lossless and the link
+    // healthy, read for RoCE netdevs each cycle (model/driver_stats.hpp gives each its
+    // meaning): the driver's own by their ethtool -S names (pause frames per priority, pause
+    // storm events, discards at the port; netlink/ethtool_stats.hpp), and ethtool netlink's
+    // standard ones (fec_corrected_blocks, fec_uncorrectable_blocks, rx/tx_pause_frames)
+    // where the driver has no name of its own for them. Empty elsewhere.
     std::map<std::string, uint64_t> driver_stats;
     // Trend stage: per second over the last interval, and the increase over
     // thresholds.counter_window (absent until there is a baseline), by the same names.

@@ -581,6 +581,40 @@ void rule_pause_frames_high(const Context& ctx, Severity sev, Findings& out) {
     }
 }
 
+// FEC codewords the port could not correct inside the counter window: frames lost on the wire.
+void rule_fec_uncorrectable(const Context& ctx, Severity sev, Findings& out) {
+    const std::string window = window_words(ctx.c.thresholds.counter_window);
+    for (const auto& rl : roce_links(ctx)) {
+        const auto& inc = rl.link->driver_stat_increase;
+        auto it = inc.find("fec_uncorrectable_blocks");
+        if (it == inc.end() || it->second == 0) continue;
+        const std::string n = rl.link->name;
+        std::map<std::string, std::string> details{{"increase", num(it->second)}, {"window", window}};
+        std::string lanes;
+        if (rl.link->phy) {
+            const PhyLink& p = *rl.link->phy;
+            if (!p.fec_active.empty()) details["fec_mode"] = p.fec_active;
+            for (size_t i = 0; i < p.fec_uncorrectable_blocks_lanes.size(); ++i)
+                lanes += (lanes.empty() ? "" : ",") + std::to_string(i) + "=" +
+                         num(p.fec_uncorrectable_blocks_lanes[i]);
+            if (!lanes.empty()) details["uncorrectable_per_lane"] = lanes;
+        }
+        if (auto c = inc.find("fec_corrected_blocks"); c != inc.end()) details["corrected_increase"] = num(c->second);
+        out.push_back(make("fec_uncorrectable", sev, n,
+                           n + " had " + num(it->second) + " FEC codewords it could not correct in the last " + window +
+                               ": frames are being lost on the wire, which RoCE pays for with retransmissions" +
+                               (lanes.empty() ? "" : " (uncorrectable per lane since start: " + lanes + ")"),
+                           "The physical link is failing: check the module's receive power and temperature (`ethtool "
+                           "-m " +
+                               n +
+                               "`), reseat or replace the cable or transceiver (a lane that counts alone "
+                               "points at it), check the switch port's counters at the other end, and that both ends "
+                               "use the same FEC mode (`ethtool --show-fec " +
+                               n + "`).",
+                           std::move(details)));
+    }
+}
+
 void rule_discards_with_pfc(const Context& ctx, Severity sev, Findings& out) {
     const std::string window = window_words(ctx.c.thresholds.counter_window);
     for (const auto& rl : roce_links(ctx)) {
@@ -1578,6 +1612,10 @@ constexpr RuleDef kRules[] = {
      "a RoCE netdev sends or receives pause (PFC) frames at one priority faster than "
      "thresholds.pause_frames_per_second (driver counters such as rx_prio3_pause)",
      rule_pause_frames_high},
+    {"fec_uncorrectable", Severity::critical, Scope::node,
+     "a RoCE netdev's port counted FEC codewords it could not correct inside the counter window (ethtool netlink "
+     "FEC statistics): frames lost on the wire, the link is failing",
+     rule_fec_uncorrectable},
     {"discards_with_pfc", Severity::warning, Scope::node,
      "a RoCE netdev with PFC on for RoCE's priority dropped received packets inside the counter window "
      "(rx_prio<p>_discards at that priority, else rx_discards_phy)",

@@ -311,6 +311,13 @@ TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
                               ++stats_asked[n];
                               return DriverStats{.values = {{"rx_prio3_pause", 7}}};
                           },
+                      .phy =
+                          [&](const std::string&) {
+                              return PhyLink{.speed_mbps = 200000,
+                                             .fec_uncorrectable_blocks = 3,
+                                             .pause_tx_frames = 11,
+                                             .pause_rx_frames = 12};
+                          },
                       .now = [this] { return now; }};
     Engine engine(cfg, std::move(src), store, log);
     auto s = engine.collect_once();
@@ -330,5 +337,11 @@ TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
     }
     // The driver's counters change all the time: read on every cycle, for RoCE netdevs only.
     EXPECT_EQ(stats_asked, (std::map<std::string, int>{{"enP2p1s0f0np0", 2}, {"enp1s0f0np0", 2}, {"enp1s0f1np1", 2}}));
-    EXPECT_EQ(rail->driver_stats, (std::map<std::string, uint64_t>{{"rx_prio3_pause", 7}}));
+    // ethtool netlink's standard counters join the driver's; the link mode is kept as read.
+    EXPECT_EQ(rail->driver_stats, (std::map<std::string, uint64_t>{{"fec_uncorrectable_blocks", 3},
+                                                                   {"rx_pause_frames", 12},
+                                                                   {"rx_prio3_pause", 7},
+                                                                   {"tx_pause_frames", 11}}));
+    ASSERT_TRUE(rail->phy);
+    EXPECT_EQ(rail->phy->speed_mbps, 200000u);
 }

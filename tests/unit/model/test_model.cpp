@@ -84,6 +84,9 @@ TEST(DriverStats, MeaningsOfMlx5AndBnxtNames) {
     EXPECT_EQ(m("rx_discards_phy")->kind, K::discards);
     EXPECT_EQ(m("rx_discards_phy")->priority, -1);
     EXPECT_EQ(m("rx_prio3_discards")->priority, 3);
+    EXPECT_EQ(m("fec_uncorrectable_blocks")->kind, K::fec_blocks);
+    EXPECT_EQ(m("fec_uncorrectable_blocks")->level, "uncorrectable");
+    EXPECT_EQ(m("fec_corrected_blocks")->level, "corrected");
     for (const char* other : {"peer_ifindex", "rx_prio3_bytes", "rx_prio8_pause", "rx_prio3_pause_duration",
                               "rx_prio33_pause", "xx_prio3_pause", "rx_pfc_ena_frames_pri", "", "tx_discards_phy"})
         EXPECT_FALSE(m(other)) << other;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "daemon/netlink/dcb.hpp"
+#include "daemon/netlink/ethtool_nl.hpp"
 #include "daemon/netlink/ethtool_stats.hpp"
 #include "daemon/netlink/watcher.hpp"
 #include "test_env.hpp"
@@ -536,4 +537,22 @@ TEST_F(NetnsWatcher, DriverStatsOfARealVeth) {
     EXPECT_EQ(kept.error, 0);
     EXPECT_TRUE(kept.values.empty());
     EXPECT_EQ(all.read(std::string(kPrefix) + "nodev").error, ENODEV);
+}
+
+// ethtool netlink on a real veth of the private namespace: veth reports its link mode (10000
+// Mb/s, full duplex, autoneg off) and has neither FEC nor pause (EOPNOTSUPP); a name no netdev
+// has gets ENODEV for each part. Neither hangs nor throws.
+TEST_F(NetnsWatcher, EthtoolNetlinkOnARealVeth) {
+    const std::string a = std::string(kPrefix) + "ph0", b = std::string(kPrefix) + "ph1";
+    ASSERT_TRUE(sh("ip link add " + a + " type veth peer name " + b));
+    const auto p = query_phy(a);
+    ASSERT_EQ(p.linkmodes_error, 0) << std::strerror(p.linkmodes_error);
+    EXPECT_EQ(p.speed_mbps, 10000u);
+    EXPECT_EQ(p.duplex, "full");
+    EXPECT_EQ(p.autoneg, false);
+    EXPECT_EQ(p.fec_error, EOPNOTSUPP) << std::strerror(p.fec_error);
+    EXPECT_EQ(p.pause_error, EOPNOTSUPP) << std::strerror(p.pause_error);
+    const auto none = query_phy(std::string(kPrefix) + "nodev");
+    EXPECT_EQ(none.linkmodes_error, ENODEV) << std::strerror(none.linkmodes_error);
+    EXPECT_EQ(none.fec_error, ENODEV);
 }

@@ -855,3 +855,25 @@ TEST(Rules, RdmaCmDefaultRoceModeV1) {
     EXPECT_TRUE(has(f->action, "`echo \"RoCE v2\" > /sys/kernel/config/rdma_cm/" + dev + "/ports/1/default_roce_mode`"))
         << f->action;
 }
+
+// Uncorrectable FEC codewords inside the counter window: critical, with the lanes that count
+// them (ethtool netlink's per-lane statistics) and the module and FEC checks.
+TEST(Rules, FecUncorrectableNamesTheLanes) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    l->driver_stat_increase = {{"fec_uncorrectable_blocks", 0}, {"fec_corrected_blocks", 900}};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "fec_uncorrectable", "enp1s0f0np0"));
+    l->driver_stat_increase["fec_uncorrectable_blocks"] = 12;
+    l->phy = PhyLink{.fec_active = "RS",
+                     .fec_uncorrectable_blocks = 40,
+                     .fec_uncorrectable_blocks_lanes = {0, 40, 0, 0}};
+    auto f = find(evaluate_rules(s, spark_config()), "fec_uncorrectable", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_TRUE(has(f->summary, "enp1s0f0np0 had 12 FEC codewords it could not correct")) << f->summary;
+    EXPECT_TRUE(has(f->summary, "(uncorrectable per lane since start: 0=0,1=40,2=0,3=0)")) << f->summary;
+    EXPECT_TRUE(has(f->action, "ethtool -m enp1s0f0np0")) << f->action;
+    EXPECT_EQ(f->details.at("fec_mode"), "RS");
+    EXPECT_EQ(f->details.at("corrected_increase"), "900");
+}

@@ -1,0 +1,42 @@
+// The kernel's ethtool netlink interface (generic netlink family "ethtool", kernel 5.6+;
+// statistics 5.13+): link modes, FEC and pause of a netdev. Pure parsers of the replies and
+// builders of the requests (tested on bytes), and the queries.
+#pragma once
+
+#include <linux/netlink.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/model/phy.hpp"
+
+namespace rocewatch {
+
+// ---------------------------------------------------------------- pure
+
+// CTRL_CMD_GETFAMILY for `name` on GENL_ID_CTRL, and the family id in its answer.
+[[nodiscard]] std::vector<uint8_t> genl_family_request(const std::string& name, uint32_t seq);
+[[nodiscard]] std::optional<uint16_t> parse_genl_family_id(const nlmsghdr* nlh);
+
+// An ethtool GET request (ETHTOOL_MSG_LINKMODES_GET, _FEC_GET, _PAUSE_GET...) for `ifname`,
+// with ETHTOOL_FLAG_* `flags` in its header (compact bitsets are always asked for).
+[[nodiscard]] std::vector<uint8_t> ethtool_get_request(uint16_t family, uint8_t cmd, const std::string& ifname,
+                                                       uint32_t flags, uint32_t seq);
+
+// The replies, into `out`: false when the message is not that reply of `family`. A value the
+// kernel did not send stays unset; statistics the driver does not count (ETHTOOL_STAT_NOT_SET)
+// too. Precondition: nlh->nlmsg_len bytes are readable at nlh.
+bool parse_ethtool_linkmodes(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
+bool parse_ethtool_fec(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
+bool parse_ethtool_pause(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
+
+// ---------------------------------------------------------------- queries
+
+// Link modes, FEC (with statistics) and pause (with statistics) of `ifname` in this network
+// namespace: three requests, each waiting at most `timeout_ms`. Never throws: each part's
+// errno is in its *_error (ENOENT for all three where the kernel has no ethtool family).
+[[nodiscard]] PhyLink query_phy(const std::string& ifname, int timeout_ms = 200);
+
+}  // namespace rocewatch
