@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -98,7 +99,10 @@ private:
     std::thread thread_;
 };
 
-// One request with every timeout set to what is left of the deadline; the transport's
+constexpr std::chrono::microseconds kMaxConnect = std::chrono::seconds(3);
+
+// One request with every timeout set to what is left of the deadline (the connect's to at
+// most kMaxConnect); the transport's
 // failure mapped to a probe reason ("cancelled" when `cancel` cut it short).
 Outcome call(const std::string& address, std::chrono::steady_clock::time_point deadline, const PeerTransport& tr,
              const std::function<httplib::Result(httplib::Client&)>& send, const std::atomic<bool>* cancel = nullptr) {
@@ -127,7 +131,13 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
     }
     auto secs = static_cast<time_t>(left.count() / 1'000'000);
     auto usecs = static_cast<time_t>(left.count() % 1'000'000);
-    cli.set_connection_timeout(secs, usecs);
+    // A connect in progress is the one wait CancelWatch cannot cut short (the client has no
+    // socket to shut down yet), and a peer whose host went away answers no SYN: its connect
+    // would hold a stopping daemon up for the probe's whole deadline. A peer that has not
+    // completed the handshake in kMaxConnect (the SYN is sent again after 1 s) is not there.
+    const auto connect_left = std::min<std::chrono::microseconds>(left, kMaxConnect);
+    cli.set_connection_timeout(static_cast<time_t>(connect_left.count() / 1'000'000),
+                               static_cast<time_t>(connect_left.count() % 1'000'000));
     cli.set_read_timeout(secs, usecs);
     cli.set_write_timeout(secs, usecs);
     cli.set_keep_alive(false);
