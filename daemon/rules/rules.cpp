@@ -441,23 +441,42 @@ void rule_pfc_off_roce_priority(const Context& ctx, Severity sev, Findings& out)
     }
 }
 
+// ---------------------------------------------------------------- pause frames (driver stats)
+
+// One RoCE netdev's link and the priority its RoCE v2 goes out at (0 without DCB).
+struct RoceLink {
+    const JudgedPort* jp;
+    const Link* link;
+    int priority;
+    bool pfc_on;  // PFC reported on for that priority
+};
+
+std::vector<RoceLink> roce_links(const Context& ctx) {
+    std::vector<RoceLink> out;
+    std::set<std::string> seen;
+    for (const auto& jp : ctx.ports) {
+        if (!jp.roce || jp.netdev.empty() || !seen.insert(jp.netdev).second) continue;
+        const Link* l = find_link(ctx.s, jp.netdev);
+        if (!l) continue;
+        const DcbIeee* d = l->dcb && l->dcb->error == 0 ? &l->dcb->ieee : nullptr;
+        const int prio = d ? roce_priority(*d, jp.port->rdma_cm_default_tos.value_or(0)).priority : 0;
+        out.push_back({&jp, l, prio, d && pfc_on(*d, prio)});
+    }
+    return out;
+}
+
 // PFC on RoCE's priority with ECN off there (at either point) where the driver exposes ECN:
 // congestion is then handled by pause frames alone, which spread back hop by hop.
 void rule_ecn_off_pfc_on(const Context& ctx, Severity sev, Findings& out) {
-    for (const auto& jp : ctx.ports) {
+    for (const auto& rl : roce_links(ctx)) {
+        const JudgedPort& jp = *rl.jp;
         const RdmaPort& p = *jp.port;
-        if (!jp.roce || jp.netdev.empty() || (!p.ecn_rp_enabled && !p.ecn_np_enabled)) continue;
-        const Link* l = find_link(ctx.s, jp.netdev);
-        if (!l || !l->dcb || l->dcb->error != 0) continue;
-        const DcbIeee& d = l->dcb->ieee;
-        const auto roce = roce_priority(d, p.rdma_cm_default_tos.value_or(0));
-        if (!pfc_on(d, roce.priority)) continue;  // lossy RoCE: pfc_off_roce_priority's finding
-        const auto off = [&](const std::optional<uint8_t>& bits) {
-            return bits && ((*bits >> roce.priority) & 1u) == 0;
-        };
+        if (!p.ecn_rp_enabled && !p.ecn_np_enabled) continue;
+        if (!rl.pfc_on) continue;  // no DCB, or lossy RoCE: pfc_off_roce_priority's finding
+        const auto off = [&](const std::optional<uint8_t>& bits) { return bits && ((*bits >> rl.priority) & 1u) == 0; };
         const bool rp_off = off(p.ecn_rp_enabled), np_off = off(p.ecn_np_enabled);
         if (!rp_off && !np_off) continue;
-        const std::string n = jp.netdev, prio = std::to_string(roce.priority);
+        const std::string n = jp.netdev, prio = std::to_string(rl.priority);
         const std::string points = rp_off && np_off ? "the reaction and notification points"
                                    : rp_off ? "the reaction point (roce_rp: this node does not slow down on CNPs)"
                                             : "the notification point (roce_np: this node sends no CNPs for "
@@ -483,30 +502,6 @@ void rule_ecn_off_pfc_on(const Context& ctx, Severity sev, Findings& out) {
                   {"ecn_np", p.ecn_np_enabled ? (np_off ? "off" : "on") : "unknown"},
                   {"device", jp.dev->name}}));
     }
-}
-
-// ---------------------------------------------------------------- pause frames (driver stats)
-
-// One RoCE netdev's link and the priority its RoCE v2 goes out at (0 without DCB).
-struct RoceLink {
-    const JudgedPort* jp;
-    const Link* link;
-    int priority;
-    bool pfc_on;  // PFC reported on for that priority
-};
-
-std::vector<RoceLink> roce_links(const Context& ctx) {
-    std::vector<RoceLink> out;
-    std::set<std::string> seen;
-    for (const auto& jp : ctx.ports) {
-        if (!jp.roce || jp.netdev.empty() || !seen.insert(jp.netdev).second) continue;
-        const Link* l = find_link(ctx.s, jp.netdev);
-        if (!l) continue;
-        const DcbIeee* d = l->dcb && l->dcb->error == 0 ? &l->dcb->ieee : nullptr;
-        const int prio = d ? roce_priority(*d, jp.port->rdma_cm_default_tos.value_or(0)).priority : 0;
-        out.push_back({&jp, l, prio, d && pfc_on(*d, prio)});
-    }
-    return out;
 }
 
 void rule_pause_storm(const Context& ctx, Severity sev, Findings& out) {
