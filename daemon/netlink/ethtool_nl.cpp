@@ -134,24 +134,76 @@ bool parse_ethtool_pause(const nlmsghdr* nlh, uint16_t family, PhyLink& out) {
     });
 }
 
+namespace {
+
+// The ethtool family's id, or a negative errno. Generic netlink family ids are the kernel's,
+// the same in every namespace: resolved once.
+int ethtool_family(int timeout_ms) {
+    static std::atomic<int> family{0};
+    if (family.load() != 0) return family.load();
+    std::optional<uint16_t> id;
+    const int err = nl::transact(NETLINK_GENERIC, genl_family_request(ETHTOOL_GENL_NAME, nl::next_seq()), timeout_ms,
+                                 [&](const nlmsghdr* h) {
+                                     id = parse_genl_family_id(h);
+                                     return id.has_value();
+                                 });
+    if (err != 0 || !id) return -(err != 0 ? err : EPROTO);
+    family = *id;
+    return *id;
+}
+
+}  // namespace
+
+std::vector<uint8_t> ethtool_module_eeprom_request(uint16_t family, const std::string& ifname, const EepromPage& at,
+                                                   uint32_t seq) {
+    genlmsghdr g{.cmd = ETHTOOL_MSG_MODULE_EEPROM_GET, .version = ETHTOOL_GENL_VERSION, .reserved = 0};
+    nl::Request r(family, NLM_F_REQUEST, seq, &g, sizeof g);
+    const size_t header = r.begin_nest(ETHTOOL_A_MODULE_EEPROM_HEADER);
+    r.put_string(ETHTOOL_A_HEADER_DEV_NAME, ifname.substr(0, IFNAMSIZ - 1));
+    r.end_nest(header);
+    r.put_u32(ETHTOOL_A_MODULE_EEPROM_OFFSET, at.offset);
+    r.put_u32(ETHTOOL_A_MODULE_EEPROM_LENGTH, 128);
+    r.put_u8(ETHTOOL_A_MODULE_EEPROM_PAGE, at.page);
+    r.put_u8(ETHTOOL_A_MODULE_EEPROM_BANK, at.bank);
+    r.put_u8(ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS, at.i2c_address);
+    return r.finish();
+}
+
+bool parse_ethtool_module_eeprom(const nlmsghdr* nlh, uint16_t family, std::vector<uint8_t>& data) {
+    return for_each_genl_attr(nlh, family, ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY, [&](int t, const uint8_t* v, size_t n) {
+        if (t == ETHTOOL_A_MODULE_EEPROM_DATA) data.assign(v, v + n);
+    });
+}
+
+Transceiver query_module(const std::string& ifname, int timeout_ms) {
+    const int fam = ethtool_family(timeout_ms);
+    if (fam < 0) return Transceiver{.error = -fam};
+    const auto read = [&](const EepromPage& at, std::vector<uint8_t>& data) {
+        return nl::transact(NETLINK_GENERIC,
+                            ethtool_module_eeprom_request(static_cast<uint16_t>(fam), ifname, at, nl::next_seq()),
+                            timeout_ms, [&](const nlmsghdr* h) {
+                                return parse_ethtool_module_eeprom(h, static_cast<uint16_t>(fam), data);
+                            });
+    };
+    EepromPages pages;
+    std::vector<uint8_t> lower;
+    if (const int err = read({}, lower); err != 0) return Transceiver{.error = err};
+    for (const auto& at : module_pages_to_read(lower)) {
+        std::vector<uint8_t> data;
+        if (read(at, data) == 0) pages.emplace(at, std::move(data));
+    }
+    pages.emplace(EepromPage{}, std::move(lower));
+    return decode_module(pages);
+}
+
 PhyLink query_phy(const std::string& ifname, int timeout_ms) {
     PhyLink out;
-    // Generic netlink family ids are the kernel's, the same in every namespace: resolved once.
-    static std::atomic<int> family{0};
-    if (family.load() == 0) {
-        std::optional<uint16_t> id;
-        const int err = nl::transact(NETLINK_GENERIC, genl_family_request(ETHTOOL_GENL_NAME, nl::next_seq()),
-                                     timeout_ms, [&](const nlmsghdr* h) {
-                                         id = parse_genl_family_id(h);
-                                         return id.has_value();
-                                     });
-        if (err != 0 || !id) {
-            out.linkmodes_error = out.fec_error = out.pause_error = err != 0 ? err : EPROTO;
-            return out;
-        }
-        family = *id;
+    const int family = ethtool_family(timeout_ms);
+    if (family < 0) {
+        out.linkmodes_error = out.fec_error = out.pause_error = -family;
+        return out;
     }
-    const auto fam = static_cast<uint16_t>(family.load());
+    const auto fam = static_cast<uint16_t>(family);
     using Parser = bool (*)(const nlmsghdr*, uint16_t, PhyLink&);
     const auto ask = [&](uint8_t cmd, uint32_t flags, Parser parse) {
         return nl::transact(NETLINK_GENERIC, ethtool_get_request(fam, cmd, ifname, flags, nl::next_seq()), timeout_ms,

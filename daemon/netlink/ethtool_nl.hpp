@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/model/phy.hpp"
+#include "daemon/model/transceiver.hpp"
 
 namespace rocewatch {
 
@@ -32,11 +33,23 @@ bool parse_ethtool_linkmodes(const nlmsghdr* nlh, uint16_t family, PhyLink& out)
 bool parse_ethtool_fec(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
 bool parse_ethtool_pause(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
 
+// ETHTOOL_MSG_MODULE_EEPROM_GET for one half page of the module's memory map (kernel 5.13+),
+// and the bytes of its reply (false when the message is not that reply).
+[[nodiscard]] std::vector<uint8_t> ethtool_module_eeprom_request(uint16_t family, const std::string& ifname,
+                                                                 const EepromPage& at, uint32_t seq);
+bool parse_ethtool_module_eeprom(const nlmsghdr* nlh, uint16_t family, std::vector<uint8_t>& data);
+
 // ---------------------------------------------------------------- queries
 
 // Link modes, FEC (with statistics) and pause (with statistics) of `ifname` in this network
 // namespace: three requests, each waiting at most `timeout_ms`. Never throws: each part's
 // errno is in its *_error (ENOENT for all three where the kernel has no ethtool family).
 [[nodiscard]] PhyLink query_phy(const std::string& ifname, int timeout_ms = 200);
+
+// The transceiver module of `ifname`: the lower page, then the pages it calls for (1 to 5
+// requests of 128 bytes), decoded. Never throws: error holds the lower page's errno (a
+// netdev without a module or a driver that cannot read one); a later page that fails leaves
+// its fields unset.
+[[nodiscard]] Transceiver query_module(const std::string& ifname, int timeout_ms = 500);
 
 }  // namespace rocewatch

@@ -41,6 +41,7 @@ class Request {
 public:
     Request(uint16_t type, uint16_t flags, uint32_t seq, const void* family_header, size_t family_header_len);
     void put(uint16_t type, const void* data, size_t len);
+    void put_u8(uint16_t type, uint8_t v) { put(type, &v, sizeof v); }
     void put_u32(uint16_t type, uint32_t v) { put(type, &v, sizeof v); }
     void put_string(uint16_t type, const std::string& s);  // NUL-terminated
     size_t begin_nest(uint16_t type);

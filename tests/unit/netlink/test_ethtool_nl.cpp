@@ -9,6 +9,7 @@
 #include <netlink/msg.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -193,4 +194,52 @@ TEST(EthtoolNl, RequestsAndTheFamilyLookup) {
     nla_put_string(answer.msg(), CTRL_ATTR_FAMILY_NAME, "ethtool");
     const auto b = answer.bytes();
     EXPECT_EQ(parse_genl_family_id(hdr(b)), kFamily);
+}
+
+// MODULE_EEPROM_GET: the request names the half page (offset, 128 bytes, page, bank, two-wire
+// address); the reply's data attribute is the page, whatever else the kernel puts beside it.
+TEST(EthtoolNl, ModuleEepromRequestAndReply) {
+    const auto req = ethtool_module_eeprom_request(kFamily, "enp1s0f0np0", {0x50, 0x11, 0, 128}, 5);
+    const auto* h = hdr(req);
+    EXPECT_EQ(h->nlmsg_type, kFamily);
+    EXPECT_EQ(h->nlmsg_len, req.size());
+    genlmsghdr g;
+    std::memcpy(&g, NLMSG_DATA(h), sizeof g);
+    EXPECT_EQ(g.cmd, ETHTOOL_MSG_MODULE_EEPROM_GET);
+    std::map<int, uint32_t> v32;
+    std::string name;
+    nl::for_each_attr(static_cast<const uint8_t*>(NLMSG_DATA(h)) + GENL_HDRLEN,
+                      h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN), [&](int t, const uint8_t* v, size_t n) {
+                          if (t == ETHTOOL_A_MODULE_EEPROM_HEADER)
+                              nl::for_each_attr(v, n, [&](int ht, const uint8_t* hv, size_t hn) {
+                                  if (ht == ETHTOOL_A_HEADER_DEV_NAME)
+                                      name.assign(reinterpret_cast<const char*>(hv),
+                                                  strnlen(reinterpret_cast<const char*>(hv), hn));
+                              });
+                          else if (n == 1)
+                              v32[t] = v[0];
+                          else if (n == 4)
+                              v32[t] = nl::attr_uint<uint32_t>(v, n);
+                      });
+    EXPECT_EQ(name, "enp1s0f0np0");
+    EXPECT_EQ(v32[ETHTOOL_A_MODULE_EEPROM_OFFSET], 128u);
+    EXPECT_EQ(v32[ETHTOOL_A_MODULE_EEPROM_LENGTH], 128u);
+    EXPECT_EQ(v32[ETHTOOL_A_MODULE_EEPROM_PAGE], 0x11u);
+    EXPECT_EQ(v32[ETHTOOL_A_MODULE_EEPROM_BANK], 0u);
+    EXPECT_EQ(v32[ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS], 0x50u);
+
+    Reply r(kFamily, ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY);
+    std::vector<uint8_t> page(128);
+    for (size_t i = 0; i < page.size(); ++i) page[i] = static_cast<uint8_t>(i * 7);
+    EXPECT_EQ(nla_put(r.msg(), ETHTOOL_A_MODULE_EEPROM_DATA, static_cast<int>(page.size()), page.data()), 0);
+    const auto b = r.bytes();
+    std::vector<uint8_t> got;
+    EXPECT_TRUE(parse_ethtool_module_eeprom(hdr(b), kFamily, got));
+    EXPECT_EQ(got, page);
+    std::vector<uint8_t> none;
+    EXPECT_FALSE(parse_ethtool_module_eeprom(hdr(b), kFamily + 1, none)) << "another family's message";
+    Reply fec(kFamily, ETHTOOL_MSG_FEC_GET_REPLY);
+    const auto fb = fec.bytes();
+    EXPECT_FALSE(parse_ethtool_module_eeprom(hdr(fb), kFamily, none)) << "another command's reply";
+    EXPECT_TRUE(none.empty());
 }

@@ -540,8 +540,8 @@ TEST_F(NetnsWatcher, DriverStatsOfARealVeth) {
 }
 
 // ethtool netlink on a real veth of the private namespace: veth reports its link mode (10000
-// Mb/s, full duplex, autoneg off) and has neither FEC nor pause (EOPNOTSUPP); a name no netdev
-// has gets ENODEV for each part. Neither hangs nor throws.
+// Mb/s, full duplex, autoneg off) and has neither FEC, pause nor a module (EOPNOTSUPP); a name
+// no netdev has gets ENODEV for each part. Neither hangs nor throws.
 TEST_F(NetnsWatcher, EthtoolNetlinkOnARealVeth) {
     const std::string a = std::string(kPrefix) + "ph0", b = std::string(kPrefix) + "ph1";
     ASSERT_TRUE(sh("ip link add " + a + " type veth peer name " + b));
@@ -555,4 +555,9 @@ TEST_F(NetnsWatcher, EthtoolNetlinkOnARealVeth) {
     const auto none = query_phy(std::string(kPrefix) + "nodev");
     EXPECT_EQ(none.linkmodes_error, ENODEV) << std::strerror(none.linkmodes_error);
     EXPECT_EQ(none.fec_error, ENODEV);
+    // A veth has no transceiver module: the kernel says so for the first page, nothing decoded.
+    const auto module = query_module(a);
+    EXPECT_EQ(module.error, EOPNOTSUPP) << std::strerror(module.error);
+    EXPECT_EQ(module.spec, "");
+    EXPECT_EQ(query_module(std::string(kPrefix) + "nodev").error, ENODEV);
 }
