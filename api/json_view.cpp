@@ -305,6 +305,44 @@ json phy_json(const PhyLink& p) {
                                            {"rx_frames", opt(p.pause_rx_frames)}})}};
 }
 
+// The transceiver module (ethtool -m): identity, monitors per lane in SI-ish units the specs
+// use (degrees C, volts, milliwatts, milliamps) and the module's own warning/alarm levels.
+json module_json(const Transceiver& t) {
+    if (t.error != 0) return {{"error", std::generic_category().message(t.error)}};
+    const auto levels = [](const ModuleThresholds& th) {
+        return json{{"high_alarm", opt(th.high_alarm)},
+                    {"high_warning", opt(th.high_warning)},
+                    {"low_warning", opt(th.low_warning)},
+                    {"low_alarm", opt(th.low_alarm)}};
+    };
+    json lanes = json::array();
+    for (size_t i = 0; i < t.lanes.size(); ++i)
+        lanes.push_back({{"lane", i + 1},
+                         {"rx_power_mw", opt(t.lanes[i].rx_power_mw)},
+                         {"tx_power_mw", opt(t.lanes[i].tx_power_mw)},
+                         {"tx_bias_ma", opt(t.lanes[i].tx_bias_ma)}});
+    const auto text = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+    return {{"spec", text(t.spec)},
+            {"type", text(t.type)},
+            {"identifier", t.identifier},
+            {"vendor", text(t.vendor)},
+            {"part_number", text(t.part_number)},
+            {"serial", text(t.serial)},
+            {"diagnostics", t.diagnostics},
+            {"rx_power_type", t.rx_power_oma ? "oma" : "average"},
+            {"media_lanes", opt(t.media_lanes)},
+            {"nominal_lane_gbps", opt(t.nominal_lane_gbps)},
+            {"temperature_celsius", opt(t.temperature_c)},
+            {"voltage_volts", opt(t.voltage_v)},
+            {"lanes", std::move(lanes)},
+            {"thresholds",
+             {{"temperature_celsius", levels(t.temperature_thresholds)},
+              {"voltage_volts", levels(t.voltage_thresholds)},
+              {"rx_power_mw", levels(t.rx_power_thresholds)},
+              {"tx_power_mw", levels(t.tx_power_thresholds)},
+              {"tx_bias_ma", levels(t.tx_bias_thresholds)}}}};
+}
+
 // The driver's pause, pause-storm and discard counters (ethtool -S names): value, rate per
 // second and increase over the counter window where known; null where none were read.
 json driver_stats_json(const Link& l) {
@@ -392,6 +430,7 @@ json interfaces_json(const Snapshot& s) {
                          {"gid_refs", std::move(gid_refs)},
                          {"dcb", l.dcb ? dcb_json(*l.dcb, rdma_cm_tos_for_netdev(s, l.name)) : json(nullptr)},
                          {"phy", l.phy ? phy_json(*l.phy) : json(nullptr)},
+                         {"module", l.module ? module_json(*l.module) : json(nullptr)},
                          {"driver_stats", driver_stats_json(l)}});
     }
     return envelope(s, "interfaces", std::move(items));

@@ -266,10 +266,51 @@ void link_families(Builder& bld, const Snapshot& s) {
     auto& fec = bld.counter("rocewatch_link_fec_blocks_total",
                             "FEC codewords the port corrected, or could not correct (frames lost on the wire), from "
                             "ethtool netlink's FEC statistics; RoCE netdevs whose driver counts them.");
+    auto& mod_info = bld.gauge("rocewatch_module_info",
+                               "The transceiver module of a RoCE netdev (ethtool -m): type, vendor, part number, "
+                               "serial; always 1.");
+    auto& mod_temp = bld.gauge("rocewatch_module_temperature_celsius", "Transceiver module temperature.");
+    auto& mod_volt = bld.gauge("rocewatch_module_supply_voltage_volts", "Transceiver module supply voltage.");
+    auto& mod_rx = bld.gauge("rocewatch_module_rx_power_watts",
+                             "Optical power the module receives, per lane (average or OMA, as the module says).");
+    auto& mod_tx = bld.gauge("rocewatch_module_tx_power_watts", "Optical power the module transmits, per lane.");
+    auto& mod_bias = bld.gauge("rocewatch_module_tx_bias_amperes", "Laser bias current of the module, per lane.");
+    auto& mod_level = bld.gauge("rocewatch_module_threshold",
+                                "The module's own warning and alarm levels, in the unit of the quantity's own "
+                                "metric (celsius, volts, watts, amperes).");
     const NetdevFilter netdev_exported(s.config ? s.config->metrics : MetricsConfig{});
     for (const auto& l : s.links) {
         if (!netdev_exported(l.name)) continue;
         const Labels i = {{"netdev", l.name}};
+        if (l.module && l.module->error == 0 && !l.module->spec.empty()) {
+            const Transceiver& t = *l.module;
+            add(mod_info,
+                {{"netdev", l.name},
+                 {"type", t.type},
+                 {"vendor", t.vendor},
+                 {"part_number", t.part_number},
+                 {"serial", t.serial}},
+                1);
+            if (t.temperature_c) add(mod_temp, i, *t.temperature_c);
+            if (t.voltage_v) add(mod_volt, i, *t.voltage_v);
+            for (size_t n = 0; n < t.lanes.size(); ++n) {
+                const Labels li = {{"netdev", l.name}, {"lane", std::to_string(n + 1)}};
+                if (t.lanes[n].rx_power_mw) add(mod_rx, li, *t.lanes[n].rx_power_mw / 1e3);
+                if (t.lanes[n].tx_power_mw) add(mod_tx, li, *t.lanes[n].tx_power_mw / 1e3);
+                if (t.lanes[n].tx_bias_ma) add(mod_bias, li, *t.lanes[n].tx_bias_ma / 1e3);
+            }
+            const auto levels = [&](const char* quantity, const ModuleThresholds& th, double scale) {
+                for (const auto& [level, v] :
+                     {std::pair{"high_alarm", th.high_alarm}, std::pair{"high_warning", th.high_warning},
+                      std::pair{"low_warning", th.low_warning}, std::pair{"low_alarm", th.low_alarm}})
+                    if (v) add(mod_level, {{"netdev", l.name}, {"quantity", quantity}, {"level", level}}, *v * scale);
+            };
+            levels("temperature", t.temperature_thresholds, 1);
+            levels("supply_voltage", t.voltage_thresholds, 1);
+            levels("rx_power", t.rx_power_thresholds, 1e-3);
+            levels("tx_power", t.tx_power_thresholds, 1e-3);
+            levels("tx_bias", t.tx_bias_thresholds, 1e-3);
+        }
         std::set<std::string> stat_series;  // two names for one series (a driver with both): the first
         for (const auto& [name, v] : l.driver_stats) {
             const auto m = driver_stat_meaning(name);

@@ -208,6 +208,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                                 .dcb = [](const std::string& n) { return query_dcb(n); },
                                 .driver_stats = [driver_stats](const std::string& n) { return driver_stats->read(n); },
                                 .phy = [](const std::string& n) { return query_phy(n); },
+                                .module = [](const std::string& n) { return query_module(n); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
                                 .link_events = [&] { return watcher->link_events(); },

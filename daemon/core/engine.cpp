@@ -22,6 +22,7 @@ namespace {
 
 constexpr auto kGidRefresh = std::chrono::seconds(60);
 constexpr auto kDcbRefresh = std::chrono::seconds(30);
+constexpr auto kModuleRefresh = std::chrono::seconds(60);
 // Reads still blocked before the engine stops starting new ones: each holds a thread.
 constexpr std::size_t kMaxBlockedReads = 4;
 // A cycle's file reads that keep making progress are waited for this long in all.
@@ -430,6 +431,18 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
                 l.dcb = it->second.second;
             }
             std::erase_if(dcb_cache_, [&](const auto& e) { return !roce.count(e.first); });
+        }
+        if (src_.module) {
+            const auto now_mod = SteadyClock::now();
+            if (read_gids) module_cache_.clear();  // a module may have been swapped
+            for (auto& l : snap->links) {
+                if (!roce.count(l.name)) continue;
+                auto it = module_cache_.find(l.name);
+                if (it == module_cache_.end() || now_mod - it->second.first >= kModuleRefresh)
+                    it = module_cache_.insert_or_assign(l.name, std::make_pair(now_mod, src_.module(l.name))).first;
+                l.module = it->second.second;
+            }
+            std::erase_if(module_cache_, [&](const auto& e) { return !roce.count(e.first); });
         }
         // The driver's pause, pause-storm and discard counters of the same netdevs (ethtool -S).
         if (src_.driver_stats)

@@ -44,6 +44,9 @@ struct EngineSources {
     // ethtool netlink's link modes, FEC and pause of one netdev (netlink/ethtool_nl.hpp's
     // query_phy); unset: not read.
     std::function<PhyLink(const std::string& netdev)> phy;
+    // The transceiver module of one netdev (netlink/ethtool_nl.hpp's query_module); unset: not
+    // read.
+    std::function<Transceiver(const std::string& netdev)> module;
     std::function<uint64_t()> netlink_events = [] { return uint64_t{0}; };
     std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
     // The watcher's link transitions and address changes (netlink/history.hpp).
@@ -138,6 +141,9 @@ private:
     // mlx5 each answer costs firmware register reads, so a netdev is asked at most every
     // kDcbRefresh (and at once after a wake: links changed).
     std::map<std::string, std::pair<SteadyClock::time_point, DcbState>> dcb_cache_;
+    // Transceiver modules likewise, every kModuleRefresh: temperature and optical power move
+    // over minutes, and on mlx5 each 128-byte page is a firmware register read (MCIA).
+    std::map<std::string, std::pair<SteadyClock::time_point, Transceiver>> module_cache_;
     std::unique_ptr<TrendTracker> trends_;
     std::unique_ptr<AlertTracker> alerts_;
     std::unique_ptr<StateStore> state_;

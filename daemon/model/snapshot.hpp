@@ -12,6 +12,7 @@
 
 #include "daemon/model/dcb.hpp"
 #include "daemon/model/phy.hpp"
+#include "daemon/model/transceiver.hpp"
 
 namespace rocewatch {
 
@@ -150,6 +151,9 @@ struct Link {
     // ethtool netlink's view of the physical link (link mode, FEC, pause), asked for RoCE
     // netdevs each cycle; unset elsewhere.
     std::optional<PhyLink> phy;
+    // The transceiver module (ethtool -m), asked for RoCE netdevs every kModuleRefresh and
+    // after link events; unset elsewhere, error set where there is none or it cannot be read.
+    std::optional<Transceiver> module;
     // The counters beyond rtnetlink's that decide whether RoCE is lossless and the link
     // healthy, read for RoCE netdevs each cycle (model/driver_stats.hpp gives each its
     // meaning): the driver's own by their ethtool -S names (pause frames per priority, pause

@@ -610,6 +610,98 @@ void rule_fec_uncorrectable(const Context& ctx, Severity sev, Findings& out) {
     }
 }
 
+// ---------------------------------------------------------------- transceiver modules
+
+std::string dbm(double mw) {
+    if (mw <= 0) return "no light";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f dBm", 10 * std::log10(mw));
+    return buf;
+}
+
+std::string module_words(const Transceiver& t) {
+    std::string w = t.type.empty() ? "module" : t.type + " module";
+    if (!t.vendor.empty() || !t.part_number.empty())
+        w += " " + t.vendor + (t.vendor.empty() ? "" : " ") + t.part_number;
+    return w;
+}
+
+// The RoCE links whose module reports monitors, with the module.
+template <class Fn>
+void for_each_module(const Context& ctx, Fn&& fn) {
+    for (const auto& rl : roce_links(ctx)) {
+        const auto& m = rl.link->module;
+        if (m && m->error == 0 && m->diagnostics) fn(*rl.link, *m);
+    }
+}
+
+// A lane's receive power under the module's own low warning level (critical under its low
+// alarm): too little light arrives (dirty or damaged fibre, a bent cable, a failing laser at the
+// other end). Only the lanes the link uses are judged where ethtool says how many it uses.
+void rule_module_rx_power_low(const Context& ctx, Severity sev, Findings& out) {
+    for_each_module(ctx, [&](const Link& l, const Transceiver& t) {
+        const auto& th = t.rx_power_thresholds;
+        if (!th.low_warning && !th.low_alarm) return;
+        size_t used = t.lanes.size();
+        if (l.phy && l.phy->lanes) used = std::min<size_t>(used, *l.phy->lanes);
+        std::vector<std::string> low;
+        bool alarm = false;
+        for (size_t i = 0; i < used; ++i) {
+            const auto& rx = t.lanes[i].rx_power_mw;
+            if (!rx) continue;
+            const bool under_alarm = th.low_alarm && *rx < *th.low_alarm;
+            if (!under_alarm && !(th.low_warning && *rx < *th.low_warning)) continue;
+            alarm = alarm || under_alarm;
+            low.push_back("lane " + std::to_string(i + 1) + " " + dbm(*rx));
+        }
+        if (low.empty()) return;
+        const double level = alarm ? *th.low_alarm : *th.low_warning;
+        const std::string n = l.name;
+        out.push_back(
+            make("module_rx_power_low", alarm ? sev : (sev == Severity::critical ? Severity::warning : sev), n,
+                 n + "'s " + module_words(t) + " receives too little light: " + join(low) +
+                     ", under the module's low " + (alarm ? "alarm" : "warning") + " level of " + dbm(level) +
+                     ": the link is losing margin and bit errors (then FEC corrections, then drops) follow",
+                 "Clean and reseat the fibre at both ends (inspect the connector), check the cable for bends and its "
+                 "length against the module's reach, and the far end's transmit power (`ethtool -m` on the peer or the "
+                 "switch's transceiver view); a single dark lane points at that lane's fibre or the far laser. Here: "
+                 "`ethtool -m " +
+                     n + "`.",
+                 {{"lanes", join(low)},
+                  {"level", alarm ? "low_alarm" : "low_warning"},
+                  {"threshold_dbm", dbm(level)},
+                  {"module", module_words(t)},
+                  {"serial", t.serial}}));
+    });
+}
+
+// The module at or past its own high temperature warning (critical at its alarm): lasers
+// drift and age fast there, and the module may shut down.
+void rule_module_temperature_high(const Context& ctx, Severity sev, Findings& out) {
+    for_each_module(ctx, [&](const Link& l, const Transceiver& t) {
+        const auto& th = t.temperature_thresholds;
+        if (!t.temperature_c) return;
+        const bool alarm = th.high_alarm && *t.temperature_c >= *th.high_alarm;
+        if (!alarm && !(th.high_warning && *t.temperature_c >= *th.high_warning)) return;
+        const double level = alarm ? *th.high_alarm : *th.high_warning;
+        const std::string n = l.name;
+        out.push_back(make("module_temperature_high",
+                           alarm ? sev : (sev == Severity::critical ? Severity::warning : sev), n,
+                           n + "'s " + module_words(t) + " is at " + num(*t.temperature_c) +
+                               " °C, at or over its high " + (alarm ? "alarm" : "warning") + " level of " + num(level) +
+                               " °C: it will lose optical margin and may shut its laser down",
+                           "Check the airflow over the NIC (fans, blanking panels, a blocked intake), the chassis "
+                           "and inlet temperatures, and that the module's power class suits the port; replace the "
+                           "module if its neighbours run much cooler. Here: `ethtool -m " +
+                               n + "`.",
+                           {{"temperature_celsius", num(*t.temperature_c)},
+                            {"level", alarm ? "high_alarm" : "high_warning"},
+                            {"threshold_celsius", num(level)},
+                            {"module", module_words(t)},
+                            {"serial", t.serial}}));
+    });
+}
+
 void rule_discards_with_pfc(const Context& ctx, Severity sev, Findings& out) {
     const std::string window = window_words(ctx.c.thresholds.counter_window);
     for (const auto& rl : roce_links(ctx)) {
@@ -1611,6 +1703,14 @@ constexpr RuleDef kRules[] = {
      "a RoCE netdev's port counted FEC codewords it could not correct inside the counter window (ethtool netlink "
      "FEC statistics): frames lost on the wire, the link is failing",
      rule_fec_uncorrectable},
+    {"module_rx_power_low", Severity::critical, Scope::node,
+     "a lane of a RoCE netdev's transceiver module receives less light than the module's own low warning level "
+     "(warning) or low alarm level (critical), read from its EEPROM (ethtool -m)",
+     rule_module_rx_power_low},
+    {"module_temperature_high", Severity::critical, Scope::node,
+     "a RoCE netdev's transceiver module is at or over its own high temperature warning level (warning) or alarm "
+     "level (critical)",
+     rule_module_temperature_high},
     {"discards_with_pfc", Severity::warning, Scope::node,
      "a RoCE netdev with PFC on for RoCE's priority dropped received packets inside the counter window "
      "(rx_prio<p>_discards at that priority, else rx_discards_phy)",

@@ -1,6 +1,8 @@
 // JSON views: field names, null for unknown values, counts and lookups on a sample node.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"
 #include "api/probe_view.hpp"
@@ -562,4 +564,37 @@ TEST(JsonView, PortsUpCountsActiveAndLinkUpOnly) {
     const json d = devices_json(s);
     EXPECT_EQ(d["devices"][0]["ports"][0]["up"], false);
     EXPECT_EQ(d["devices"][0]["ports"][0]["nic_family"], "roce");
+}
+
+// The module in /api/v1/interfaces: identity, lanes numbered from 1 as ethtool -m numbers them,
+// the levels by quantity; an unreadable module says why; a netdev not asked has null.
+TEST(JsonView, InterfaceModule) {
+    auto s = api_sample::sample_snapshot();
+    Transceiver t{.spec = "SFF-8636",
+                  .identifier = 0x11,
+                  .type = "QSFP28",
+                  .vendor = "NVIDIA",
+                  .part_number = "MMA1B00-C100D",
+                  .serial = "MT2233FT01234",
+                  .diagnostics = true,
+                  .temperature_c = 35.5};
+    t.lanes.assign(4, ModuleLane{.rx_power_mw = 0.8, .tx_bias_ma = 7.5});
+    t.rx_power_thresholds = {.low_alarm = 0.0363, .low_warning = 0.0724};
+    s.links[0].module = t;
+    s.links[1].module = Transceiver{.error = EOPNOTSUPP};
+    const json j = json::parse(dump_json(interfaces_json(s)));
+    const auto& m = j["interfaces"][0]["module"];
+    EXPECT_EQ(m["type"], "QSFP28");
+    EXPECT_EQ(m["spec"], "SFF-8636");
+    EXPECT_EQ(m["serial"], "MT2233FT01234");
+    EXPECT_EQ(m["rx_power_type"], "average");
+    EXPECT_EQ(m["temperature_celsius"], 35.5);
+    ASSERT_EQ(m["lanes"].size(), 4u);
+    EXPECT_EQ(m["lanes"][3]["lane"], 4);
+    EXPECT_EQ(m["lanes"][3]["rx_power_mw"], 0.8);
+    EXPECT_EQ(m["lanes"][3]["tx_power_mw"], nullptr);
+    EXPECT_EQ(m["thresholds"]["rx_power_mw"]["low_warning"], 0.0724);
+    EXPECT_EQ(m["thresholds"]["rx_power_mw"]["high_alarm"], nullptr);
+    EXPECT_EQ(j["interfaces"][1]["module"]["error"], std::generic_category().message(EOPNOTSUPP));
+    EXPECT_EQ(j["interfaces"][2]["module"], nullptr);
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -356,4 +357,52 @@ TEST(Metrics, PortUpNeedsActiveAndLinkUp) {
     const LabelMap port = {{"device", s.devices.at(0).name}, {"port", "1"}};
     EXPECT_EQ(value(fams, "rocewatch_rdma_port_state", port), 4.0);
     EXPECT_EQ(value(fams, "rocewatch_rdma_port_up", port), 0.0);
+}
+
+// A transceiver module: its identity as an info series, monitors per lane in base units
+// (watts, amperes), and the module's own levels beside them, so a Prometheus rule can compare
+// them too; a module that could not be read exports nothing. promtool accepts the lot.
+TEST(Metrics, ModuleFamiliesInBaseUnits) {
+    auto s = api_sample::sample_snapshot();
+    Transceiver t{.spec = "CMIS",
+                  .identifier = 0x19,
+                  .type = "OSFP",
+                  .vendor = "NVIDIA",
+                  .part_number = "MMA4Z00-NS",
+                  .serial = "MT2401FT00042",
+                  .diagnostics = true,
+                  .temperature_c = 48.25,
+                  .voltage_v = 3.28};
+    t.lanes.assign(8, ModuleLane{.rx_power_mw = 1.1, .tx_power_mw = 1.2, .tx_bias_ma = 8.0});
+    t.lanes[5].rx_power_mw = 0.05;
+    t.rx_power_thresholds = {.high_alarm = 4.0, .low_alarm = 0.08, .high_warning = 3.2, .low_warning = 0.1};
+    t.temperature_thresholds = {.high_alarm = 80, .high_warning = 75};
+    ASSERT_GE(s.links.size(), 2u);
+    s.links[0].module = t;
+    s.links[1].module = Transceiver{.error = EOPNOTSUPP};
+    const auto fams = snapshot_to_families(s);
+    const std::string n = s.links[0].name;
+    EXPECT_EQ(value(fams, "rocewatch_module_info", {{"netdev", n}, {"type", "OSFP"}, {"serial", "MT2401FT00042"}}),
+              1.0);
+    EXPECT_EQ(samples(fams, "rocewatch_module_info"), 1u) << "the unreadable module exports nothing";
+    EXPECT_EQ(value(fams, "rocewatch_module_temperature_celsius", {{"netdev", n}}), 48.25);
+    EXPECT_EQ(samples(fams, "rocewatch_module_rx_power_watts"), 8u);
+    EXPECT_NEAR(*value(fams, "rocewatch_module_rx_power_watts", {{"netdev", n}, {"lane", "6"}}), 0.05e-3, 1e-12);
+    EXPECT_NEAR(*value(fams, "rocewatch_module_tx_bias_amperes", {{"netdev", n}, {"lane", "1"}}), 8e-3, 1e-12);
+    EXPECT_NEAR(*value(fams, "rocewatch_module_threshold",
+                       {{"netdev", n}, {"quantity", "rx_power"}, {"level", "low_warning"}}),
+                0.1e-3, 1e-12);
+    EXPECT_EQ(value(fams, "rocewatch_module_threshold",
+                    {{"netdev", n}, {"quantity", "temperature"}, {"level", "high_alarm"}}),
+              80.0);
+    EXPECT_FALSE(value(fams, "rocewatch_module_threshold", {{"quantity", "temperature"}, {"level", "low_alarm"}}))
+        << "a level the module does not store is not exported";
+    if (!have_promtool()) {
+        if (rocewatch::testing::in_ci()) FAIL() << "promtool is missing (Debian package prometheus)";
+        GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check";
+    }
+    HttpStats stats({"/metrics"});
+    const auto [rc, out] = promtool_check(render_metrics(s, stats));
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_TRUE(out.empty()) << out;
 }

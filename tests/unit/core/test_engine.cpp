@@ -345,3 +345,49 @@ TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
     ASSERT_TRUE(rail->phy);
     EXPECT_EQ(rail->phy->speed_mbps, 200000u);
 }
+
+// Transceiver modules are asked for RoCE netdevs only, once per minute (a page is a firmware
+// register read on mlx5), and again once the GID tables are re-read after a link event: a module
+// may have been swapped.
+TEST_F(EngineTest, ModulesAreAskedForRoceNetdevsAfterEventsNotEveryCycle) {
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark";
+    cfg->daemon.procfs_root = rocewatch::testing::fixtures_dir() + "/procfs/dgx-spark";
+    cfg->daemon.state_dir = state.string();
+    links.push_back(netdev(6, "docker0", 1500, "172.17.0.1"));
+    std::map<std::string, int> asked;
+    EngineSources src{.links = [this] { return links; },
+                      .module =
+                          [&](const std::string& n) {
+                              ++asked[n];
+                              Transceiver t{.spec = "SFF-8636", .type = "QSFP28", .serial = n, .diagnostics = true};
+                              t.lanes.assign(4, ModuleLane{.rx_power_mw = 0.8});
+                              return t;
+                          },
+                      .now = [this] { return now; }};
+    Engine engine(cfg, std::move(src), store, log);
+    auto s = engine.collect_once();
+    (void)engine.collect_once();
+    const std::map<std::string, int> once{{"enP2p1s0f0np0", 1}, {"enp1s0f0np0", 1}, {"enp1s0f1np1", 1}};
+    EXPECT_EQ(asked, once);
+    for (const auto& l : s->links) {
+        if (l.name == "docker0") {
+            EXPECT_FALSE(l.module);
+        }
+        if (l.name == "enp1s0f1np1") {
+            ASSERT_TRUE(l.module);
+            EXPECT_EQ(l.module->serial, "enp1s0f1np1");
+            EXPECT_EQ(l.module->lanes.size(), 4u);
+        }
+    }
+    engine.wake();
+    (void)engine.collect_once();  // links and ports first: the cached module stands
+    EXPECT_EQ(asked, once);
+    auto after = engine.collect_once();  // with the GID tables: asked again
+    EXPECT_EQ(asked, (std::map<std::string, int>{{"enP2p1s0f0np0", 2}, {"enp1s0f0np0", 2}, {"enp1s0f1np1", 2}}));
+    for (const auto& l : after->links) {
+        if (l.name == "enp1s0f0np0") {
+            EXPECT_TRUE(l.module);
+        }
+    }
+}

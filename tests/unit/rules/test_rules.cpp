@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <optional>
 #include <set>
 
@@ -876,4 +877,84 @@ TEST(Rules, FecUncorrectableNamesTheLanes) {
     EXPECT_TRUE(has(f->action, "ethtool -m enp1s0f0np0")) << f->action;
     EXPECT_EQ(f->details.at("fec_mode"), "RS");
     EXPECT_EQ(f->details.at("corrected_increase"), "900");
+}
+
+namespace {
+
+// A QSFP28 optic as decoded from its EEPROM, healthy: every lane well inside its levels.
+Transceiver healthy_optic() {
+    Transceiver t{.spec = "SFF-8636",
+                  .identifier = 0x11,
+                  .type = "QSFP28",
+                  .vendor = "NVIDIA",
+                  .part_number = "MMA1B00-C100D",
+                  .serial = "MT2233FT01234",
+                  .diagnostics = true,
+                  .temperature_c = 41.5,
+                  .voltage_v = 3.3};
+    t.lanes.assign(4, ModuleLane{.rx_power_mw = 0.8, .tx_power_mw = 0.7, .tx_bias_ma = 7.5});
+    t.temperature_thresholds = {.high_alarm = 75, .low_alarm = -5, .high_warning = 70, .low_warning = 0};
+    t.rx_power_thresholds = {.high_alarm = 3.4674, .low_alarm = 0.0363, .high_warning = 2.1878, .low_warning = 0.0724};
+    return t;
+}
+
+}  // namespace
+
+// Receive power under the module's own levels: a warning under the low warning level, critical
+// under the low alarm, naming the lanes in dBm; lanes the link does not use are not judged.
+TEST(Rules, ModuleRxPowerLowUsesTheModulesOwnLevels) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    l->module = healthy_optic();
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "module_rx_power_low", "enp1s0f0np0"));
+
+    l->module->lanes[2].rx_power_mw = 0.05;  // -13.01 dBm: under the warning (0.0724), over the alarm
+    auto f = find(evaluate_rules(s, spark_config()), "module_rx_power_low", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "lane 3 -13.01 dBm, under the module's low warning level of -11.40 dBm")) << f->summary;
+    EXPECT_TRUE(has(f->summary, "QSFP28 module NVIDIA MMA1B00-C100D")) << f->summary;
+    EXPECT_TRUE(has(f->action, "`ethtool -m enp1s0f0np0`")) << f->action;
+    EXPECT_EQ(f->details.at("serial"), "MT2233FT01234");
+
+    l->module->lanes[0].rx_power_mw = 0.0;  // dark lane: under the alarm
+    f = find(evaluate_rules(s, spark_config()), "module_rx_power_low", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_TRUE(has(f->summary, "lane 1 no light, lane 3 -13.01 dBm")) << f->summary;
+    EXPECT_EQ(f->details.at("level"), "low_alarm");
+
+    // The link runs on 2 of the 4 lanes (ethtool's lanes): only lanes 1 and 2 are judged.
+    l->module->lanes[0].rx_power_mw = 0.8;
+    l->phy = PhyLink{.speed_mbps = 50000, .lanes = 2};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "module_rx_power_low", "enp1s0f0np0"));
+
+    // A module without diagnostics (passive copper), or one that could not be read: no verdict.
+    l->phy.reset();
+    l->module->diagnostics = false;
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "module_rx_power_low", "enp1s0f0np0"));
+    l->module = Transceiver{.error = EOPNOTSUPP};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "module_rx_power_low", "enp1s0f0np0"));
+}
+
+TEST(Rules, ModuleTemperatureHighAtTheModulesLevels) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f1np1");
+    ASSERT_NE(l, nullptr);
+    l->module = healthy_optic();
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "module_temperature_high", "enp1s0f1np1"));
+    l->module->temperature_c = 71.25;
+    auto f = find(evaluate_rules(s, spark_config()), "module_temperature_high", "enp1s0f1np1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "is at 71.25 °C, at or over its high warning level of 70 °C")) << f->summary;
+    l->module->temperature_c = 75;
+    f = find(evaluate_rules(s, spark_config()), "module_temperature_high", "enp1s0f1np1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_EQ(f->details.at("level"), "high_alarm");
+    // Without levels in the module (no page 3), nothing to judge against.
+    l->module->temperature_thresholds = {};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "module_temperature_high", "enp1s0f1np1"));
 }
