@@ -401,6 +401,7 @@ const KeySpec<Thresholds> kThresholdKeys[] = {
     {"cnp_per_second", [](const Field& f, Thresholds& t) { assign(t.cnp_per_second, f.number(0)); }},
     {"ecn_marked_per_second", [](const Field& f, Thresholds& t) { assign(t.ecn_marked_per_second, f.number(0)); }},
     {"pause_frames_per_second", [](const Field& f, Thresholds& t) { assign(t.pause_frames_per_second, f.number(0)); }},
+    {"pre_fec_ber", [](const Field& f, Thresholds& t) { assign(t.pre_fec_ber, f.number(0, true)); }},
     {"flap_transitions",
      [](const Field& f, Thresholds& t) {
          assign(t.flap_transitions, f.integer(1, std::numeric_limits<uint32_t>::max()));

@@ -413,6 +413,7 @@ nlohmann::json config_to_json(const Config& c) {
              {"cnp_per_second", t.cnp_per_second},
              {"ecn_marked_per_second", t.ecn_marked_per_second},
              {"pause_frames_per_second", t.pause_frames_per_second},
+             {"pre_fec_ber", t.pre_fec_ber},
              {"flap_transitions", t.flap_transitions},
              {"flap_window", format_duration(t.flap_window)},
              {"counter_window", format_duration(t.counter_window)},

@@ -45,6 +45,7 @@ struct Thresholds {
     double cnp_per_second = 1000;             // congestion notifications handled/sent
     double ecn_marked_per_second = 1000;
     double pause_frames_per_second = 1000;             // PFC/pause frames sent or received, per priority
+    double pre_fec_ber = 1e-6;                         // bit error rate FEC corrects: degrading above
     uint32_t flap_transitions = 6;                     // carrier changes (3 down/up cycles)...
     Duration flap_window{std::chrono::minutes(10)};    // ...inside this window
     Duration counter_window{std::chrono::minutes(5)};  // window for "rising" counters

@@ -702,6 +702,86 @@ void rule_module_temperature_high(const Context& ctx, Severity sev, Findings& ou
     });
 }
 
+// The link negotiated less than the module is made for (a 100G module at 40G or 25G): a port
+// forced to a lower speed, autonegotiation with a lesser far end, or lanes that did not come up.
+// Only where the module states its signalling rate per lane (SFF-8636, SFF-8472; CMIS states
+// applications instead, not judged), taken at the Ethernet lane speed at or under it.
+void rule_link_speed_below_module(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& rl : roce_links(ctx)) {
+        const Link& l = *rl.link;
+        const auto& m = l.module;
+        if (!l.phy || !l.phy->speed_mbps || !m || m->error != 0 || !m->nominal_lane_gbps || !m->media_lanes) continue;
+        double lane_gbps = 0;
+        for (const double step : {1.0, 10.0, 25.0, 50.0, 100.0})
+            if (*m->nominal_lane_gbps >= step) lane_gbps = step;
+        const double module_gbps = lane_gbps * *m->media_lanes;
+        const double speed_gbps = *l.phy->speed_mbps / 1000.0;
+        if (lane_gbps == 0 || speed_gbps >= module_gbps) continue;
+        const std::string n = l.name;
+        const std::string lanes = l.phy->lanes ? " on " + plural(*l.phy->lanes, "lane", "lanes") : "";
+        out.push_back(make(
+            "link_speed_below_module", sev, n,
+            n + " negotiated " + num(speed_gbps) + " Gb/s" + lanes + " while its " + module_words(*m) +
+                " is made for " + num(module_gbps) + " Gb/s (" + plural(*m->media_lanes, "lane", "lanes") + " of " +
+                num(lane_gbps) + " Gb/s): RDMA over this rail gets at most " + num(speed_gbps) + " Gb/s",
+            "Check what both ends advertise and negotiated (`ethtool " + n +
+                "`: a speed forced on either side, autonegotiation off on one), that the switch port is configured "
+                "for the module's speed and not split, and the lanes' receive power (`ethtool -m " +
+                n +
+                "`); reseat the module. Where the port is split by design (a breakout cable), disable this rule "
+                "for it.",
+            {{"speed_gbps", num(speed_gbps)},
+             {"module_gbps", num(module_gbps)},
+             {"module_lanes", std::to_string(*m->media_lanes)},
+             {"lanes", l.phy->lanes ? std::to_string(*l.phy->lanes) : "unknown"},
+             {"module", module_words(*m)}}));
+    }
+}
+
+// FEC correcting so many errors that the bit error rate before it passes thresholds.pre_fec_ber:
+// nothing is lost yet, but the margin is going, and uncorrectable codewords come next.
+void rule_fec_corrected_high(const Context& ctx, Severity sev, Findings& out) {
+    const std::string window = window_words(ctx.c.thresholds.counter_window);
+    const double window_s = std::chrono::duration<double>(ctx.c.thresholds.counter_window).count();
+    const double limit = ctx.c.thresholds.pre_fec_ber;
+    for (const auto& rl : roce_links(ctx)) {
+        const Link& l = *rl.link;
+        if (!l.phy || !l.phy->speed_mbps || window_s <= 0) continue;
+        const auto& inc = l.driver_stat_increase;
+        auto bits = inc.find("fec_corrected_bits");
+        auto blocks = inc.find("fec_corrected_blocks");
+        const bool exact = bits != inc.end();
+        const uint64_t errors = exact ? bits->second : blocks != inc.end() ? blocks->second : 0;
+        if (errors == 0) continue;
+        const double ber = static_cast<double>(errors) / (*l.phy->speed_mbps * 1e6 * window_s);
+        if (ber < limit) continue;
+        char ber_text[32], limit_text[32];
+        std::snprintf(ber_text, sizeof ber_text, "%.1e", ber);
+        std::snprintf(limit_text, sizeof limit_text, "%.1e", limit);
+        const std::string n = l.name;
+        std::map<std::string, std::string> details{{"pre_fec_ber", ber_text},
+                                                   {"threshold", limit_text},
+                                                   {"window", window},
+                                                   {"counted", exact ? "corrected_bits" : "corrected_blocks"},
+                                                   {"increase", num(errors)}};
+        if (!l.phy->fec_active.empty()) details["fec_mode"] = l.phy->fec_active;
+        std::string lanes;
+        for (size_t i = 0; i < l.phy->fec_corrected_blocks_lanes.size(); ++i)
+            lanes += (lanes.empty() ? "" : ",") + std::to_string(i) + "=" + num(l.phy->fec_corrected_blocks_lanes[i]);
+        if (!lanes.empty()) details["corrected_per_lane"] = lanes;
+        out.push_back(make(
+            "fec_corrected_high", sev, n,
+            n + "'s FEC corrected " + num(errors) + (exact ? " bit errors" : " codewords") + " in the last " + window +
+                ": a bit error rate before FEC of " + (exact ? "" : "at least ") + ber_text + ", over " + limit_text +
+                ". Nothing is lost yet, but the link is degrading, and uncorrectable codewords (lost frames) come next",
+            "Look at the module while the link still works: receive power and temperature per lane (`ethtool -m " + n +
+                "`), then clean or reseat the fibre, or replace the cable or transceiver; a lane that corrects far "
+                "more than the others points at it (corrected per lane since start: `ethtool -I --show-fec " +
+                n + "`).",
+            std::move(details)));
+    }
+}
+
 void rule_discards_with_pfc(const Context& ctx, Severity sev, Findings& out) {
     const std::string window = window_words(ctx.c.thresholds.counter_window);
     for (const auto& rl : roce_links(ctx)) {
@@ -1703,6 +1783,15 @@ constexpr RuleDef kRules[] = {
      "a RoCE netdev's port counted FEC codewords it could not correct inside the counter window (ethtool netlink "
      "FEC statistics): frames lost on the wire, the link is failing",
      rule_fec_uncorrectable},
+    {"fec_corrected_high", Severity::warning, Scope::node,
+     "a RoCE netdev's FEC corrects so many errors inside the counter window that the bit error rate before FEC "
+     "reaches thresholds.pre_fec_ber (corrected bits where counted, else corrected codewords over the negotiated "
+     "speed): degrading, not yet losing frames",
+     rule_fec_corrected_high},
+    {"link_speed_below_module", Severity::warning, Scope::node,
+     "a RoCE netdev negotiated a lower speed than its transceiver module is made for (SFF-8636/SFF-8472 modules, "
+     "which state their rate per lane, times their lanes)",
+     rule_link_speed_below_module},
     {"module_rx_power_low", Severity::critical, Scope::node,
      "a lane of a RoCE netdev's transceiver module receives less light than the module's own low warning level "
      "(warning) or low alarm level (critical), read from its EEPROM (ethtool -m)",

@@ -83,7 +83,7 @@ std::string to_toml(const nlohmann::json& j) {
 const std::string kRuleIds =
     "port_down, ib_port_not_active_no_sm, netdev_down, port_rate_low, mtu_low, roce_mtu_low, no_roce_v2_gid, "
     "pfc_off_roce_priority, rdma_cm_roce_v1, ecn_off_pfc_on, pause_storm, pause_frames_high, fec_uncorrectable, "
-    "module_rx_power_low, module_temperature_high, "
+    "fec_corrected_high, link_speed_below_module, module_rx_power_low, module_temperature_high, "
     "discards_with_pfc, "
     "gid_on_bond, "
     "bond_slave_down, "
@@ -129,6 +129,7 @@ symbol_error_per_hour = 60
 local_ack_timeout_per_second = 0.5
 cnp_per_second = 2000
 pause_frames_per_second = 50
+pre_fec_ber = 2.5e-5
 ecn_marked_per_second = 3000.25
 flap_transitions = 4
 flap_window = "1h30m"
@@ -297,6 +298,7 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.thresholds.local_ack_timeout_per_second, 0.5);
     EXPECT_EQ(c.thresholds.cnp_per_second, 2000);
     EXPECT_EQ(c.thresholds.pause_frames_per_second, 50);
+    EXPECT_EQ(c.thresholds.pre_fec_ber, 2.5e-5);
     EXPECT_EQ(c.thresholds.ecn_marked_per_second, 3000.25);
     EXPECT_EQ(c.thresholds.flap_transitions, 4u);
     EXPECT_EQ(c.thresholds.flap_window, 90min);
@@ -545,7 +547,7 @@ TEST(ConfigErrors, UnknownKeyInKnownTable) {
     EXPECT_EQ(errors_of("[thresholds]\ncnp = 5\n"),
               (Lines{"t.toml:2: thresholds.cnp: unknown key; valid keys: symbol_error_per_hour, "
                      "local_ack_timeout_per_second, cnp_per_second, ecn_marked_per_second, "
-                     "pause_frames_per_second, flap_transitions, flap_window, counter_window"}));
+                     "pause_frames_per_second, pre_fec_ber, flap_transitions, flap_window, counter_window"}));
     EXPECT_EQ(errors_of("[rules.mtu_low]\nfor_duration = \"1s\"\n"),
               (Lines{"t.toml:2: rules.mtu_low.for_duration: unknown key; valid keys: enabled, for, "
                      "clear_after, severity"}));

@@ -958,3 +958,72 @@ TEST(Rules, ModuleTemperatureHighAtTheModulesLevels) {
     l->module->temperature_thresholds = {};
     EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "module_temperature_high", "enp1s0f1np1"));
 }
+
+// The bit error rate before FEC over the counter window (5 minutes here): from corrected bits
+// where counted, else from corrected codewords as a lower bound, over the negotiated speed.
+TEST(Rules, FecCorrectedHighIsTheBitErrorRateBeforeFec) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    auto c = spark_config();
+    c.thresholds.counter_window = std::chrono::minutes(5);
+    l->phy = PhyLink{.speed_mbps = 100000, .fec_active = "RS", .fec_corrected_blocks_lanes = {10, 9000000, 12, 8}};
+    // 100 Gb/s for 300 s is 3e13 bits: 2.9e7 corrected bits is 9.7e-7, under 1e-6.
+    l->driver_stat_increase = {{"fec_corrected_bits", 29'000'000}, {"fec_corrected_blocks", 9'000'030}};
+    EXPECT_FALSE(find(evaluate_rules(s, c), "fec_corrected_high", "enp1s0f0np0"));
+    l->driver_stat_increase["fec_corrected_bits"] = 31'000'000;  // 1.03e-6
+    auto f = find(evaluate_rules(s, c), "fec_corrected_high", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "corrected 31000000 bit errors in the last 5 minutes: a bit error rate before FEC of "
+                                "1.0e-06, over 1.0e-06"))
+        << f->summary;
+    EXPECT_EQ(f->details.at("counted"), "corrected_bits");
+    EXPECT_EQ(f->details.at("corrected_per_lane"), "0=10,1=9000000,2=12,3=8");
+    EXPECT_TRUE(has(f->action, "`ethtool -m enp1s0f0np0`")) << f->action;
+
+    // Without a bit count, codewords give a lower bound and say so.
+    l->driver_stat_increase = {{"fec_corrected_blocks", 60'000'000}};  // 2.0e-6 at least
+    f = find(evaluate_rules(s, c), "fec_corrected_high", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "60000000 codewords in the last 5 minutes: a bit error rate before FEC of at least "
+                                "2.0e-06"))
+        << f->summary;
+    // The threshold is the operator's; no speed (link down), no rate.
+    c.thresholds.pre_fec_ber = 1e-5;
+    EXPECT_FALSE(find(evaluate_rules(s, c), "fec_corrected_high", "enp1s0f0np0"));
+    c.thresholds.pre_fec_ber = 1e-6;
+    l->phy->speed_mbps.reset();
+    EXPECT_FALSE(find(evaluate_rules(s, c), "fec_corrected_high", "enp1s0f0np0"));
+}
+
+// A 100G QSFP28 (4 lanes at 25.78 Gb/s) that negotiated 40G on 4 lanes, or 50G on 2: the
+// module's rate per lane is taken at the Ethernet lane speed under it (25G), so 100G is fine.
+TEST(Rules, LinkSpeedBelowModule) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f1np1");
+    ASSERT_NE(l, nullptr);
+    l->module = Transceiver{.spec = "SFF-8636",
+                            .type = "QSFP28",
+                            .vendor = "NVIDIA",
+                            .part_number = "MCP1600-C003",
+                            .nominal_lane_gbps = 25.75,
+                            .media_lanes = 4};
+    l->phy = PhyLink{.speed_mbps = 100000, .lanes = 4};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "link_speed_below_module", "enp1s0f1np1"));
+    l->phy->speed_mbps = 50000;
+    l->phy->lanes = 2;
+    auto f = find(evaluate_rules(s, spark_config()), "link_speed_below_module", "enp1s0f1np1");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "enp1s0f1np1 negotiated 50 Gb/s on 2 lanes while its QSFP28 module NVIDIA "
+                                "MCP1600-C003 is made for 100 Gb/s (4 lanes of 25 Gb/s)"))
+        << f->summary;
+    EXPECT_TRUE(has(f->action, "`ethtool enp1s0f1np1`")) << f->action;
+    // CMIS modules state applications, not a rate per lane: not judged; nor a link without speed.
+    l->module->nominal_lane_gbps.reset();
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "link_speed_below_module", "enp1s0f1np1"));
+    l->module->nominal_lane_gbps = 25.75;
+    l->phy->speed_mbps.reset();
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "link_speed_below_module", "enp1s0f1np1"));
+}
