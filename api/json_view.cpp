@@ -302,7 +302,8 @@ json phy_json(const PhyLink& p) {
                                            {"rx", opt(p.pause_rx)},
                                            {"tx", opt(p.pause_tx)},
                                            {"tx_frames", opt(p.pause_tx_frames)},
-                                           {"rx_frames", opt(p.pause_rx_frames)}})}};
+                                           {"rx_frames", opt(p.pause_rx_frames)}})},
+            {"standard_stats", part(p.stats_error, p.standard_stats)}};
 }
 
 // The transceiver module (ethtool -m): identity, monitors per lane in SI-ish units the specs

@@ -278,10 +278,21 @@ void link_families(Builder& bld, const Snapshot& s) {
     auto& mod_level = bld.gauge("rocewatch_module_threshold",
                                 "The module's own warning and alarm levels, in the unit of the quantity's own "
                                 "metric (celsius, volts, watts, amperes).");
+    auto& fcs = bld.counter("rocewatch_link_fcs_errors_total",
+                            "Received frames with a bad frame check sequence (IEEE 802.3 aFrameCheckSequenceErrors, "
+                            "ethtool netlink's eth-mac group); RoCE netdevs whose driver counts them.");
+    auto& symbols = bld.counter("rocewatch_link_symbol_errors_total",
+                                "Symbol errors while the carrier was up (IEEE 802.3 aSymbolErrorDuringCarrier, "
+                                "ethtool netlink's eth-phy group); RoCE netdevs whose driver counts them.");
     const NetdevFilter netdev_exported(s.config ? s.config->metrics : MetricsConfig{});
     for (const auto& l : s.links) {
         if (!netdev_exported(l.name)) continue;
         const Labels i = {{"netdev", l.name}};
+        if (l.phy) {
+            const auto& st = l.phy->standard_stats;
+            if (auto it = st.find("eth-mac/FrameCheckSequenceErrors"); it != st.end()) add(fcs, i, it->second);
+            if (auto it = st.find("eth-phy/SymbolErrorDuringCarrier"); it != st.end()) add(symbols, i, it->second);
+        }
         if (l.module && l.module->error == 0 && !l.module->spec.empty()) {
             const Transceiver& t = *l.module;
             add(mod_info,

@@ -461,6 +461,8 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
                 put("fec_corrected_blocks", p.fec_corrected_blocks);
                 put("fec_uncorrectable_blocks", p.fec_uncorrectable_blocks);
                 put("fec_corrected_bits", p.fec_corrected_bits);
+                // The IEEE 802.3 / RMON counters by their group/name ("eth-mac/FrameCheckSequenceErrors").
+                for (const auto& [name, v] : p.standard_stats) l.driver_stats.emplace(name, v);
                 // The driver's own port-wide pause counters, where it has them, say the same.
                 if (!l.driver_stats.count("rx_pause_ctrl_phy")) put("rx_pause_frames", p.pause_rx_frames);
                 if (!l.driver_stats.count("tx_pause_ctrl_phy")) put("tx_pause_frames", p.pause_tx_frames);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,11 @@ struct PhyLink {
     std::optional<bool> pause_tx;  // sends pause frames
     std::optional<uint64_t> pause_tx_frames;
     std::optional<uint64_t> pause_rx_frames;
+    // ETHTOOL_MSG_STATS_GET (kernel 5.13+): the IEEE 802.3 and RMON counters the driver keeps,
+    // by group and the name `ethtool -S --groups` prints ("eth-mac/FrameCheckSequenceErrors",
+    // "eth-phy/SymbolErrorDuringCarrier", "rmon/etherStatsJabbers"...).
+    int stats_error = 0;
+    std::map<std::string, uint64_t> standard_stats;
     bool operator==(const PhyLink&) const = default;
 };
 

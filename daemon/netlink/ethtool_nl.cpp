@@ -60,6 +60,56 @@ const char* fec_mode_name(uint32_t bit) {
     }
 }
 
+// The names of each standard group's statistics, by their attribute type in the reply (the
+// kernel's string sets ETH_SS_STATS_ETH_PHY/_MAC/_CTRL/_RMON, as `ethtool -S --groups` prints).
+struct StatGroup {
+    uint32_t id;
+    const char* name;
+    std::vector<std::pair<int, const char*>> stats;
+};
+
+const std::vector<StatGroup>& stat_groups() {
+    static const std::vector<StatGroup> groups{
+        {ETHTOOL_STATS_ETH_PHY, "eth-phy", {{ETHTOOL_A_STATS_ETH_PHY_5_SYM_ERR, "SymbolErrorDuringCarrier"}}},
+        {ETHTOOL_STATS_ETH_MAC,
+         "eth-mac",
+         {{ETHTOOL_A_STATS_ETH_MAC_2_TX_PKT, "FramesTransmittedOK"},
+          {ETHTOOL_A_STATS_ETH_MAC_3_SINGLE_COL, "SingleCollisionFrames"},
+          {ETHTOOL_A_STATS_ETH_MAC_4_MULTI_COL, "MultipleCollisionFrames"},
+          {ETHTOOL_A_STATS_ETH_MAC_5_RX_PKT, "FramesReceivedOK"},
+          {ETHTOOL_A_STATS_ETH_MAC_6_FCS_ERR, "FrameCheckSequenceErrors"},
+          {ETHTOOL_A_STATS_ETH_MAC_7_ALIGN_ERR, "AlignmentErrors"},
+          {ETHTOOL_A_STATS_ETH_MAC_8_TX_BYTES, "OctetsTransmittedOK"},
+          {ETHTOOL_A_STATS_ETH_MAC_9_TX_DEFER, "FramesWithDeferredXmissions"},
+          {ETHTOOL_A_STATS_ETH_MAC_10_LATE_COL, "LateCollisions"},
+          {ETHTOOL_A_STATS_ETH_MAC_11_XS_COL, "FramesAbortedDueToXSColls"},
+          {ETHTOOL_A_STATS_ETH_MAC_12_TX_INT_ERR, "FramesLostDueToIntMACXmitError"},
+          {ETHTOOL_A_STATS_ETH_MAC_13_CS_ERR, "CarrierSenseErrors"},
+          {ETHTOOL_A_STATS_ETH_MAC_14_RX_BYTES, "OctetsReceivedOK"},
+          {ETHTOOL_A_STATS_ETH_MAC_15_RX_INT_ERR, "FramesLostDueToIntMACRcvError"},
+          {ETHTOOL_A_STATS_ETH_MAC_18_TX_MCAST, "MulticastFramesXmittedOK"},
+          {ETHTOOL_A_STATS_ETH_MAC_19_TX_BCAST, "BroadcastFramesXmittedOK"},
+          {ETHTOOL_A_STATS_ETH_MAC_20_XS_DEFER, "FramesWithExcessiveDeferral"},
+          {ETHTOOL_A_STATS_ETH_MAC_21_RX_MCAST, "MulticastFramesReceivedOK"},
+          {ETHTOOL_A_STATS_ETH_MAC_22_RX_BCAST, "BroadcastFramesReceivedOK"},
+          {ETHTOOL_A_STATS_ETH_MAC_23_IR_LEN_ERR, "InRangeLengthErrors"},
+          {ETHTOOL_A_STATS_ETH_MAC_24_OOR_LEN, "OutOfRangeLengthField"},
+          {ETHTOOL_A_STATS_ETH_MAC_25_TOO_LONG_ERR, "FrameTooLongErrors"}}},
+        {ETHTOOL_STATS_ETH_CTRL,
+         "eth-ctrl",
+         {{ETHTOOL_A_STATS_ETH_CTRL_3_TX, "MACControlFramesTransmitted"},
+          {ETHTOOL_A_STATS_ETH_CTRL_4_RX, "MACControlFramesReceived"},
+          {ETHTOOL_A_STATS_ETH_CTRL_5_RX_UNSUP, "UnsupportedOpcodesReceived"}}},
+        {ETHTOOL_STATS_RMON,
+         "rmon",
+         {{ETHTOOL_A_STATS_RMON_UNDERSIZE, "etherStatsUndersizePkts"},
+          {ETHTOOL_A_STATS_RMON_OVERSIZE, "etherStatsOversizePkts"},
+          {ETHTOOL_A_STATS_RMON_FRAG, "etherStatsFragments"},
+          {ETHTOOL_A_STATS_RMON_JABBER, "etherStatsJabbers"}}},
+    };
+    return groups;
+}
+
 }  // namespace
 
 std::vector<uint8_t> genl_family_request(const std::string& name, uint32_t seq) {
@@ -196,11 +246,50 @@ Transceiver query_module(const std::string& ifname, int timeout_ms) {
     return decode_module(pages);
 }
 
+std::vector<uint8_t> ethtool_stats_request(uint16_t family, const std::string& ifname, uint32_t seq) {
+    genlmsghdr g{.cmd = ETHTOOL_MSG_STATS_GET, .version = ETHTOOL_GENL_VERSION, .reserved = 0};
+    nl::Request r(family, NLM_F_REQUEST, seq, &g, sizeof g);
+    const size_t header = r.begin_nest(ETHTOOL_A_STATS_HEADER);
+    r.put_string(ETHTOOL_A_HEADER_DEV_NAME, ifname.substr(0, IFNAMSIZ - 1));
+    r.put_u32(ETHTOOL_A_HEADER_FLAGS, ETHTOOL_FLAG_COMPACT_BITSETS);
+    r.end_nest(header);
+    // The groups as a compact bitset: every group this build knows of.
+    const size_t groups = r.begin_nest(ETHTOOL_A_STATS_GROUPS);
+    r.put(ETHTOOL_A_BITSET_NOMASK, nullptr, 0);
+    r.put_u32(ETHTOOL_A_BITSET_SIZE, __ETHTOOL_STATS_CNT);
+    r.put_u32(ETHTOOL_A_BITSET_VALUE, (1u << __ETHTOOL_STATS_CNT) - 1);
+    r.end_nest(groups);
+    return r.finish();
+}
+
+bool parse_ethtool_stats(const nlmsghdr* nlh, uint16_t family, PhyLink& out) {
+    return for_each_genl_attr(nlh, family, ETHTOOL_MSG_STATS_GET_REPLY, [&](int t, const uint8_t* v, size_t n) {
+        if (t != ETHTOOL_A_STATS_GRP) return;
+        std::optional<uint32_t> id;
+        std::vector<std::pair<int, uint64_t>> values;
+        nl::for_each_attr(v, n, [&](int gt, const uint8_t* gv, size_t gn) {
+            if (gt == ETHTOOL_A_STATS_GRP_ID && gn >= 4) id = nl::attr_uint<uint32_t>(gv, gn);
+            if (gt != ETHTOOL_A_STATS_GRP_STAT) return;
+            // One statistic per nest: its attribute type is its index in the group.
+            nl::for_each_attr(gv, gn, [&](int st, const uint8_t* sv, size_t sn) {
+                if (auto x = stat_u64(sv, sn)) values.emplace_back(st, *x);
+            });
+        });
+        if (!id) return;
+        for (const auto& g : stat_groups()) {
+            if (g.id != *id) continue;
+            for (const auto& [index, value] : values)
+                for (const auto& [si, name] : g.stats)
+                    if (si == index) out.standard_stats[std::string(g.name) + "/" + name] = value;
+        }
+    });
+}
+
 PhyLink query_phy(const std::string& ifname, int timeout_ms) {
     PhyLink out;
     const int family = ethtool_family(timeout_ms);
     if (family < 0) {
-        out.linkmodes_error = out.fec_error = out.pause_error = -family;
+        out.linkmodes_error = out.fec_error = out.pause_error = out.stats_error = -family;
         return out;
     }
     const auto fam = static_cast<uint16_t>(family);
@@ -212,6 +301,8 @@ PhyLink query_phy(const std::string& ifname, int timeout_ms) {
     out.linkmodes_error = ask(ETHTOOL_MSG_LINKMODES_GET, 0, parse_ethtool_linkmodes);
     out.fec_error = ask(ETHTOOL_MSG_FEC_GET, ETHTOOL_FLAG_STATS, parse_ethtool_fec);
     out.pause_error = ask(ETHTOOL_MSG_PAUSE_GET, ETHTOOL_FLAG_STATS, parse_ethtool_pause);
+    out.stats_error = nl::transact(NETLINK_GENERIC, ethtool_stats_request(fam, ifname, nl::next_seq()), timeout_ms,
+                                   [&](const nlmsghdr* h) { return parse_ethtool_stats(h, fam, out); });
     return out;
 }
 

@@ -32,6 +32,9 @@ namespace rocewatch {
 bool parse_ethtool_linkmodes(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
 bool parse_ethtool_fec(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
 bool parse_ethtool_pause(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
+// ETHTOOL_MSG_STATS_GET for the groups eth-phy, eth-mac, eth-ctrl and rmon, and its reply.
+[[nodiscard]] std::vector<uint8_t> ethtool_stats_request(uint16_t family, const std::string& ifname, uint32_t seq);
+bool parse_ethtool_stats(const nlmsghdr* nlh, uint16_t family, PhyLink& out);
 
 // ETHTOOL_MSG_MODULE_EEPROM_GET for one half page of the module's memory map (kernel 5.13+),
 // and the bytes of its reply (false when the message is not that reply).
@@ -41,9 +44,9 @@ bool parse_ethtool_module_eeprom(const nlmsghdr* nlh, uint16_t family, std::vect
 
 // ---------------------------------------------------------------- queries
 
-// Link modes, FEC (with statistics) and pause (with statistics) of `ifname` in this network
-// namespace: three requests, each waiting at most `timeout_ms`. Never throws: each part's
-// errno is in its *_error (ENOENT for all three where the kernel has no ethtool family).
+// Link modes, FEC (with statistics), pause (with statistics) and the standard statistics
+// groups of `ifname` in this network namespace: four requests, each waiting at most `timeout_ms`. Never throws: each
+// part's errno is in its *_error (ENOENT for all where the kernel has no ethtool family).
 [[nodiscard]] PhyLink query_phy(const std::string& ifname, int timeout_ms = 200);
 
 // The transceiver module of `ifname`: the lower page, then the pages it calls for (1 to 5

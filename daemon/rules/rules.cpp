@@ -738,6 +738,30 @@ void rule_link_speed_below_module(const Context& ctx, Severity sev, Findings& ou
     }
 }
 
+// Frames that arrived with a bad FCS inside the counter window: corrupted on the wire (or by
+// the NIC), each one a RoCE packet lost and retransmitted.
+void rule_fcs_errors(const Context& ctx, Severity sev, Findings& out) {
+    const std::string window = window_words(ctx.c.thresholds.counter_window);
+    for (const auto& rl : roce_links(ctx)) {
+        const auto& inc = rl.link->driver_stat_increase;
+        auto it = inc.find("eth-mac/FrameCheckSequenceErrors");
+        if (it == inc.end() || it->second == 0) continue;
+        const std::string n = rl.link->name;
+        std::map<std::string, std::string> details{{"increase", num(it->second)}, {"window", window}};
+        if (auto sym = inc.find("eth-phy/SymbolErrorDuringCarrier"); sym != inc.end())
+            details["symbol_errors_increase"] = num(sym->second);
+        out.push_back(make("fcs_errors", sev, n,
+                           n + " received " + plural(it->second, "frame", "frames") +
+                               " with a bad checksum (FCS) in the last " + window +
+                               ": corrupted on the wire, each a lost RoCE packet that must be sent again",
+                           "Check the physical link: the module's receive power (`ethtool -m " + n +
+                               "`), FEC counters (`ethtool -I --show-fec " + n +
+                               "`), then clean or reseat the cable and module; errors at the switch port's other end "
+                               "too mean the cable, here only means this end.",
+                           std::move(details)));
+    }
+}
+
 // FEC correcting so many errors that the bit error rate before it passes thresholds.pre_fec_ber:
 // nothing is lost yet, but the margin is going, and uncorrectable codewords come next.
 void rule_fec_corrected_high(const Context& ctx, Severity sev, Findings& out) {
@@ -1788,6 +1812,10 @@ constexpr RuleDef kRules[] = {
      "reaches thresholds.pre_fec_ber (corrected bits where counted, else corrected codewords over the negotiated "
      "speed): degrading, not yet losing frames",
      rule_fec_corrected_high},
+    {"fcs_errors", Severity::warning, Scope::node,
+     "a RoCE netdev received frames with a bad FCS inside the counter window (ethtool netlink's eth-mac "
+     "FrameCheckSequenceErrors)",
+     rule_fcs_errors},
     {"link_speed_below_module", Severity::warning, Scope::node,
      "a RoCE netdev negotiated a lower speed than its transceiver module is made for (SFF-8636/SFF-8472 modules, "
      "which state their rate per lane, times their lanes)",

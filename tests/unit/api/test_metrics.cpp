@@ -380,7 +380,14 @@ TEST(Metrics, ModuleFamiliesInBaseUnits) {
     ASSERT_GE(s.links.size(), 2u);
     s.links[0].module = t;
     s.links[1].module = Transceiver{.error = EOPNOTSUPP};
+    // The standard groups' FCS and symbol errors, from ethtool netlink, as counters.
+    s.links[0].phy = PhyLink{.standard_stats = {{"eth-mac/FrameCheckSequenceErrors", 42},
+                                                {"eth-phy/SymbolErrorDuringCarrier", 17},
+                                                {"eth-mac/FramesReceivedOK", 1000}}};
     const auto fams = snapshot_to_families(s);
+    EXPECT_EQ(value(fams, "rocewatch_link_fcs_errors_total", {{"netdev", s.links[0].name}}), 42.0);
+    EXPECT_EQ(value(fams, "rocewatch_link_symbol_errors_total", {{"netdev", s.links[0].name}}), 17.0);
+    EXPECT_EQ(samples(fams, "rocewatch_link_fcs_errors_total"), 1u);
     const std::string n = s.links[0].name;
     EXPECT_EQ(value(fams, "rocewatch_module_info", {{"netdev", n}, {"type", "OSFP"}, {"serial", "MT2401FT00042"}}),
               1.0);

@@ -243,3 +243,57 @@ TEST(EthtoolNl, ModuleEepromRequestAndReply) {
     EXPECT_FALSE(parse_ethtool_module_eeprom(hdr(fb), kFamily, none)) << "another command's reply";
     EXPECT_TRUE(none.empty());
 }
+
+// STATS_GET: the request asks for the four standard groups as a compact bitset; the reply's
+// groups are read by their id, each statistic by its index, into the names ethtool prints.
+// A statistic the driver does not count is left out, as is a group this build does not know.
+TEST(EthtoolNl, StandardStatisticsGroups) {
+    const auto req = ethtool_stats_request(kFamily, "enp1s0f0np0", 11);
+    const auto* h = hdr(req);
+    genlmsghdr g;
+    std::memcpy(&g, NLMSG_DATA(h), sizeof g);
+    EXPECT_EQ(g.cmd, ETHTOOL_MSG_STATS_GET);
+    bool nomask = false;
+    uint32_t size = 0, bits = 0;
+    nl::for_each_attr(static_cast<const uint8_t*>(NLMSG_DATA(h)) + GENL_HDRLEN,
+                      h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN), [&](int t, const uint8_t* v, size_t n) {
+                          if (t != ETHTOOL_A_STATS_GROUPS) return;
+                          nl::for_each_attr(v, n, [&](int bt, const uint8_t* bv, size_t bn) {
+                              if (bt == ETHTOOL_A_BITSET_NOMASK) nomask = bn == 0;
+                              if (bt == ETHTOOL_A_BITSET_SIZE) size = nl::attr_uint<uint32_t>(bv, bn);
+                              if (bt == ETHTOOL_A_BITSET_VALUE) bits = nl::attr_uint<uint32_t>(bv, bn);
+                          });
+                      });
+    EXPECT_TRUE(nomask);
+    EXPECT_EQ(size, 4u);
+    EXPECT_EQ(bits, 0xfu) << "eth-phy, eth-mac, eth-ctrl, rmon";
+
+    Reply r(kFamily, ETHTOOL_MSG_STATS_GET_REPLY);
+    const auto group = [&](uint32_t id, std::vector<std::pair<int, uint64_t>> stats) {
+        auto* grp = nla_nest_start(r.msg(), ETHTOOL_A_STATS_GRP);
+        nla_put_u32(r.msg(), ETHTOOL_A_STATS_GRP_ID, id);
+        nla_put_u32(r.msg(), ETHTOOL_A_STATS_GRP_SS_ID, 20 + id);
+        for (const auto& [index, v] : stats) {
+            auto* st = nla_nest_start(r.msg(), ETHTOOL_A_STATS_GRP_STAT);
+            nla_put_u64(r.msg(), index, v);
+            nla_nest_end(r.msg(), st);
+        }
+        nla_nest_end(r.msg(), grp);
+    };
+    group(ETHTOOL_STATS_ETH_PHY, {{ETHTOOL_A_STATS_ETH_PHY_5_SYM_ERR, 17}});
+    group(ETHTOOL_STATS_ETH_MAC, {{ETHTOOL_A_STATS_ETH_MAC_6_FCS_ERR, 42},
+                                  {ETHTOOL_A_STATS_ETH_MAC_5_RX_PKT, 123456789},
+                                  {ETHTOOL_A_STATS_ETH_MAC_7_ALIGN_ERR, ~uint64_t{0}}});  // not counted
+    group(ETHTOOL_STATS_RMON, {{ETHTOOL_A_STATS_RMON_JABBER, 3}});
+    group(99, {{0, 5}});  // a group from a newer kernel
+    const auto b = r.bytes();
+    PhyLink p;
+    EXPECT_TRUE(parse_ethtool_stats(hdr(b), kFamily, p));
+    EXPECT_EQ(p.standard_stats, (std::map<std::string, uint64_t>{{"eth-mac/FrameCheckSequenceErrors", 42},
+                                                                 {"eth-mac/FramesReceivedOK", 123456789},
+                                                                 {"eth-phy/SymbolErrorDuringCarrier", 17},
+                                                                 {"rmon/etherStatsJabbers", 3}}));
+    PhyLink other;
+    EXPECT_FALSE(parse_ethtool_stats(hdr(b), kFamily + 1, other));
+    EXPECT_TRUE(other.standard_stats.empty());
+}

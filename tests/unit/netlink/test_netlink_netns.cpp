@@ -552,6 +552,9 @@ TEST_F(NetnsWatcher, EthtoolNetlinkOnARealVeth) {
     EXPECT_EQ(p.autoneg, false);
     EXPECT_EQ(p.fec_error, EOPNOTSUPP) << std::strerror(p.fec_error);
     EXPECT_EQ(p.pause_error, EOPNOTSUPP) << std::strerror(p.pause_error);
+    // veth keeps none of the standard groups: the kernel answers with no group at all.
+    EXPECT_EQ(p.stats_error, 0) << std::strerror(p.stats_error);
+    EXPECT_TRUE(p.standard_stats.empty());
     const auto none = query_phy(std::string(kPrefix) + "nodev");
     EXPECT_EQ(none.linkmodes_error, ENODEV) << std::strerror(none.linkmodes_error);
     EXPECT_EQ(none.fec_error, ENODEV);

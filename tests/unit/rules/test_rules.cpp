@@ -1027,3 +1027,20 @@ TEST(Rules, LinkSpeedBelowModule) {
     l->phy->speed_mbps.reset();
     EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "link_speed_below_module", "enp1s0f1np1"));
 }
+
+// Frames with a bad FCS inside the counter window (the eth-mac group's counter, joined into the
+// driver's statistics by its group/name): a warning naming how many, with the symbol errors.
+TEST(Rules, FcsErrorsFromTheStandardGroups) {
+    auto s = healthy_spark();
+    Link* l = link_named(s, "enp1s0f0np0");
+    ASSERT_NE(l, nullptr);
+    l->driver_stat_increase = {{"eth-mac/FrameCheckSequenceErrors", 0}, {"eth-phy/SymbolErrorDuringCarrier", 0}};
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "fcs_errors", "enp1s0f0np0"));
+    l->driver_stat_increase["eth-mac/FrameCheckSequenceErrors"] = 7;
+    l->driver_stat_increase["eth-phy/SymbolErrorDuringCarrier"] = 40;
+    auto f = find(evaluate_rules(s, spark_config()), "fcs_errors", "enp1s0f0np0");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "enp1s0f0np0 received 7 frames with a bad checksum (FCS) in the last")) << f->summary;
+    EXPECT_EQ(f->details.at("symbol_errors_increase"), "40");
+}
