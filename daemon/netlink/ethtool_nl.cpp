@@ -228,12 +228,12 @@ bool parse_ethtool_module_eeprom(const nlmsghdr* nlh, uint16_t family, std::vect
 Transceiver query_module(const std::string& ifname, int timeout_ms) {
     const int fam = ethtool_family(timeout_ms);
     if (fam < 0) return Transceiver{.error = -fam};
+    nl::Socket sock(NETLINK_GENERIC, timeout_ms);
     const auto read = [&](const EepromPage& at, std::vector<uint8_t>& data) {
-        return nl::transact(NETLINK_GENERIC,
-                            ethtool_module_eeprom_request(static_cast<uint16_t>(fam), ifname, at, nl::next_seq()),
-                            timeout_ms, [&](const nlmsghdr* h) {
-                                return parse_ethtool_module_eeprom(h, static_cast<uint16_t>(fam), data);
-                            });
+        return sock.transact(ethtool_module_eeprom_request(static_cast<uint16_t>(fam), ifname, at, nl::next_seq()),
+                             [&](const nlmsghdr* h) {
+                                 return parse_ethtool_module_eeprom(h, static_cast<uint16_t>(fam), data);
+                             });
     };
     EepromPages pages;
     std::vector<uint8_t> lower;
@@ -293,16 +293,19 @@ PhyLink query_phy(const std::string& ifname, int timeout_ms) {
         return out;
     }
     const auto fam = static_cast<uint16_t>(family);
+    // The four exchanges on one socket: each cycle asks this for every RoCE netdev.
+    nl::Socket sock(NETLINK_GENERIC, timeout_ms);
     using Parser = bool (*)(const nlmsghdr*, uint16_t, PhyLink&);
-    const auto ask = [&](uint8_t cmd, uint32_t flags, Parser parse) {
-        return nl::transact(NETLINK_GENERIC, ethtool_get_request(fam, cmd, ifname, flags, nl::next_seq()), timeout_ms,
-                            [&](const nlmsghdr* h) { return parse(h, fam, out); });
+    const auto ask = [&](const std::vector<uint8_t>& request, Parser parse) {
+        return sock.transact(request, [&](const nlmsghdr* h) { return parse(h, fam, out); });
     };
-    out.linkmodes_error = ask(ETHTOOL_MSG_LINKMODES_GET, 0, parse_ethtool_linkmodes);
-    out.fec_error = ask(ETHTOOL_MSG_FEC_GET, ETHTOOL_FLAG_STATS, parse_ethtool_fec);
-    out.pause_error = ask(ETHTOOL_MSG_PAUSE_GET, ETHTOOL_FLAG_STATS, parse_ethtool_pause);
-    out.stats_error = nl::transact(NETLINK_GENERIC, ethtool_stats_request(fam, ifname, nl::next_seq()), timeout_ms,
-                                   [&](const nlmsghdr* h) { return parse_ethtool_stats(h, fam, out); });
+    const auto get = [&](uint8_t cmd, uint32_t flags) {
+        return ethtool_get_request(fam, cmd, ifname, flags, nl::next_seq());
+    };
+    out.linkmodes_error = ask(get(ETHTOOL_MSG_LINKMODES_GET, 0), parse_ethtool_linkmodes);
+    out.fec_error = ask(get(ETHTOOL_MSG_FEC_GET, ETHTOOL_FLAG_STATS), parse_ethtool_fec);
+    out.pause_error = ask(get(ETHTOOL_MSG_PAUSE_GET, ETHTOOL_FLAG_STATS), parse_ethtool_pause);
+    out.stats_error = ask(ethtool_stats_request(fam, ifname, nl::next_seq()), parse_ethtool_stats);
     return out;
 }
 

@@ -54,34 +54,39 @@ uint32_t next_seq() {
     return seq.fetch_add(1);
 }
 
-int transact(int protocol, const std::vector<uint8_t>& request, int timeout_ms,
-             const std::function<bool(const nlmsghdr*)>& on_reply) {
-    if (request.size() < sizeof(nlmsghdr)) return EINVAL;
-    const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
-    if (fd < 0) return errno;
+Socket::Socket(int protocol, int timeout_ms) : fd_(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol)) {
+    if (fd_ < 0) {
+        error_ = errno;
+        return;
+    }
     timeval tv{.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+Socket::~Socket() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+int Socket::transact(const std::vector<uint8_t>& request, const std::function<bool(const nlmsghdr*)>& on_reply) {
+    if (fd_ < 0) return error_;
+    if (request.size() < sizeof(nlmsghdr)) return EINVAL;
     nlmsghdr req_hdr;
     std::memcpy(&req_hdr, request.data(), sizeof req_hdr);
     sockaddr_nl kernel{};
     kernel.nl_family = AF_NETLINK;
-    if (::sendto(fd, request.data(), request.size(), 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel) <
-        0) {
-        const int err = errno;
-        ::close(fd);
-        return err;
-    }
-    std::vector<uint8_t> buf(32768);
+    if (::sendto(fd_, request.data(), request.size(), 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel) < 0)
+        return errno;
+    buf_.resize(32768);
     int result = ETIMEDOUT;
     for (int tries = 0; tries < 8; ++tries) {
-        const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+        const ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), 0);
         if (n < 0) {
             result = errno == EAGAIN || errno == EWOULDBLOCK ? ETIMEDOUT : errno;
             break;
         }
         bool done = false;
         int left = static_cast<int>(n);
-        for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        for (auto* h = reinterpret_cast<nlmsghdr*>(buf_.data()); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
             if (h->nlmsg_seq != req_hdr.nlmsg_seq) continue;
             done = true;
             if (h->nlmsg_type == NLMSG_ERROR) {
@@ -95,8 +100,14 @@ int transact(int protocol, const std::vector<uint8_t>& request, int timeout_ms,
         }
         if (done) break;
     }
-    ::close(fd);
     return result;
+}
+
+int transact(int protocol, const std::vector<uint8_t>& request, int timeout_ms,
+             const std::function<bool(const nlmsghdr*)>& on_reply) {
+    if (request.size() < sizeof(nlmsghdr)) return EINVAL;
+    Socket s(protocol, timeout_ms);
+    return s.transact(request, on_reply);
 }
 
 }  // namespace rocewatch::nl

@@ -60,6 +60,23 @@ private:
 int transact(int protocol, const std::vector<uint8_t>& request, int timeout_ms,
              const std::function<bool(const nlmsghdr*)>& on_reply);
 
+// One socket for several exchanges in a row (the four ethtool queries of a netdev): the same
+// answers as transact(), one socket, one receive buffer. Answers to an earlier request that
+// timed out are told apart by their sequence numbers and skipped.
+class Socket {
+public:
+    Socket(int protocol, int timeout_ms);
+    ~Socket();
+    Socket(const Socket&) = delete;
+    Socket& operator=(const Socket&) = delete;
+    int transact(const std::vector<uint8_t>& request, const std::function<bool(const nlmsghdr*)>& on_reply);
+
+private:
+    int fd_ = -1;
+    int error_ = 0;  // socket() failed: every transact answers this
+    std::vector<uint8_t> buf_;
+};
+
 // A sequence number for a new request, unique in the process.
 uint32_t next_seq();
 
