@@ -6,16 +6,21 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "api/log_safe.hpp"
 #include "api/peer_routes.hpp"
 #include "api/probe_view.hpp"
+#include "probes/budget.hpp"
 #include "util/base64.hpp"
 
 using namespace rocewatch;
 using nlohmann::json;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -50,6 +55,9 @@ struct PeerRoutesTest : ::testing::Test {
                            .hello = [](const PeerConfig&, SteadyClock::time_point) { return PeerState{}; }},
         probe_store, log};
     SessionHost sessions;
+    // No limits unless a test sets them; every session is admitted against it and charged.
+    ProbeBudget budget{ProbeBudgetLimits{}};
+    std::atomic<int> accepted{0};
     std::unique_ptr<api::ApiServer> server;
     std::unique_ptr<httplib::Client> cli;
     httplib::Headers auth{{"Authorization", std::string("Bearer ") + kToken}};
@@ -69,12 +77,26 @@ struct PeerRoutesTest : ::testing::Test {
                                        .data_port = 9880,
                                        .scheduler = scheduler,
                                        .sessions = sessions,
-                                       .session_kinds = {{"/api/v1/peer/rdma", "RDMA", refuse}},
-                                       .log = log});
+                                       .session_kinds = {{"/api/v1/peer/rdma", "RDMA", refuse},
+                                                         {"/api/v1/peer/ucx", "UCX", serve_bytes()}},
+                                       .log = log,
+                                       .budget = &budget});
         server->start();
         cli = std::make_unique<httplib::Client>("127.0.0.1", server->port());
     }
     void TearDown() override { server->stop(); }
+    // A session kind that accepts and moves 1000 payload bytes.
+    SessionAccept serve_bytes() {
+        return [this](const Config&, const Snapshot&, const json&, const std::atomic<bool>*) {
+            ++accepted;
+            return std::make_pair(json{{"rails", json::array()}}, std::function<ProbeResult()>{[] {
+                                      ProbeResult r;
+                                      r.success = true;
+                                      r.bytes = 1000;
+                                      return r;
+                                  }});
+        };
+    }
 };
 
 // Valid JSON that is not an object answered 500 once (json::value on a non-object throws).
@@ -171,6 +193,42 @@ TEST_F(PeerRoutesTest, PeerSuppliedSessionIdsAreLoggedEscapedAndBounded) {
     EXPECT_EQ(text.find("\nFAKE"), std::string::npos) << "no forged line";
     EXPECT_NE(text.find("evil\\x0d\\x0aFAKE LOG LINE\\x01"), std::string::npos) << text.substr(0, 300);
     EXPECT_LT(text.size(), 1000u) << "a 60 KB id is cut";
+}
+
+// The RDMA and UCX session routes answer to the node's probe budget: each session a peer asks
+// for is admitted as one run (even one the session kind then refuses) and charged the bytes it
+// moved; once the minute's runs are spent the peer gets 503 peer_busy with Retry-After 30 before
+// the session kind is asked at all.
+TEST_F(PeerRoutesTest, SessionsAreAdmittedAgainstTheProbeBudgetAndCharged) {
+    source.set(std::make_shared<const Snapshot>());
+    budget.set_limits({.runs_per_minute = 2, .bytes_per_minute = 0});
+    auto res = cli->Post("/api/v1/peer/ucx", auth, "{}", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(accepted.load(), 1);
+    // The session runs on the session host's thread: its bytes are charged when it ends.
+    for (int i = 0; i < 200 && budget.stats().bytes[1] < 1000; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(budget.stats().bytes[1], 1000u);
+    // The second: admitted, then refused by the session kind (422); the run still counts.
+    for (int i = 0; i < 200; ++i) {
+        res = cli->Post("/api/v1/peer/rdma", auth, "{}", "application/json");
+        ASSERT_TRUE(res);
+        if (res->status != 503) break;  // the first session's slot not yet released
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(res->status, 422) << res->body;
+    EXPECT_EQ(budget.stats().admitted[1], 2u);
+    // The third: the minute's two runs are spent.
+    res = cli->Post("/api/v1/peer/ucx", auth, "{}", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 503);
+    EXPECT_EQ(res->get_header_value("Retry-After"), "30");
+    const auto body = json::parse(res->body);
+    EXPECT_EQ(body.value("reason", ""), "peer_busy");
+    EXPECT_EQ(body.value("detail", "").find("another probe session"), std::string::npos) << body.dump();
+    EXPECT_EQ(accepted.load(), 1) << "the session kind is not asked once the budget is spent";
+    EXPECT_EQ(budget.stats().refused[1], 1u);
+    EXPECT_EQ(budget.stats().admitted[0], 0u) << "peers' sessions count on the peer side only";
 }
 
 TEST(LogSafe, EscapesAndBounds) {
