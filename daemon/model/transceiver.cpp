@@ -91,7 +91,12 @@ void decode_sff8472(const EepromPages& pages, Transceiver& t) {
     t.part_number = id.text(40, 55);
     t.serial = id.text(68, 83);
     t.media_lanes = 1;
-    if (const auto br = id.u8(12); br && *br != 0 && *br != 0xff) t.nominal_lane_gbps = *br * 0.1;
+    // Byte 12 in 100 MBd; 0xff: byte 66 in 250 MBd (SFP28 and faster).
+    if (const auto br = id.u8(12); br && *br == 0xff) {
+        if (const auto ext = id.u8(66); ext && *ext != 0) t.nominal_lane_gbps = *ext * 0.25;
+    } else if (br && *br != 0) {
+        t.nominal_lane_gbps = *br * 0.1;
+    }
     const uint8_t diag = id.u8(92).value_or(0);
     // Bit 6: digital diagnostics implemented; bit 4: externally calibrated (values need the
     // module's calibration constants, which modules of the last decade no longer use: not

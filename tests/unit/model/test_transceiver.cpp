@@ -150,6 +150,11 @@ TEST(Transceiver, SfpDiagnosticsComeFromA2) {
     EXPECT_EQ(t.vendor, "FINISAR CORP.");
     EXPECT_EQ(t.serial, "X9Y8Z7");
     EXPECT_FALSE(t.nominal_lane_gbps) << "0xff: the extended rate byte, which this image leaves 0";
+    Half rated = a0;
+    rated.u8(66, 103);  // 25.75 GBd: an SFP28
+    EXPECT_DOUBLE_EQ(decode_module({{kLower, rated.bytes}}).nominal_lane_gbps.value(), 25.75);
+    rated.u8(12, 0x67).u8(66, 0);  // 10.3 GBd in byte 12: an SFP+
+    EXPECT_DOUBLE_EQ(decode_module({{kLower, rated.bytes}}).nominal_lane_gbps.value(), 10.3);
     ASSERT_EQ(t.lanes.size(), 1u);
     EXPECT_NEAR(t.lanes[0].rx_power_mw.value(), 0.031, 1e-4);
     EXPECT_NEAR(t.lanes[0].tx_bias_ma.value(), 6.8, 0.002);
