@@ -20,6 +20,25 @@
 namespace rocewatch {
 namespace {
 
+// Per-netdev answers that change rarely and cost firmware reads (DCB, transceiver modules): each
+// RoCE netdev is asked at most every `refresh`, all of them again when `ask_again`, and the
+// answers of netdevs that are no longer RoCE's are dropped.
+template <class T, class Read, class Put>
+void for_roce_cached(std::vector<Link>& links, const std::set<std::string>& roce,
+                     std::map<std::string, std::pair<SteadyClock::time_point, T>>& cache, SteadyClock::duration refresh,
+                     bool ask_again, const Read& read, const Put& put) {
+    const auto now = SteadyClock::now();
+    if (ask_again) cache.clear();
+    for (auto& l : links) {
+        if (!roce.count(l.name)) continue;
+        auto it = cache.find(l.name);
+        if (it == cache.end() || now - it->second.first >= refresh)
+            it = cache.insert_or_assign(l.name, std::make_pair(now, read(l.name))).first;
+        put(l, it->second.second);
+    }
+    std::erase_if(cache, [&](const auto& e) { return !roce.count(e.first); });
+}
+
 constexpr auto kGidRefresh = std::chrono::seconds(60);
 constexpr auto kDcbRefresh = std::chrono::seconds(30);
 constexpr auto kModuleRefresh = std::chrono::seconds(60);
@@ -420,30 +439,13 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         for (const auto& d : snap->devices)
             for (const auto& p : d.ports)
                 if (!p.netdev.empty() && nic_family(d, p) == NicFamily::roce) roce.insert(p.netdev);
-        if (src_.dcb) {
-            const auto now_dcb = SteadyClock::now();
-            if (read_gids) dcb_cache_.clear();  // after a wake, or every kGidRefresh: ask again
-            for (auto& l : snap->links) {
-                if (!roce.count(l.name)) continue;
-                auto it = dcb_cache_.find(l.name);
-                if (it == dcb_cache_.end() || now_dcb - it->second.first >= kDcbRefresh)
-                    it = dcb_cache_.insert_or_assign(l.name, std::make_pair(now_dcb, src_.dcb(l.name))).first;
-                l.dcb = it->second.second;
-            }
-            std::erase_if(dcb_cache_, [&](const auto& e) { return !roce.count(e.first); });
-        }
-        if (src_.module) {
-            const auto now_mod = SteadyClock::now();
-            if (read_gids) module_cache_.clear();  // a module may have been swapped
-            for (auto& l : snap->links) {
-                if (!roce.count(l.name)) continue;
-                auto it = module_cache_.find(l.name);
-                if (it == module_cache_.end() || now_mod - it->second.first >= kModuleRefresh)
-                    it = module_cache_.insert_or_assign(l.name, std::make_pair(now_mod, src_.module(l.name))).first;
-                l.module = it->second.second;
-            }
-            std::erase_if(module_cache_, [&](const auto& e) { return !roce.count(e.first); });
-        }
+        // After a wake, or every kGidRefresh, both are asked again (a module may have been swapped).
+        if (src_.dcb)
+            for_roce_cached(snap->links, roce, dcb_cache_, kDcbRefresh, read_gids, src_.dcb,
+                            [](Link& l, const DcbState& d) { l.dcb = d; });
+        if (src_.module)
+            for_roce_cached(snap->links, roce, module_cache_, kModuleRefresh, read_gids, src_.module,
+                            [](Link& l, const Transceiver& t) { l.module = t; });
         // The driver's pause, pause-storm and discard counters of the same netdevs (ethtool -S).
         if (src_.driver_stats)
             for (auto& l : snap->links)
