@@ -576,6 +576,15 @@ void rule_pause_frames_high(const Context& ctx, Severity sev, Findings& out) {
     }
 }
 
+// ethtool's per-lane FEC counts as "0=12,1=40,...", lanes numbered from 0 as the kernel does;
+// "" where the driver counts no lanes.
+std::string per_lane(const std::vector<uint64_t>& counts) {
+    std::string out;
+    for (size_t i = 0; i < counts.size(); ++i)
+        out += (out.empty() ? "" : ",") + std::to_string(i) + "=" + num(counts[i]);
+    return out;
+}
+
 // FEC codewords the port could not correct inside the counter window: frames lost on the wire.
 void rule_fec_uncorrectable(const Context& ctx, Severity sev, Findings& out) {
     const std::string window = window_words(ctx.c.thresholds.counter_window);
@@ -589,9 +598,7 @@ void rule_fec_uncorrectable(const Context& ctx, Severity sev, Findings& out) {
         if (rl.link->phy) {
             const PhyLink& p = *rl.link->phy;
             if (!p.fec_active.empty()) details["fec_mode"] = p.fec_active;
-            for (size_t i = 0; i < p.fec_uncorrectable_blocks_lanes.size(); ++i)
-                lanes += (lanes.empty() ? "" : ",") + std::to_string(i) + "=" +
-                         num(p.fec_uncorrectable_blocks_lanes[i]);
+            lanes = per_lane(p.fec_uncorrectable_blocks_lanes);
             if (!lanes.empty()) details["uncorrectable_per_lane"] = lanes;
         }
         if (auto c = inc.find("fec_corrected_blocks"); c != inc.end()) details["corrected_increase"] = num(c->second);
@@ -789,10 +796,8 @@ void rule_fec_corrected_high(const Context& ctx, Severity sev, Findings& out) {
                                                    {"counted", exact ? "corrected_bits" : "corrected_blocks"},
                                                    {"increase", num(errors)}};
         if (!l.phy->fec_active.empty()) details["fec_mode"] = l.phy->fec_active;
-        std::string lanes;
-        for (size_t i = 0; i < l.phy->fec_corrected_blocks_lanes.size(); ++i)
-            lanes += (lanes.empty() ? "" : ",") + std::to_string(i) + "=" + num(l.phy->fec_corrected_blocks_lanes[i]);
-        if (!lanes.empty()) details["corrected_per_lane"] = lanes;
+        if (const std::string lanes = per_lane(l.phy->fec_corrected_blocks_lanes); !lanes.empty())
+            details["corrected_per_lane"] = lanes;
         out.push_back(make(
             "fec_corrected_high", sev, n,
             n + "'s FEC corrected " + num(errors) + (exact ? " bit errors" : " codewords") + " in the last " + window +

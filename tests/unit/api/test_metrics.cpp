@@ -291,14 +291,20 @@ std::pair<int, std::string> promtool_check(const std::string& text) {
 
 bool have_promtool() { return std::system("command -v promtool >/dev/null 2>&1") == 0; }
 
+// promtool may be missing outside CI: the test skips, saying why. In CI that is a failure.
+#define REQUIRE_PROMTOOL()                                                                            \
+    do {                                                                                              \
+        if (!have_promtool()) {                                                                       \
+            if (rocewatch::testing::in_ci())                                                          \
+                FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";    \
+            GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check"; \
+        }                                                                                             \
+    } while (0)
+
 }  // namespace
 
 TEST(Metrics, PromtoolAcceptsRichSnapshot) {
-    if (!have_promtool()) {
-        if (rocewatch::testing::in_ci())
-            FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";
-        GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check";
-    }
+    REQUIRE_PROMTOOL();
     auto s = api_sample::sample_snapshot();
     // Label values with every character the text format must escape.
     s.devices[0].board_id = "weird \"quoted\" \\ back\nslash";
@@ -327,11 +333,7 @@ TEST(Metrics, InvalidUtf8InNamesIsEscapedAndPromtoolAccepts) {
     EXPECT_TRUE(value(fams, "rocewatch_link_info", {{"master", "b\\xc3"}}));
     EXPECT_TRUE(value(fams, "rocewatch_rdma_port_up", {{"device", "rxe\\xed\\xa0\\x80"}}));
     EXPECT_TRUE(value(fams, "rocewatch_rdma_device_info", {{"fw_ver", "\xe2\x82\xac ok"}}));
-    if (!have_promtool()) {
-        if (rocewatch::testing::in_ci())
-            FAIL() << "promtool is missing (Debian package prometheus), and CI must run this";
-        GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check";
-    }
+    REQUIRE_PROMTOOL();
     const auto [rc, out] = promtool_check(render_metrics(s, HttpStats({"/metrics"})));
     EXPECT_EQ(rc, 0) << out;
     EXPECT_TRUE(out.empty()) << out;
@@ -404,10 +406,7 @@ TEST(Metrics, ModuleFamiliesInBaseUnits) {
               80.0);
     EXPECT_FALSE(value(fams, "rocewatch_module_threshold", {{"quantity", "temperature"}, {"level", "low_alarm"}}))
         << "a level the module does not store is not exported";
-    if (!have_promtool()) {
-        if (rocewatch::testing::in_ci()) FAIL() << "promtool is missing (Debian package prometheus)";
-        GTEST_SKIP() << "promtool not installed (Debian package prometheus); CI runs this check";
-    }
+    REQUIRE_PROMTOOL();
     HttpStats stats({"/metrics"});
     const auto [rc, out] = promtool_check(render_metrics(s, stats));
     EXPECT_EQ(rc, 0) << out;
