@@ -306,6 +306,24 @@ json phy_json(const PhyLink& p) {
             {"standard_stats", part(p.stats_error, p.standard_stats)}};
 }
 
+// The device lldpd hears on the link: on a rail, the switch and its port.
+json lldp_json(const LldpNeighbor& n) {
+    const auto text = [](const std::string& v) { return v.empty() ? json(nullptr) : json(v); };
+    return {{"switch", text(lldp_switch_name(n))},
+            {"switch_port", text(lldp_port_name(n))},
+            {"protocol", text(n.protocol)},
+            {"system_name", text(n.system_name)},
+            {"chassis_id", text(n.chassis_id)},
+            {"chassis_id_subtype", text(n.chassis_id_subtype)},
+            {"port_id", text(n.port_id)},
+            {"port_id_subtype", text(n.port_id_subtype)},
+            {"port_description", text(n.port_description)},
+            {"management_address", text(n.management_address)},
+            {"max_frame_size", opt(n.max_frame_size)},
+            {"vlan_id", opt(n.vlan_id)},
+            {"neighbours", n.neighbours}};
+}
+
 // The transceiver module (ethtool -m): identity, monitors per lane in SI-ish units the specs
 // use (degrees C, volts, milliwatts, milliamps) and the module's own warning/alarm levels.
 json module_json(const Transceiver& t) {
@@ -432,6 +450,7 @@ json interfaces_json(const Snapshot& s) {
                          {"dcb", l.dcb ? dcb_json(*l.dcb, rdma_cm_tos_for_netdev(s, l.name)) : json(nullptr)},
                          {"phy", l.phy ? phy_json(*l.phy) : json(nullptr)},
                          {"module", l.module ? module_json(*l.module) : json(nullptr)},
+                         {"lldp", l.lldp ? lldp_json(*l.lldp) : json(nullptr)},
                          {"driver_stats", driver_stats_json(l)}});
     }
     return envelope(s, "interfaces", std::move(items));

@@ -284,10 +284,20 @@ void link_families(Builder& bld, const Snapshot& s) {
     auto& symbols = bld.counter("rocewatch_link_symbol_errors_total",
                                 "Symbol errors while the carrier was up (IEEE 802.3 aSymbolErrorDuringCarrier, "
                                 "ethtool netlink's eth-phy group); RoCE netdevs whose driver counts them.");
+    auto& lldp = bld.gauge("rocewatch_link_lldp_neighbor_info",
+                           "The device lldpd hears on the link (on a rail, the switch and its port), by name and "
+                           "port as it sends them; always 1. Join on netdev to group alerts by switch.");
     const NetdevFilter netdev_exported(s.config ? s.config->metrics : MetricsConfig{});
     for (const auto& l : s.links) {
         if (!netdev_exported(l.name)) continue;
         const Labels i = {{"netdev", l.name}};
+        if (l.lldp)
+            add(lldp,
+                {{"netdev", l.name},
+                 {"switch", lldp_switch_name(*l.lldp)},
+                 {"switch_port", lldp_port_name(*l.lldp)},
+                 {"chassis_id", l.lldp->chassis_id}},
+                1);
         if (l.phy) {
             const auto& st = l.phy->standard_stats;
             if (auto it = st.find("eth-mac/FrameCheckSequenceErrors"); it != st.end()) add(fcs, i, it->second);

@@ -31,6 +31,7 @@
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
 #include "daemon/logging/journal.hpp"
+#include "daemon/lldp/lldp_client.hpp"
 #include "daemon/netlink/dcb.hpp"
 #include "daemon/netlink/ethtool_nl.hpp"
 #include "daemon/netlink/ethtool_stats.hpp"
@@ -42,6 +43,9 @@
 
 namespace rocewatch {
 namespace {
+
+// lldpd answers from memory in milliseconds; one that takes longer is stopped or stuck.
+constexpr std::chrono::milliseconds kLldpTimeout{1000};
 
 class StoreSource : public api::SnapshotSource {
 public:
@@ -62,6 +66,7 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log, b
     Engine engine(cfg,
                   EngineSources{.links = [&] { return watcher->dump(); },
                                 .dcb = [](const std::string& n) { return query_dcb(n); },
+                                .lldp = [](const std::string& path) { return read_lldp(path, kLldpTimeout); },
                                 .ucx_version = ucx_session_child_version(ucx_exe)},
                   store, log);
     auto snap = engine.collect_once();
@@ -209,6 +214,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
                                 .driver_stats = [driver_stats](const std::string& n) { return driver_stats->read(n); },
                                 .phy = [](const std::string& n) { return query_phy(n); },
                                 .module = [](const std::string& n) { return query_module(n); },
+                                .lldp = [](const std::string& path) { return read_lldp(path, kLldpTimeout); },
                                 .netlink_events = [&] { return watcher->events(); },
                                 .netlink_resyncs = [&] { return watcher->resyncs(); },
                                 .link_events = [&] { return watcher->link_events(); },

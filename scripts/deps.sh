@@ -8,6 +8,7 @@ build_pkgs=(
   libibverbs-dev libucx-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev
   nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libtomlplusplus-dev libsystemd-dev
   libssl-dev libyaml-cpp-dev libcrypt-dev  # TLS and basic auth from the web config
+  liblldpctl-dev  # the switch and port on each link, from lldpd
   rdma-core ibverbs-providers iproute2 curl jq
   debhelper dpkg-dev scdoc python3  # the Debian package (debian/) and the man pages (man/)
 )
@@ -15,6 +16,7 @@ test_pkgs=(
   libgtest-dev libgmock-dev
   prometheus prometheus-node-exporter prometheus-alertmanager python3 python3-yaml kmod cpio procps
   openssl  # test_e2e_tls's CA and certificates
+  lldpd  # test_lldp_netns and the VM guests: two lldpd talking over real links
   clang-format  # scripts/check-format.sh
   lintian systemd man-db  # pkg_deb's lintian, systemd-analyze verify of the unit and its man pages
   clang libclang-rt-14-dev llvm  # scripts/fuzz.sh: clang++, libFuzzer and ASan runtimes, llvm-symbolizer

@@ -45,6 +45,9 @@ constexpr Duration kMaxWindow{std::chrono::hours(24 * 7)};
 constexpr Duration kMaxRuleDelay{std::chrono::hours(24 * 7)};
 // Bounds the persisted history file and every /history response.
 constexpr int64_t kMaxHistory = 1'000'000;
+// sockaddr_un's sun_path holds 108 bytes with the terminating NUL.
+constexpr size_t kMaxLldpdSocket = 107;
+constexpr const char* kLldpdSocketTooLong = " is longer than a Unix socket path can be (107 bytes)";
 
 constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 constexpr int64_t kRoceMtus[] = {256, 512, 1024, 2048, 4096};
@@ -313,6 +316,15 @@ const KeySpec<DaemonConfig> kDaemonKeys[] = {
     {"state_dir", [](const Field& f, DaemonConfig& d) { assign(d.state_dir, f.nonempty_string()); }},
     {"sysfs_root", [](const Field& f, DaemonConfig& d) { assign(d.sysfs_root, f.nonempty_string()); }},
     {"procfs_root", [](const Field& f, DaemonConfig& d) { assign(d.procfs_root, f.nonempty_string()); }},
+    {"lldpd_socket",
+     [](const Field& f, DaemonConfig& d) {
+         auto v = f.string();
+         if (!v) return;
+         if (v->size() > kMaxLldpdSocket)
+             f.fail(in_quotes(*v) + kLldpdSocketTooLong);
+         else
+             d.lldpd_socket = *v;
+     }},
     {"log_level",
      [](const Field& f, DaemonConfig& d) {
          auto v = f.string();
@@ -943,6 +955,11 @@ ConfigResult load_config(const std::optional<std::string>& path, const ConfigOve
     nonempty("--procfs-root", o.procfs_root, d.procfs_root);
     nonempty("--state-dir", o.state_dir, d.state_dir);
     if (o.web_config_file) d.web_config_file = *o.web_config_file;
+    if (o.lldpd_socket) {
+        if (o.lldpd_socket->size() > kMaxLldpdSocket)
+            flag_error("--lldpd-socket", in_quotes(*o.lldpd_socket) + kLldpdSocketTooLong);
+        d.lldpd_socket = *o.lldpd_socket;
+    }
     if (o.log_level) {
         if (std::ranges::find(kLogLevels, *o.log_level) == std::end(kLogLevels))
             flag_error("--log-level", in_quotes(*o.log_level) + " is not a log level (" + joined(kLogLevels) + ")");

@@ -44,6 +44,7 @@ struct ConfigOverrides {
     std::optional<std::string> listen;           // --listen (port 0 allowed: any free port)
     std::optional<std::string> sysfs_root;       // --sysfs-root
     std::optional<std::string> procfs_root;      // --procfs-root
+    std::optional<std::string> lldpd_socket;     // --lldpd-socket ("" switches it off)
     std::optional<std::string> state_dir;        // --state-dir
     std::optional<std::string> log_level;        // --log-level
     std::optional<std::string> web_config_file;  // --web-config-file ("" switches it off)

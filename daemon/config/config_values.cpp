@@ -386,6 +386,7 @@ nlohmann::json config_to_json(const Config& c) {
              {"state_dir", d.state_dir},
              {"sysfs_root", d.sysfs_root},
              {"procfs_root", d.procfs_root},
+             {"lldpd_socket", d.lldpd_socket},
              {"log_level", d.log_level},
              {"http_threads", d.http_threads},
              {"http_timeout", format_duration(d.http_timeout)},

@@ -14,6 +14,7 @@ const char* const kUsage = R"(usage: rocewatchd [options]
   --listen ADDR:PORT   HTTP listen address (default 0.0.0.0:9879)
   --sysfs-root DIR     root of sysfs (default /sys)
   --procfs-root DIR    root of procfs (default /proc)
+  --lldpd-socket PATH  lldpd's control socket (default /run/lldpd.socket; "" = do not ask lldpd)
   --state-dir DIR      where alert state and history persist (default /var/lib/rocewatch)
   --log-level LEVEL    trace, debug, info, warn, error, critical, off
   --web-config-file FILE
@@ -27,13 +28,28 @@ const char* const kUsage = R"(usage: rocewatchd [options]
 )";
 
 std::optional<Flags> parse_flags(int argc, char** argv) {
-    enum { kConfig = 1000, kCheck, kListen, kSysfs, kProcfs, kState, kLog, kWeb, kOnce, kFormat, kVersion, kHelp };
+    enum {
+        kConfig = 1000,
+        kCheck,
+        kListen,
+        kSysfs,
+        kProcfs,
+        kLldp,
+        kState,
+        kLog,
+        kWeb,
+        kOnce,
+        kFormat,
+        kVersion,
+        kHelp
+    };
     static const option opts[] = {
         {"config", required_argument, nullptr, kConfig},
         {"check-config", no_argument, nullptr, kCheck},
         {"listen", required_argument, nullptr, kListen},
         {"sysfs-root", required_argument, nullptr, kSysfs},
         {"procfs-root", required_argument, nullptr, kProcfs},
+        {"lldpd-socket", required_argument, nullptr, kLldp},
         {"state-dir", required_argument, nullptr, kState},
         {"log-level", required_argument, nullptr, kLog},
         {"web-config-file", required_argument, nullptr, kWeb},
@@ -52,6 +68,7 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
             case kListen: f.overrides.listen = optarg; break;
             case kSysfs: f.overrides.sysfs_root = optarg; break;
             case kProcfs: f.overrides.procfs_root = optarg; break;
+            case kLldp: f.overrides.lldpd_socket = optarg; break;
             case kState: f.overrides.state_dir = optarg; break;
             case kLog: f.overrides.log_level = optarg; break;
             case kWeb: f.overrides.web_config_file = optarg; break;

@@ -42,6 +42,9 @@ void for_roce_cached(std::vector<Link>& links, const std::set<std::string>& roce
 constexpr auto kGidRefresh = std::chrono::seconds(60);
 constexpr auto kDcbRefresh = std::chrono::seconds(30);
 constexpr auto kModuleRefresh = std::chrono::seconds(60);
+// lldpd hears each neighbour every 30 s (its default transmit interval): asking more often
+// learns nothing new.
+constexpr auto kLldpRefresh = std::chrono::seconds(30);
 // Reads still blocked before the engine stops starting new ones: each holds a thread.
 constexpr std::size_t kMaxBlockedReads = 4;
 // A cycle's file reads that keep making progress are waited for this long in all.
@@ -446,6 +449,29 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         if (src_.module)
             for_roce_cached(snap->links, roce, module_cache_, kModuleRefresh, read_gids, src_.module,
                             [](Link& l, const Transceiver& t) { l.module = t; });
+        // The switch and port lldpd hears on every link.
+        if (src_.lldp && !cfg->daemon.lldpd_socket.empty()) {
+            const auto now = SteadyClock::now();
+            if (!lldp_answer_ || read_gids || lldp_socket_ != cfg->daemon.lldpd_socket ||
+                now - lldp_asked_at_ >= kLldpRefresh) {
+                LldpAnswer a = src_.lldp(cfg->daemon.lldpd_socket);
+                // A failed ask keeps what lldpd said last (its entries live 120 s there too).
+                if (!a.error.empty() && lldp_answer_ && lldp_socket_ == cfg->daemon.lldpd_socket)
+                    a.by_netdev = std::move(lldp_answer_->by_netdev);
+                const std::string was = lldp_answer_ ? lldp_answer_->error : "";
+                if (a.error != was && !a.error.empty()) log_->warn("lldp: {}", a.error);
+                if (a.error != was && a.error.empty() && !a.absent) log_->info("lldp: lldpd answers again");
+                lldp_answer_ = std::move(a);
+                lldp_socket_ = cfg->daemon.lldpd_socket;
+                lldp_asked_at_ = now;
+                lldp_seconds_ = seconds_between(now, SteadyClock::now());
+            }
+            for (auto& l : snap->links)
+                if (auto it = lldp_answer_->by_netdev.find(l.name); it != lldp_answer_->by_netdev.end())
+                    l.lldp = it->second;
+        } else {
+            lldp_answer_.reset();
+        }
         // The driver's pause, pause-storm and discard counters of the same netdevs (ethtool -S).
         if (src_.driver_stats)
             for (auto& l : snap->links)
@@ -484,6 +510,12 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
 
     snap->host.ucx_version = src_.ucx_version;
     snap->collectors = {files.sysfs, files.verbs, nl_status, files.host_status};
+    // lldpd is a collector only where it runs: no socket is no lldpd, not a failure.
+    if (lldp_answer_ && !lldp_answer_->absent)
+        snap->collectors.push_back(CollectorStatus{.name = "lldp",
+                                                   .success = lldp_answer_->error.empty(),
+                                                   .duration_seconds = lldp_seconds_,
+                                                   .last_error = lldp_answer_->error});
     const TimePoint now = src_.now();
     for (auto& c : snap->collectors) {
         if (c.success) last_success_[c.name] = now;

@@ -47,6 +47,9 @@ struct EngineSources {
     // The transceiver module of one netdev (netlink/ethtool_nl.hpp's query_module); unset: not
     // read.
     std::function<Transceiver(const std::string& netdev)> module;
+    // lldpd's neighbours on every link, asked over the socket at that path (daemon/lldp's
+    // read_lldp, bounded in time); unset: not asked.
+    std::function<LldpAnswer(const std::string& socket_path)> lldp;
     std::function<uint64_t()> netlink_events = [] { return uint64_t{0}; };
     std::function<uint64_t()> netlink_resyncs = [] { return uint64_t{0}; };
     // The watcher's link transitions and address changes (netlink/history.hpp).
@@ -144,6 +147,11 @@ private:
     // Transceiver modules likewise, every kModuleRefresh: temperature and optical power move
     // over minutes, and on mlx5 each 128-byte page is a firmware register read (MCIA).
     std::map<std::string, std::pair<SteadyClock::time_point, Transceiver>> module_cache_;
+    // lldpd's last answer, when it was asked and at which socket.
+    std::optional<LldpAnswer> lldp_answer_;
+    SteadyClock::time_point lldp_asked_at_{};
+    std::string lldp_socket_;
+    double lldp_seconds_ = 0;
     std::unique_ptr<TrendTracker> trends_;
     std::unique_ptr<AlertTracker> alerts_;
     std::unique_ptr<StateStore> state_;

@@ -22,6 +22,7 @@ struct DaemonConfig {
     std::string state_dir = "/var/lib/rocewatch";
     std::string sysfs_root = "/sys";
     std::string procfs_root = "/proc";
+    std::string lldpd_socket = "/run/lldpd.socket";  // lldpd's control socket; "" = not asked
     std::string log_level = "info";
     int http_threads = 4;         // bounded worker pool
     Duration http_timeout{5000};  // read and write timeout per request

@@ -77,6 +77,13 @@ const RdmaDevice* find_device(const Snapshot& s, const std::string& name) {
     return nullptr;
 }
 
+std::string lldp_switch_name(const LldpNeighbor& n) { return n.system_name.empty() ? n.chassis_id : n.system_name; }
+
+std::string lldp_port_name(const LldpNeighbor& n) {
+    if (n.port_id_subtype == "mac" && !n.port_description.empty()) return n.port_description;
+    return n.port_id.empty() ? n.port_description : n.port_id;
+}
+
 RuleSettings rule_settings(const Config& c, const std::string& rule) {
     auto it = c.rules.find(rule);
     return it == c.rules.end() ? RuleSettings{} : it->second;

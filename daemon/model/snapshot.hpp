@@ -124,6 +124,36 @@ struct BondSlaveInfo {
     std::optional<uint32_t> link_failure_increase;  // trend stage: over the judging window
 };
 
+// The device at the other end of a link as lldpd heard it (LLDP, or CDP/EDP/FDP/SONMP where
+// lldpd listens for them): on a rail, the switch and its port. Strings as the device sent them.
+struct LldpNeighbor {
+    std::string protocol;                    // "LLDP", "CDPv2", ...
+    std::string system_name;                 // "leaf-12"; "" when the device sends none
+    std::string chassis_id;                  // formatted by its subtype: a MAC, an address, a name
+    std::string chassis_id_subtype;          // "mac", "ip", "local", "ifname"...
+    std::string port_id;                     // "Ethernet12", "swp12", or a MAC
+    std::string port_id_subtype;             // "ifname", "mac", "local"...
+    std::string port_description;            // "Ethernet12", "to node 7 rail A"...
+    std::string management_address;          // the first one it sends
+    std::optional<uint32_t> max_frame_size;  // IEEE 802.3 maximum frame size TLV, bytes
+    std::optional<uint32_t> vlan_id;         // the port's VLAN ID (PVID), where sent
+    uint32_t neighbours = 1;                 // devices heard on the link; above 1 is unusual
+};
+
+// What a person calls the other end: the switch by its name (else its chassis ID), the port by
+// its name (a port ID that is a MAC says less than the port's description).
+[[nodiscard]] std::string lldp_switch_name(const LldpNeighbor& n);
+[[nodiscard]] std::string lldp_port_name(const LldpNeighbor& n);
+
+// One answer from lldpd (daemon/lldp): the device heard on each link.
+struct LldpAnswer {
+    // No lldpd socket at that path: lldpd is not installed or not running. Not an error.
+    bool absent = false;
+    // Why the neighbours could not be read ("permission denied: ..."), "" when read.
+    std::string error;
+    std::map<std::string, LldpNeighbor> by_netdev;  // links lldpd hears a device on
+};
+
 struct Link {
     int ifindex = 0;
     std::string name;
@@ -154,6 +184,8 @@ struct Link {
     // The transceiver module (ethtool -m), asked for RoCE netdevs every kModuleRefresh and
     // after link events; unset elsewhere, error set where there is none or it cannot be read.
     std::optional<Transceiver> module;
+    // The device lldpd hears on this link, where lldpd runs and hears one (every kLldpRefresh).
+    std::optional<LldpNeighbor> lldp;
     // The counters beyond rtnetlink's that decide whether RoCE is lossless and the link
     // healthy, read for RoCE netdevs each cycle (model/driver_stats.hpp gives each its
     // meaning): the driver's own by their ethtool -S names (pause frames per priority, pause

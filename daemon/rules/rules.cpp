@@ -1915,6 +1915,43 @@ Scope rule_scope(const std::string& id) {
     return Scope::node;
 }
 
+namespace {
+
+// The local netdev a finding is about: its "netdev" detail; the link it names; the netdev of the
+// RDMA port it names; or, for a path ("peer/rail", "peer/rail:kind"), the rail's local netdev.
+std::string finding_netdev(const Context& ctx, const Finding& f) {
+    if (auto it = f.details.find("netdev"); it != f.details.end()) return it->second;
+    if (find_link(ctx.s, f.object)) return f.object;
+    for (const auto& jp : ctx.ports)
+        if (jp.object == f.object) return jp.netdev;
+    const auto slash = f.object.find('/');
+    if (slash == std::string::npos) return "";
+    const std::string peer = f.object.substr(0, slash);
+    const std::string rail = f.object.substr(slash + 1, f.object.find(':', slash) - slash - 1);
+    for (const auto& p : ctx.c.peers)
+        if (p.name == peer)
+            for (const auto& r : p.rails)
+                if (r.name == rail) return rail_netdev(ctx.s, r);
+    // Inventory peers' rails are named after the netdevs they match.
+    return find_link(ctx.s, rail) ? rail : "";
+}
+
+// Where lldpd hears a switch on the finding's netdev, the finding names it and its port: the
+// first thing to check on a rail is often the other end of its cable.
+void name_switch_port(const Context& ctx, Finding& f) {
+    const std::string netdev = finding_netdev(ctx, f);
+    const Link* l = netdev.empty() ? nullptr : find_link(ctx.s, netdev);
+    if (!l || !l->lldp) return;
+    const std::string sw = lldp_switch_name(*l->lldp), port = lldp_port_name(*l->lldp);
+    if (sw.empty() && port.empty()) return;
+    f.details["switch"] = sw;
+    f.details["switch_port"] = port;
+    f.summary += " (" + netdev + " is cabled to " + (sw.empty() ? "a switch" : sw) +
+                 (port.empty() ? "" : " port " + port) + ", as LLDP says)";
+}
+
+}  // namespace
+
 std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {
     const Context ctx = make_context(s, c);
     std::vector<Finding> out;
@@ -1927,6 +1964,7 @@ std::vector<Finding> evaluate_rules(const Snapshot& s, const Config& c) {
         if (settings.severity)
             for (size_t i = first; i < out.size(); ++i) out[i].severity = *settings.severity;
     }
+    for (auto& f : out) name_switch_port(ctx, f);
     return out;
 }
 

@@ -568,6 +568,27 @@ TEST(JsonView, PortsUpCountsActiveAndLinkUpOnly) {
 
 // The module in /api/v1/interfaces: identity, lanes numbered from 1 as ethtool -m numbers them,
 // the levels by quantity; an unreadable module says why; a netdev not asked has null.
+TEST(JsonView, InterfaceLldpNeighbour) {
+    auto s = api_sample::sample_snapshot();
+    s.links[0].lldp = LldpNeighbor{.protocol = "LLDP",
+                                   .system_name = "leaf-07",
+                                   .chassis_id = "0c:42:a1:00:00:01",
+                                   .chassis_id_subtype = "mac",
+                                   .port_id = "Ethernet12",
+                                   .port_id_subtype = "ifname",
+                                   .max_frame_size = 9216};
+    const json j = json::parse(dump_json(interfaces_json(s)));
+    const auto& n = j["interfaces"][0]["lldp"];
+    EXPECT_EQ(n["switch"], "leaf-07");
+    EXPECT_EQ(n["switch_port"], "Ethernet12");
+    EXPECT_EQ(n["chassis_id"], "0c:42:a1:00:00:01");
+    EXPECT_EQ(n["max_frame_size"], 9216);
+    EXPECT_EQ(n["vlan_id"], nullptr);
+    EXPECT_EQ(n["port_description"], nullptr);
+    EXPECT_EQ(n["neighbours"], 1);
+    EXPECT_EQ(j["interfaces"][1]["lldp"], nullptr);
+}
+
 TEST(JsonView, InterfaceModule) {
     auto s = api_sample::sample_snapshot();
     Transceiver t{.spec = "SFF-8636",

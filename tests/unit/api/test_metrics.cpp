@@ -386,7 +386,16 @@ TEST(Metrics, ModuleFamiliesInBaseUnits) {
     s.links[0].phy = PhyLink{.standard_stats = {{"eth-mac/FrameCheckSequenceErrors", 42},
                                                 {"eth-phy/SymbolErrorDuringCarrier", 17},
                                                 {"eth-mac/FramesReceivedOK", 1000}}};
+    // The switch and port lldpd hears, as an info series to join on netdev.
+    s.links[1].lldp = LldpNeighbor{.chassis_id = "0c:42:a1:00:00:01",
+                                   .port_id = "0c:42:a1:00:00:0d",
+                                   .port_id_subtype = "mac",
+                                   .port_description = "swp13"};
     const auto fams = snapshot_to_families(s);
+    EXPECT_EQ(value(fams, "rocewatch_link_lldp_neighbor_info",
+                    {{"netdev", s.links[1].name}, {"switch", "0c:42:a1:00:00:01"}, {"switch_port", "swp13"}}),
+              1.0);
+    EXPECT_EQ(samples(fams, "rocewatch_link_lldp_neighbor_info"), 1u);
     EXPECT_EQ(value(fams, "rocewatch_link_fcs_errors_total", {{"netdev", s.links[0].name}}), 42.0);
     EXPECT_EQ(value(fams, "rocewatch_link_symbol_errors_total", {{"netdev", s.links[0].name}}), 17.0);
     EXPECT_EQ(samples(fams, "rocewatch_link_fcs_errors_total"), 1u);

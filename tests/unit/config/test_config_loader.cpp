@@ -99,6 +99,7 @@ interval = "250ms"
 state_dir = "/tmp/rw-state"
 sysfs_root = "/srv/fixtures/sys"
 procfs_root = "/srv/fixtures/proc"
+lldpd_socket = "/run/lldpd/test.socket"
 log_level = "debug"
 http_threads = 8
 http_timeout = "2s"
@@ -232,6 +233,7 @@ TEST(ConfigDefaults, MatchTheModel) {
     EXPECT_EQ(c.daemon.state_dir, "/var/lib/rocewatch");
     EXPECT_EQ(c.daemon.sysfs_root, "/sys");
     EXPECT_EQ(c.daemon.procfs_root, "/proc");
+    EXPECT_EQ(c.daemon.lldpd_socket, "/run/lldpd.socket");
     EXPECT_EQ(c.daemon.log_level, "info");
     EXPECT_EQ(c.daemon.http_threads, 4);
     EXPECT_EQ(c.daemon.http_timeout, 5s);
@@ -274,6 +276,7 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(c.daemon.state_dir, "/tmp/rw-state");
     EXPECT_EQ(c.daemon.sysfs_root, "/srv/fixtures/sys");
     EXPECT_EQ(c.daemon.procfs_root, "/srv/fixtures/proc");
+    EXPECT_EQ(c.daemon.lldpd_socket, "/run/lldpd/test.socket");
     EXPECT_EQ(c.daemon.log_level, "debug");
     EXPECT_EQ(c.daemon.http_threads, 8);
     EXPECT_EQ(c.daemon.http_timeout, 2s);
@@ -538,9 +541,9 @@ TEST(ConfigErrors, KnownTableOfTheWrongType) {
 
 TEST(ConfigErrors, UnknownKeyInKnownTable) {
     EXPECT_EQ(errors_of("[daemon]\nlisten_on = \":1\"\n"),
-              (Lines{
-                  "t.toml:2: daemon.listen_on: unknown key; valid keys: listen, interval, state_dir, "
-                  "sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit, web_config_file"}));
+              (Lines{"t.toml:2: daemon.listen_on: unknown key; valid keys: listen, interval, state_dir, "
+                     "sysfs_root, procfs_root, lldpd_socket, log_level, http_threads, http_timeout, history_limit, "
+                     "web_config_file"}));
     EXPECT_EQ(errors_of("[expect]\nmtu = 9000\nrail = []\n"),
               (Lines{"t.toml:3: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                      "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces"}));
@@ -552,9 +555,9 @@ TEST(ConfigErrors, UnknownKeyInKnownTable) {
               (Lines{"t.toml:2: rules.mtu_low.for_duration: unknown key; valid keys: enabled, for, "
                      "clear_after, severity"}));
     EXPECT_EQ(errors_of("[daemon.tls]\ncert = \"x\"\n"),
-              (Lines{
-                  "t.toml:1: daemon.tls: unknown key; valid keys: listen, interval, state_dir, "
-                  "sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit, web_config_file"}));
+              (Lines{"t.toml:1: daemon.tls: unknown key; valid keys: listen, interval, state_dir, "
+                     "sysfs_root, procfs_root, lldpd_socket, log_level, http_threads, http_timeout, history_limit, "
+                     "web_config_file"}));
 }
 
 TEST(ConfigErrors, WrongType) {
@@ -844,7 +847,8 @@ TEST(ConfigFile, UnknownKeyFixture) {
                   "unknown-key.toml:2: listen: unknown key; settings belong in a table: daemon, expect, metrics, "
                   "thresholds, rules, probes, cluster, peers, alertmanager",
                   "unknown-key.toml:5: daemon.intervall: unknown key; did you mean \"interval\"? Valid keys: listen, "
-                  "interval, state_dir, sysfs_root, procfs_root, log_level, http_threads, http_timeout, history_limit, "
+                  "interval, state_dir, sysfs_root, procfs_root, lldpd_socket, log_level, http_threads, http_timeout, "
+                  "history_limit, "
                   "web_config_file",
                   "unknown-key.toml:9: expect.rail: unknown key; did you mean \"rails\"? Valid keys: mtu, "
                   "port_rate_gbps, roce_active_mtu, rails, ignore_devices, interfaces",
@@ -911,4 +915,23 @@ TEST(ConfigMetrics, NetdevFilters) {
         << bad[0];
     EXPECT_EQ(errors_of("[metrics]\nnetdev_include = 5\n"),
               (Lines{"t.toml:2: metrics.netdev_include: expected a string, got an integer"}));
+}
+
+// --lldpd-socket lays its path over the file's ("" turns lldpd off); a path no Unix socket can
+// have is an error naming the flag, as the key's is in a file.
+TEST(ConfigFlags, LldpdSocketOverridesAndIsHeldToASocketPath) {
+    auto off = load_config(std::nullopt, ConfigOverrides{.lldpd_socket = ""});
+    ASSERT_TRUE(off.config);
+    EXPECT_EQ(off.config->daemon.lldpd_socket, "");
+    auto other = load_config(std::nullopt, ConfigOverrides{.lldpd_socket = "/run/lldpd/other.socket"});
+    ASSERT_TRUE(other.config);
+    EXPECT_EQ(other.config->daemon.lldpd_socket, "/run/lldpd/other.socket");
+    const std::string long_path = "/run/" + std::string(103, 'x');  // 108 bytes
+    auto bad = load_config(std::nullopt, ConfigOverrides{.lldpd_socket = long_path});
+    EXPECT_FALSE(bad.config);
+    ASSERT_EQ(bad.errors.size(), 1u);
+    EXPECT_EQ(bad.errors[0].key, "--lldpd-socket");
+    EXPECT_EQ(errors_of("[daemon]\nlldpd_socket = \"" + long_path + "\"\n"),
+              (Lines{"t.toml:2: daemon.lldpd_socket: \"" + long_path +
+                     "\" is longer than a Unix socket path can be (107 bytes)"}));
 }

@@ -391,3 +391,75 @@ TEST_F(EngineTest, ModulesAreAskedForRoceNetdevsAfterEventsNotEveryCycle) {
         }
     }
 }
+
+// lldpd is asked once per kLldpRefresh for every link at the configured socket, again after a link
+// event and when the socket changes; a failed ask keeps its last neighbours and shows as the
+// "lldp" collector's error; no socket (no lldpd) is no collector at all; "" asks nothing.
+TEST_F(EngineTest, LldpNeighboursAreAskedOnACadenceAndKeptThroughAFailedAsk) {
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark";
+    cfg->daemon.procfs_root = rocewatch::testing::fixtures_dir() + "/procfs/dgx-spark";
+    cfg->daemon.state_dir = state.string();
+    cfg->daemon.lldpd_socket = "/run/test-lldpd.socket";
+    links.push_back(netdev(6, "docker0", 1500, "172.17.0.1"));
+    std::vector<std::string> asked;
+    LldpAnswer next;
+    next.by_netdev["enp1s0f1np1"] = LldpNeighbor{.system_name = "leaf-07", .port_id = "Ethernet12"};
+    EngineSources src{.links = [this] { return links; },
+                      .lldp =
+                          [&](const std::string& path) {
+                              asked.push_back(path);
+                              return next;
+                          },
+                      .now = [this] { return now; }};
+    Engine engine(cfg, std::move(src), store, log);
+    const auto lldp_of = [](const Snapshot& s, const std::string& name) {
+        for (const auto& l : s.links)
+            if (l.name == name) return l.lldp;
+        return std::optional<LldpNeighbor>{};
+    };
+    const auto collector = [](const Snapshot& s) {
+        for (const auto& c : s.collectors)
+            if (c.name == "lldp") return std::optional<CollectorStatus>(c);
+        return std::optional<CollectorStatus>{};
+    };
+    auto s = engine.collect_once();
+    (void)engine.collect_once();
+    EXPECT_EQ(asked, std::vector<std::string>{"/run/test-lldpd.socket"});
+    ASSERT_TRUE(lldp_of(*s, "enp1s0f1np1"));
+    EXPECT_EQ(lldp_of(*s, "enp1s0f1np1")->port_id, "Ethernet12");
+    EXPECT_FALSE(lldp_of(*s, "docker0"));
+    ASSERT_TRUE(collector(*s));
+    EXPECT_TRUE(collector(*s)->success);
+
+    // lldpd stops answering: asked again after the link event, the old neighbours stand.
+    next = LldpAnswer{.error = "lldpd did not answer in time"};
+    engine.wake();
+    (void)engine.collect_once();
+    s = engine.collect_once();
+    EXPECT_EQ(asked.size(), 2u);
+    ASSERT_TRUE(lldp_of(*s, "enp1s0f1np1"));
+    EXPECT_EQ(lldp_of(*s, "enp1s0f1np1")->system_name, "leaf-07");
+    ASSERT_TRUE(collector(*s));
+    EXPECT_FALSE(collector(*s)->success);
+    EXPECT_EQ(collector(*s)->last_error, "lldpd did not answer in time");
+
+    // Another socket is asked at once; where there is none, lldpd is absent, not failing.
+    next = LldpAnswer{.absent = true};
+    auto other = std::make_shared<Config>(*cfg);
+    other->daemon.lldpd_socket = "/run/other.socket";
+    engine.apply_config(other);
+    s = engine.collect_once();
+    ASSERT_EQ(asked.size(), 3u);
+    EXPECT_EQ(asked.back(), "/run/other.socket");
+    EXPECT_FALSE(lldp_of(*s, "enp1s0f1np1"));
+    EXPECT_FALSE(collector(*s));
+
+    auto off = std::make_shared<Config>(*cfg);
+    off->daemon.lldpd_socket = "";
+    engine.apply_config(off);
+    s = engine.collect_once();
+    EXPECT_EQ(asked.size(), 3u);
+    EXPECT_FALSE(lldp_of(*s, "enp1s0f1np1"));
+    EXPECT_FALSE(collector(*s));
+}

@@ -424,6 +424,25 @@ TEST_F(ProbeRules, ARailDownToAPeerIsNamedWhileItsOtherRailPasses) {
     EXPECT_TRUE(judge("rdma_fails_tcp_works").empty());
 }
 
+// Where lldpd hears a switch on the rail's netdev, a path verdict names that switch and port.
+TEST_F(ProbeRules, ARailVerdictNamesTheSwitchAndPortLldpHears) {
+    c.peers[0].rails.push_back({"rail1", "", "10.2.0.1", "10.2.0.2", "", ""});
+    book.add(result(ProbeKind::tcp_lat, false, "timeout", "rail0"));
+    book.add(result(ProbeKind::tcp_lat, true, "", "rail1"));
+    s.links[0].lldp = LldpNeighbor{.system_name = "leaf-07", .port_id = "Ethernet12", .port_id_subtype = "ifname"};
+    auto f = judge("rail_unreachable");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].details["switch"], "leaf-07");
+    EXPECT_EQ(f[0].details["switch_port"], "Ethernet12");
+    EXPECT_NE(f[0].summary.find("(enp1s0f0np0 is cabled to leaf-07 port Ethernet12, as LLDP says)"), std::string::npos)
+        << f[0].summary;
+    // A peer-wide verdict has no one rail, so no one switch.
+    book.add(result(ProbeKind::tcp_lat, false, "timeout", "rail1"));
+    auto p = judge("peer_unreachable");
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_EQ(p[0].details.count("switch"), 0u);
+}
+
 TEST_F(ProbeRules, TcpFailsWhileRdmaWorksOnARail) {
     book.add(result(ProbeKind::rdma_write_lat, true));
     book.add(result(ProbeKind::tcp_lat, false, "connection_refused"));

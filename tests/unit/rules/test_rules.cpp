@@ -211,6 +211,45 @@ TEST(NetdevDown, SaysWhichKindOfDown) {
     }
 }
 
+// An alert about a link, or about the RDMA port on it, names the switch and port lldpd hears there
+// (a MAC port ID gives way to the port's description); without LLDP the words are as before.
+TEST(NetdevDown, NamesTheSwitchPortLldpHearsOnTheLink) {
+    Config c = spark_config();
+    Snapshot s = healthy_spark();
+    auto& l = link_of(s, "enp1s0f1np1");
+    l.carrier = false;
+    l.operstate = "down";
+    const auto before = find(evaluate_rules(s, c), "netdev_down", "enp1s0f1np1");
+    ASSERT_TRUE(before);
+    EXPECT_EQ(before->details.count("switch"), 0u);
+    l.lldp = LldpNeighbor{.chassis_id = "0c:42:a1:00:00:01",
+                          .port_id = "0c:42:a1:00:00:0d",
+                          .port_id_subtype = "mac",
+                          .port_description = "swp13"};
+    const auto after = find(evaluate_rules(s, c), "netdev_down", "enp1s0f1np1");
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->summary,
+              before->summary + " (enp1s0f1np1 is cabled to 0c:42:a1:00:00:01 port swp13, as LLDP says)");
+    EXPECT_EQ(after->details.at("switch"), "0c:42:a1:00:00:01");
+    EXPECT_EQ(after->details.at("switch_port"), "swp13");
+    // The port_down verdict of the RDMA port bound to that netdev names them too.
+    for (auto& d : s.devices)
+        for (auto& p : d.ports)
+            if (p.netdev == "enp1s0f1np1") {
+                p.state = 1;
+                p.state_name = "DOWN";
+                p.phys_state = 3;
+                p.phys_state_name = "Disabled";
+            }
+    bool seen = false;
+    for (const auto& f : evaluate_rules(s, c))
+        if (f.rule == "port_down") {
+            seen = true;
+            EXPECT_EQ(f.details.at("switch_port"), "swp13") << f.object;
+        }
+    EXPECT_TRUE(seen);
+}
+
 TEST(NetdevDown, ExpectedInterfacesAreHeldToo) {
     Config c = spark_config();
     c.expect.interfaces = {"enP7s7", "bond9"};
