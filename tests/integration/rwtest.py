@@ -112,9 +112,11 @@ class Daemon:
     """rocewatchd started for real (inside a namespace when given), stopped with SIGTERM."""
 
     def __init__(self, netns=None, sysfs=None, procfs=None, config=None, port=9879, extra=(), ready_timeout=10,
-                 curl_args=None):
+                 curl_args=None, lldpd_socket=""):
         """curl_args: the daemon serves HTTPS (a web config); every request goes through curl
-        with these arguments (--cacert, -u, --cert, ...)."""
+        with these arguments (--cacert, -u, --cert, ...). lldpd_socket: "" asks no lldpd, so
+        that a host's own lldpd (a Unix socket path is not in any network namespace) never
+        reaches a test."""
         self.bin = os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd")
         self.state = tempfile.mkdtemp(prefix="rw-state-")
         self.log = tempfile.NamedTemporaryFile(prefix="rw-log-", suffix=".txt", delete=False)
@@ -128,6 +130,7 @@ class Daemon:
             args += ["--procfs-root", procfs]
         if config:
             args += ["--config", config]
+        args += ["--lldpd-socket", lldpd_socket]
         args += list(extra)
         if netns:
             args = ["ip", "netns", "exec", netns.name] + args

@@ -16,6 +16,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 def run(*args, ns=None):
     cmd = [os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd"), *args]
+    if "--once" in args:
+        cmd += ["--lldpd-socket", ""]  # a collection never asks the host's own lldpd
     if ns:
         cmd = ["ip", "netns", "exec", ns.name] + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30)

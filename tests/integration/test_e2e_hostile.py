@@ -43,7 +43,7 @@ def start(ns, sysfs, port, state, log):
         f.write('[daemon]\ninterval = "1s"\n')
     args = ["ip", "netns", "exec", ns.name, os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd"),
             "--listen", f"127.0.0.1:{port}", "--state-dir", state, "--config", cfg,
-            "--sysfs-root", sysfs, "--procfs-root", f"{fx}/procfs/dgx-spark"]
+            "--sysfs-root", sysfs, "--procfs-root", f"{fx}/procfs/dgx-spark", "--lldpd-socket", ""]
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
 
 

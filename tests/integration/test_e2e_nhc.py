@@ -84,7 +84,8 @@ def main():
         with open(cfg, "w") as f:
             f.write('[expect]\nrails = ["rocep1s0f0", "rocep1s0f1"]\n[rules.peermem_missing]\nenabled = false\n')
         wrapper = os.path.join(work, "rocewatchd-in-ns")
-        script(wrapper, f'#!/bin/sh\nexec ip netns exec {node.name} {daemon} "$@"\n')
+        # --lldpd-socket '': the host's own lldpd (a socket path crosses namespaces) stays out.
+        script(wrapper, f'#!/bin/sh\nexec ip netns exec {node.name} {daemon} --lldpd-socket \'\' "$@"\n')
         args = f"--config {cfg} --sysfs-root {fx}/sysfs/dgx-spark --procfs-root {fx}/procfs/dgx-spark"
         rc, drained, err = run_nhc(work, {"ROCEWATCHD": wrapper, "ROCEWATCH_ARGS": args})
         t.check(rc == 0 and not drained, f"a healthy node is not drained (rc {rc}, {drained!r}, {err.strip()!r})")
