@@ -20,6 +20,9 @@ cat "$(port_dir rxe0)"/gids/* >/dev/null
 record "reading rxe0's $(ls "$(port_dir rxe0)/gids" | wc -l) gids/N files with one cat: $(((${EPOCHREALTIME/./} - t0) / 1000)) ms"
 ibv_devinfo -v >"$RES/ibv_devinfo.txt" 2>&1
 rdma link show >"$RES/rdma-link.txt" 2>&1
+section "lldpd on the rails"
+LLDP=no
+start_lldpd && LLDP=yes
 sync_point rxe-up
 
 section "IP reachability at MTU 9000"
@@ -85,6 +88,22 @@ if ((NODE == 1)); then
     check "sysfs snapshot has rxe0 port state" test -s "$RES/sysfs-rxe-real/class/infiniband/rxe0/ports/1/state"
 fi
 
+if [[ $LLDP == yes ]]; then
+    # Each guest's lldpd must hear the other on both rails before the daemon asks (it asks at
+    # start, then every 30 s).
+    lldpcli -u "$LLDPD_SOCKET" update >/dev/null
+    t=0
+    until [[ $(lldp_neighbour railA) == "node$PEER "* && $(lldp_neighbour railB) == "node$PEER "* ]] || ((t > 300)); do
+        ((t % 50 == 49)) && lldpcli -u "$LLDPD_SOCKET" update >/dev/null
+        snooze 0.1
+        t=$((t + 1))
+    done
+    for rail in "${RAILS[@]}"; do
+        check_match "lldpd hears node$PEER on $rail" "^node$PEER " "$(lldp_neighbour "$rail")"
+    done
+fi
+sync_point lldp-heard
+
 section "rocewatchd against the kernel"
 if start_daemon; then
     expect_health healthy
@@ -92,8 +111,24 @@ if start_daemon; then
     status=$(query_daemon /api/v1/status)
     check_eq "rocewatchd: devices and ports up (kernel: $(ls /sys/class/infiniband | tr '\n' ' '))" \
         "$(ls /sys/class/infiniband | wc -l) 2" "$(jq -r '"\(.counts.devices) \(.counts.ports_up)"' <<<"$status")"
-    check_eq "rocewatchd: every collector succeeded" "sysfs=true verbs=true netlink=true host=true state=true" \
+    collectors="sysfs=true verbs=true netlink=true host=true state=true"
+    [[ $LLDP == yes ]] && collectors="sysfs=true verbs=true netlink=true host=true lldp=true state=true"
+    check_eq "rocewatchd: every collector succeeded" "$collectors" \
         "$(jq -r '[.collectors[] | "\(.name)=\(.success)"] | join(" ")' <<<"$status")"
+    if [[ $LLDP == yes ]]; then
+        for rail in "${RAILS[@]}"; do
+            # The daemon's neighbour equals lldpcli's: system name, port ID (the peer's MAC),
+            # port description (the peer's netdev), and the port a person is told to look at.
+            read -r name port_id descr <<<"$(lldp_neighbour "$rail")"
+            expect_interface "$rail" '.lldp | "\(.system_name) \(.port_id) \(.port_description)"' \
+                "$name $port_id $descr"
+            expect_interface "$rail" '.lldp | "\(.switch) \(.switch_port) \(.port_id_subtype) \(.neighbours)"' \
+                "node$PEER $rail mac 1"
+            check_match "rocewatchd /metrics: the LLDP neighbour of $rail" \
+                "rocewatch_link_lldp_neighbor_info\\{netdev=\"$rail\",switch=\"node$PEER\",switch_port=\"$rail\"," \
+                "$(query_daemon /metrics)"
+        done
+    fi
     for rail in "${RAILS[@]}"; do
         dev=${RAIL_RXE[$rail]}
         ip=$(rail_ip "$rail")

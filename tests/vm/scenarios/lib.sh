@@ -361,6 +361,42 @@ EOF
     [[ -z $DAEMON_EXTRA_CONFIG ]] || printf '\n%s\n' "$DAEMON_EXTRA_CONFIG"
 }
 
+# start_lldpd: lldpd on the rails at its default socket (the daemon's default lldpd_socket),
+# announcing this guest as node$NODE; resumed here rather than by the lldpcli it runs itself
+# (that child can lose the race and leave lldpd paused). Returns 1 when lldpd is missing (a
+# failure with CI=true, else a skip) or its socket never appears.
+LLDPD_SOCKET=/run/lldpd.socket
+start_lldpd() {
+    if [[ ! -x /usr/sbin/lldpd ]]; then
+        if [[ ${RW_CI:-} == true ]]; then
+            fail "lldpd is not installed (scripts/deps.sh test installs it; CI=true: the LLDP checks must run)"
+        else
+            skip "lldpd is not installed: LLDP checks skipped (apt install lldpd)"
+        fi
+        return 1
+    fi
+    /usr/sbin/lldpd -d -u "$LLDPD_SOCKET" -I "$(IFS=,; echo "${RAILS[*]}")" >>"$OUT/lldpd.log" 2>&1 &
+    LLDPD_PID=$!
+    local t=0
+    until [[ -S $LLDPD_SOCKET ]]; do
+        if ((t++ > 100)); then
+            fail "lldpd made no socket at $LLDPD_SOCKET in 10 s: $(tail -3 "$OUT/lldpd.log" | tr '\n' ' ')"
+            return 1
+        fi
+        snooze 0.1
+    done
+    lldpcli -u "$LLDPD_SOCKET" resume >/dev/null
+    lldpcli -u "$LLDPD_SOCKET" configure system hostname "node$NODE" >/dev/null
+    pass "lldpd runs on ${RAILS[*]} as node$NODE"
+}
+
+# lldp_neighbour RAIL: "system-name port-id port-description" of what lldpd hears on RAIL.
+lldp_neighbour() {
+    lldpcli -u "$LLDPD_SOCKET" -f json0 show neighbors 2>/dev/null | jq -r --arg r "$1" \
+        'first(.lldp[0].interface[]? | select(.name == $r)) |
+         "\(.chassis[0].name[0].value) \(.port[0].id[0].value) \(.port[0].descr[0].value)"'
+}
+
 # start_daemon: checks the config with --check-config (a rejected config is a failure,
 # never a fallback to defaults), starts rocewatchd in the background and waits for
 # /readyz. Returns 1 when it cannot: the binary missing (a failure with CI=true, else a
