@@ -351,6 +351,8 @@ json module_json(const Transceiver& t) {
             {"rx_power_type", t.rx_power_oma ? "oma" : "average"},
             {"media_lanes", opt(t.media_lanes)},
             {"nominal_lane_gbps", opt(t.nominal_lane_gbps)},
+            {"fastest_application", t.fastest_application.empty() ? json(nullptr) : json(t.fastest_application)},
+            {"fastest_application_gbps", opt(t.fastest_application_gbps)},
             {"temperature_celsius", opt(t.temperature_c)},
             {"voltage_volts", opt(t.voltage_v)},
             {"lanes", std::move(lanes)},

@@ -155,6 +155,43 @@ void decode_sff8636(const EepromPages& pages, Transceiver& t) {
     t.tx_power_thresholds = thresholds(pw, 192);
 }
 
+// SFF-8024 Table 4-5, the Ethernet host electrical interfaces a CMIS application names: code,
+// name, Gb/s. Codes not here (InfiniBand, Fibre Channel, SONET, vendor codes) give no rate.
+struct HostInterface {
+    uint8_t code;
+    const char* name;
+    double gbps;
+};
+constexpr HostInterface kHostInterfaces[] = {
+    {0x05, "25GAUI C2M", 25},       {0x06, "XLAUI C2M", 40},        {0x07, "XLPPI", 40},
+    {0x08, "LAUI-2 C2M", 50},       {0x09, "50GAUI-2 C2M", 50},     {0x0a, "50GAUI-1 C2M", 50},
+    {0x0b, "CAUI-4 C2M", 100},      {0x41, "CAUI-4 C2M", 100},      {0x42, "CAUI-4 C2M", 100},
+    {0x0c, "100GAUI-4 C2M", 100},   {0x0d, "100GAUI-2 C2M", 100},   {0x4b, "100GAUI-1-S C2M", 100},
+    {0x4c, "100GAUI-1-L C2M", 100}, {0x0e, "200GAUI-8 C2M", 200},   {0x0f, "200GAUI-4 C2M", 200},
+    {0x4d, "200GAUI-2-S C2M", 200}, {0x4e, "200GAUI-2-L C2M", 200}, {0x80, "200GAUI-1 C2M", 200},
+    {0x10, "400GAUI-16 C2M", 400},  {0x11, "400GAUI-8 C2M", 400},   {0x4f, "400GAUI-4-S C2M", 400},
+    {0x50, "400GAUI-4-L C2M", 400}, {0x81, "400GAUI-2 C2M", 400},   {0x51, "800GAUI-8-S C2M", 800},
+    {0x52, "800GAUI-8-L C2M", 800}, {0x82, "800GAUI-4 C2M", 800},   {0x14, "25GBASE-CR", 25},
+    {0x15, "25GBASE-CR", 25},       {0x16, "25GBASE-CR", 25},       {0x17, "40GBASE-CR4", 40},
+    {0x18, "50GBASE-CR", 50},       {0x43, "50GBASE-CR2", 50},      {0x44, "50GBASE-CR2", 50},
+    {0x45, "50GBASE-CR2", 50},      {0x19, "100GBASE-CR10", 100},   {0x1a, "100GBASE-CR4", 100},
+    {0x1b, "100GBASE-CR2", 100},    {0x1c, "200GBASE-CR4", 200},    {0x1d, "400G CR8", 400},
+};
+
+// CMIS lower page bytes 86-117: up to 8 application descriptors of 4 bytes (host interface,
+// media interface, lane counts, host lane options); host interface 0xff ends the list.
+void decode_applications(const View& v, Transceiver& t) {
+    for (unsigned a = 86; a + 3 <= 117; a += 4) {
+        const auto host = v.u8(a);
+        if (!host || *host == 0xff) break;
+        for (const auto& h : kHostInterfaces)
+            if (h.code == *host && (!t.fastest_application_gbps || h.gbps > *t.fastest_application_gbps)) {
+                t.fastest_application = h.name;
+                t.fastest_application_gbps = h.gbps;
+            }
+    }
+}
+
 void decode_cmis(const EepromPages& pages, Transceiver& t) {
     const auto* lower = page_of(pages, {0x50, 0, 0, 0});
     const View v{lower, page_of(pages, {0x50, 0, 0, 128})};
@@ -164,6 +201,7 @@ void decode_cmis(const EepromPages& pages, Transceiver& t) {
     // The first application's media lane count (byte 88, low nibble).
     const uint8_t lanes = v.u8(88).value_or(0) & 0x0f;
     t.media_lanes = lanes ? lanes : 8;
+    decode_applications(v, t);
     const bool flat = v.u8(2).value_or(0x80) & 0x80;  // flat memory: passive copper, no pages
     t.diagnostics = !flat;
     if (flat) return;

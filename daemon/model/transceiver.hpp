@@ -57,6 +57,11 @@ struct Transceiver {
     // SFF-8636's nominal signalling rate per lane (bytes 140/222), in Gb/s; unset elsewhere.
     std::optional<double> nominal_lane_gbps;
     std::optional<uint32_t> media_lanes;  // lanes the module has (4 for QSFP, 8 for QSFP-DD...)
+    // CMIS: the fastest application the module advertises (lower page bytes 86-117), by its
+    // SFF-8024 host interface ("400GAUI-8 C2M") and that interface's Ethernet rate in Gb/s;
+    // unset elsewhere, or where no advertised interface is one we know the rate of.
+    std::string fastest_application;
+    std::optional<double> fastest_application_gbps;
     bool operator==(const Transceiver&) const = default;
 };
 

@@ -717,31 +717,43 @@ void rule_link_speed_below_module(const Context& ctx, Severity sev, Findings& ou
     for (const auto& rl : roce_links(ctx)) {
         const Link& l = *rl.link;
         const auto& m = l.module;
-        if (!l.phy || !l.phy->speed_mbps || !m || m->error != 0 || !m->nominal_lane_gbps || !m->media_lanes) continue;
-        double lane_gbps = 0;
-        for (const double step : {1.0, 10.0, 25.0, 50.0, 100.0})
-            if (*m->nominal_lane_gbps >= step) lane_gbps = step;
-        const double module_gbps = lane_gbps * *m->media_lanes;
+        if (!l.phy || !l.phy->speed_mbps || !m || m->error != 0) continue;
+        // SFF-8636/8472 state a rate per lane (taken at the Ethernet lane speed under it);
+        // CMIS states applications, of which the fastest is what the module is made for.
+        double module_gbps = 0;
+        std::string made_of;
+        if (m->nominal_lane_gbps && m->media_lanes) {
+            double lane_gbps = 0;
+            for (const double step : {1.0, 10.0, 25.0, 50.0, 100.0})
+                if (*m->nominal_lane_gbps >= step) lane_gbps = step;
+            module_gbps = lane_gbps * *m->media_lanes;
+            made_of = plural(*m->media_lanes, "lane", "lanes") + " of " + num(lane_gbps) + " Gb/s";
+        } else if (m->fastest_application_gbps) {
+            module_gbps = *m->fastest_application_gbps;
+            made_of = "its fastest application, " + m->fastest_application;
+        }
         const double speed_gbps = *l.phy->speed_mbps / 1000.0;
-        if (lane_gbps == 0 || speed_gbps >= module_gbps) continue;
+        if (module_gbps == 0 || speed_gbps >= module_gbps) continue;
         const std::string n = l.name;
         const std::string lanes = l.phy->lanes ? " on " + plural(*l.phy->lanes, "lane", "lanes") : "";
+        std::map<std::string, std::string> details{{"speed_gbps", num(speed_gbps)},
+                                                   {"module_gbps", num(module_gbps)},
+                                                   {"lanes", l.phy->lanes ? std::to_string(*l.phy->lanes) : "unknown"},
+                                                   {"module", module_words(*m)}};
+        if (m->media_lanes) details["module_lanes"] = std::to_string(*m->media_lanes);
+        if (!m->fastest_application.empty()) details["module_application"] = m->fastest_application;
         out.push_back(make(
             "link_speed_below_module", sev, n,
             n + " negotiated " + num(speed_gbps) + " Gb/s" + lanes + " while its " + module_words(*m) +
-                " is made for " + num(module_gbps) + " Gb/s (" + plural(*m->media_lanes, "lane", "lanes") + " of " +
-                num(lane_gbps) + " Gb/s): RDMA over this rail gets at most " + num(speed_gbps) + " Gb/s",
+                " is made for " + num(module_gbps) + " Gb/s (" + made_of + "): RDMA over this rail gets at most " +
+                num(speed_gbps) + " Gb/s",
             "Check what both ends advertise and negotiated (`ethtool " + n +
                 "`: a speed forced on either side, autonegotiation off on one), that the switch port is configured "
                 "for the module's speed and not split, and the lanes' receive power (`ethtool -m " +
                 n +
                 "`); reseat the module. Where the port is split by design (a breakout cable), disable this rule "
                 "for it.",
-            {{"speed_gbps", num(speed_gbps)},
-             {"module_gbps", num(module_gbps)},
-             {"module_lanes", std::to_string(*m->media_lanes)},
-             {"lanes", l.phy->lanes ? std::to_string(*l.phy->lanes) : "unknown"},
-             {"module", module_words(*m)}}));
+            std::move(details)));
     }
 }
 
@@ -1822,8 +1834,8 @@ constexpr RuleDef kRules[] = {
      "FrameCheckSequenceErrors)",
      rule_fcs_errors},
     {"link_speed_below_module", Severity::warning, Scope::node,
-     "a RoCE netdev negotiated a lower speed than its transceiver module is made for (SFF-8636/SFF-8472 modules, "
-     "which state their rate per lane, times their lanes)",
+     "a RoCE netdev negotiated a lower speed than its transceiver module is made for (SFF-8636/SFF-8472: their rate "
+     "per lane times their lanes; CMIS: their fastest advertised application)",
      rule_link_speed_below_module},
     {"module_rx_power_low", Severity::critical, Scope::node,
      "a lane of a RoCE netdev's transceiver module receives less light than the module's own low warning level "

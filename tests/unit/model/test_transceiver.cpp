@@ -177,7 +177,10 @@ TEST(Transceiver, CmisModuleWithEightLanesAndABiasMultiplier) {
     Half lower(0), upper(128), p1(128), p2(128), p11(128);
     lower.u8(0, 0x19).u8(1, 0x50).u8(2, 0x00);  // OSFP, CMIS 5.0, paged
     lower.u16(14, celsius(48.25)).u16(16, volts(3.28));
-    lower.u8(86, 0x50).u8(87, 0x0e).u8(88, 0x88);  // application 1: 8 host and 8 media lanes
+    lower.u8(86, 0x50).u8(87, 0x0e).u8(88, 0x88);  // application 1: 400GAUI-4-L, 8 host and 8 media lanes
+    lower.u8(90, 0x0d).u8(91, 0x0e).u8(92, 0x22);  // application 2: 100GAUI-2 C2M on 2 lanes
+    lower.u8(94, 0xff);                            // the end of the list...
+    lower.u8(98, 0x51);                            // ...so no 800G application after it counts
     upper.text(129, 16, "NVIDIA").text(148, 16, "MMA4Z00-NS").text(166, 16, "MT2401FT00042");
     p1.u8(151, 0x10).u8(159, 0x03).u8(160, 0x0f);  // average rx; temp+vcc; bias, tx, rx; bias x2
     for (unsigned l = 0; l < 8; ++l) {
@@ -201,6 +204,8 @@ TEST(Transceiver, CmisModuleWithEightLanesAndABiasMultiplier) {
     EXPECT_EQ(t.type, "OSFP");
     EXPECT_EQ(t.part_number, "MMA4Z00-NS");
     EXPECT_EQ(t.media_lanes, 8u);
+    EXPECT_EQ(t.fastest_application, "400GAUI-4-L C2M");
+    EXPECT_EQ(t.fastest_application_gbps, 400.0);
     EXPECT_DOUBLE_EQ(t.temperature_c.value(), 48.25);
     EXPECT_NEAR(t.voltage_v.value(), 3.28, 1e-4);
     ASSERT_EQ(t.lanes.size(), 8u);

@@ -1059,8 +1059,22 @@ TEST(Rules, LinkSpeedBelowModule) {
                                 "MCP1600-C003 is made for 100 Gb/s (4 lanes of 25 Gb/s)"))
         << f->summary;
     EXPECT_TRUE(has(f->action, "`ethtool enp1s0f1np1`")) << f->action;
-    // CMIS modules state applications, not a rate per lane: not judged; nor a link without speed.
+    // CMIS modules state applications, not a rate per lane: the fastest one is what the module
+    // is made for; without a known one there is nothing to judge. Nor a link without speed.
     l->module->nominal_lane_gbps.reset();
+    EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "link_speed_below_module", "enp1s0f1np1"));
+    l->module->spec = "CMIS";
+    l->module->type = "QSFP112";
+    l->module->fastest_application = "200GAUI-4 C2M";
+    l->module->fastest_application_gbps = 200;
+    l->phy->speed_mbps = 100000;
+    f = find(evaluate_rules(s, spark_config()), "link_speed_below_module", "enp1s0f1np1");
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(has(f->summary, "negotiated 100 Gb/s on 2 lanes while its QSFP112 module NVIDIA MCP1600-C003 is "
+                                "made for 200 Gb/s (its fastest application, 200GAUI-4 C2M)"))
+        << f->summary;
+    EXPECT_EQ(f->details.at("module_application"), "200GAUI-4 C2M");
+    l->phy->speed_mbps = 200000;
     EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "link_speed_below_module", "enp1s0f1np1"));
     l->module->nominal_lane_gbps = 25.75;
     l->phy->speed_mbps.reset();
