@@ -49,13 +49,15 @@ CounterSeries::Step CounterSeries::add(TimePoint now, uint64_t value, Duration w
     // Keep one sample at or before the window start as the baseline, so the increase
     // covers the whole window rather than only the samples inside it.
     const TimePoint start = now - window;
-    while (ring_.size() >= 2 && ring_[1].at <= start) ring_.pop_front();
+    size_t drop = 0;
+    while (ring_.size() - drop >= 2 && ring_[drop + 1].at <= start) ++drop;
+    ring_.erase(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(drop));
     if (!ring_.empty()) out.window_increase = value - ring_.front().value;
 
     const auto spacing = window / static_cast<Duration::rep>(kMaxSamples - 2);
     if (ring_.empty() || now - ring_.back().at >= spacing) {
+        if (ring_.size() == kMaxSamples) ring_.erase(ring_.begin());  // before, so capacity stays kMaxSamples
         ring_.push_back({now, value});
-        if (ring_.size() > kMaxSamples) ring_.pop_front();
     }
     last_ = Sample{now, value};
     return out;
