@@ -14,6 +14,9 @@
 #     once, TCP bandwidth, and UCX put latency and bandwidth (UCX in rocewatch-ucx-session
 #     children, under MemoryDenyWriteExecute) against node 2's daemon;
 #   - as the passive side it serves node 2's RDMA and UCX sessions;
+#   - lldpd runs on both guests: the sandboxed daemon cannot use lldpd's socket and says what
+#     to add; with the drop-in the docs give (SupplementaryGroups=_lldpd) it names node 2 and
+#     its port on each rail;
 #   - `systemctl reload` reloads the config; `journalctl -p warning -u rocewatchd` shows a
 #     rejected reload and an alert firing, with RULE=/OBJECT=/DEVICE= fields;
 #   - `systemctl stop` ends it with status 0.
@@ -60,6 +63,7 @@ if ((NODE == 2)); then
     mkdir -p "$DAEMON_DIR"
     (umask 077 && echo "$TOKEN" >"$DAEMON_DIR/token")
     DAEMON_EXTRA_CONFIG=$(probe_config "token_file = \"$DAEMON_DIR/token\"")
+    start_lldpd  # so that node 1's lldpd hears node 2 on each rail
     start_daemon || { finish; exit; }
     mark node2-up
     # Node 1 marks unit-probed once its unit has run its probes against us, or
@@ -141,6 +145,20 @@ section "systemd as PID 1 of its own PID namespace"
 mkdir -p /etc/systemd/system/rocewatchd.service.d
 printf '[Service]\nEnvironment=UCX_TLS=%s\n' "$UCX_TLS" >/etc/systemd/system/rocewatchd.service.d/test-bed.conf
 boot_systemd || give_up
+# lldpd as Debian ships it, as a unit in the same systemd: its socket is root:_lldpd 0770.
+if [[ -x /usr/sbin/lldpd ]]; then
+    if out=$(sd timeout 60 systemctl start lldpd.service 2>&1); then
+        pass "lldpd.service started"
+        sd lldpcli resume >/dev/null 2>&1
+        sd lldpcli configure system hostname node1 >/dev/null 2>&1
+    else
+        fail "systemctl start lldpd: $out"
+    fi
+elif [[ ${RW_CI:-} == true ]]; then
+    fail "lldpd is not installed (scripts/deps.sh test installs it; CI=true: the LLDP checks must run)"
+else
+    skip "lldpd is not installed: the sandbox's LLDP checks skipped"
+fi
 
 section "the unit without a token: starts, probing off, says where the token goes"
 start_unit start || give_up
@@ -150,6 +168,15 @@ check_eq "probing off without the credential" false "$(jq -r .probes.enabled <<<
 check_match "the reason names the credential's place" "/etc/credstore/rocewatch-peer-token" \
     "$(jq -r .probes.disabled_reason <<<"$status")"
 record "unit without token: $(jq -r .probes.disabled_reason <<<"$status")"
+if [[ -x /usr/sbin/lldpd ]]; then
+    # The dynamic user is not in group _lldpd: the lldp collector fails and says what to add.
+    check_match "without group _lldpd the unit's daemon cannot ask lldpd, and says what to add" \
+        '^false .*permission denied.*SupplementaryGroups=_lldpd' \
+        "$(jq -r 'first(.collectors[] | select(.name == "lldp")) | "\(.success) \(.last_error)"' <<<"$status")"
+    # The drop-in docs/configuration.md gives; it takes effect at the restart below.
+    printf '[Service]\nSupplementaryGroups=_lldpd\n' >/etc/systemd/system/rocewatchd.service.d/lldpd.conf
+    sd systemctl daemon-reload
+fi
 
 section "the unit's process"
 PID=$(unit_prop MainPID)
@@ -184,6 +211,21 @@ check_eq "the credential as the dynamic user sees it" "-r-------- 1 $uid 65" \
     "$(sd ls -ln "/run/credentials/rocewatchd.service/rocewatch-peer-token" | awk '{ print $1, $2, $3, $5 }')"
 check_match "the daemon says it took the credential" "token from /run/credentials/rocewatchd.service/rocewatch-peer-token" \
     "$(sd journalctl -u rocewatchd --no-pager -o cat 2>&1)"
+if [[ -x /usr/sbin/lldpd ]]; then
+    # With SupplementaryGroups=_lldpd the sandboxed daemon asks lldpd (every 30 s): node 2 on
+    # both rails, by name and port.
+    t=0
+    while :; do
+        got=$(query_daemon /api/v1/interfaces | jq -r '[.interfaces[] | select(.name | test("^rail")) | "\(.name)=\(.lldp.switch) \(.lldp.switch_port)"] | join(" ")')
+        [[ $got == "railA=node2 railA railB=node2 railB" ]] && break
+        ((t++ < 900)) || break
+        snooze 0.1
+    done
+    check_eq "with SupplementaryGroups=_lldpd the unit's daemon names node 2's port on each rail" \
+        "railA=node2 railA railB=node2 railB" "$got"
+    check_eq "the lldp collector succeeds in the sandbox" "true null" \
+        "$(query_daemon /api/v1/status | jq -r 'first(.collectors[] | select(.name == "lldp")) | "\(.success) \(.last_error)"')"
+fi
 wait_mark node2-up 240
 
 section "the unit's daemon -> node 2"
