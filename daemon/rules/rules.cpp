@@ -1930,12 +1930,14 @@ Scope rule_scope(const std::string& id) {
 namespace {
 
 // The local netdev a finding is about: its "netdev" detail; the link it names; the netdev of the
-// RDMA port it names; or, for a path ("peer/rail", "peer/rail:kind"), the rail's local netdev.
+// RDMA port it names ("dev/port", "dev/port:counter"); or, for a path ("peer/rail",
+// "peer/rail:kind"), the rail's local netdev.
 std::string finding_netdev(const Context& ctx, const Finding& f) {
     if (auto it = f.details.find("netdev"); it != f.details.end()) return it->second;
     if (find_link(ctx.s, f.object)) return f.object;
+    const std::string object = f.object.substr(0, f.object.find(':'));
     for (const auto& jp : ctx.ports)
-        if (jp.object == f.object) return jp.netdev;
+        if (jp.object == object) return jp.netdev;
     const auto slash = f.object.find('/');
     if (slash == std::string::npos) return "";
     const std::string peer = f.object.substr(0, slash);

@@ -248,6 +248,11 @@ TEST(NetdevDown, NamesTheSwitchPortLldpHearsOnTheLink) {
             EXPECT_EQ(f.details.at("switch_port"), "swp13") << f.object;
         }
     EXPECT_TRUE(seen);
+    // A counter verdict on that port ("dev/port:counter") names them too.
+    port_of(s, "rocep1s0f1").rates["local_ack_timeout_err"] = 5;
+    const auto counters = find(evaluate_rules(s, c), "error_counters", "rocep1s0f1/1:local_ack_timeout_err");
+    ASSERT_TRUE(counters);
+    EXPECT_EQ(counters->details.at("switch_port"), "swp13");
 }
 
 TEST(NetdevDown, ExpectedInterfacesAreHeldToo) {
