@@ -7,7 +7,7 @@
 
 namespace rocewatch::api {
 
-MetricsCache::MetricsCache(Latest latest) : latest_(std::move(latest)) {}
+MetricsCache::MetricsCache(Latest latest, std::chrono::milliseconds poll) : latest_(std::move(latest)), poll_(poll) {}
 
 MetricsCache::~MetricsCache() { stop(); }
 
@@ -24,10 +24,19 @@ void MetricsCache::stop() {
     if (thread_.joinable()) thread_.join();
 }
 
+void MetricsCache::published() {
+    {
+        std::lock_guard lk(warm_mu_);
+        published_ = true;
+    }
+    warm_cv_.notify_all();
+}
+
 MetricsCache::Entry MetricsCache::entry_for(const std::shared_ptr<const Snapshot>& snap, bool gzip) {
     std::lock_guard lock(mu_);
     if (cur_.snap != snap) {
         cur_ = Entry{snap, std::make_shared<const std::string>(render_snapshot_metrics(*snap)), nullptr};
+        ++renders_;
     }
     if (gzip && !cur_.deflated) cur_.deflated = std::make_shared<const DeflatedPrefix>(deflate_prefix(*cur_.text));
     return cur_;
@@ -52,8 +61,8 @@ std::string MetricsCache::body(const std::shared_ptr<const Snapshot>& snap, cons
     return out;
 }
 
-// Polls for a new snapshot (an atomic load) every kPoll while warm, 20 wakeups a second
-// (~10 us each); sleeps while cold.
+// While warm: wakes when told of a new snapshot, and otherwise every kPoll (a source that
+// never calls published(); ~10 us a wakeup); sleeps while cold.
 void MetricsCache::prerender_loop() {
     std::unique_lock lk(warm_mu_);
     while (!stopping_) {
@@ -61,8 +70,9 @@ void MetricsCache::prerender_loop() {
             warm_cv_.wait(lk, [&] { return stopping_ || warm(std::chrono::steady_clock::now()); });
             continue;
         }
-        warm_cv_.wait_for(lk, kPoll, [&] { return stopping_; });
+        warm_cv_.wait_for(lk, poll_, [&] { return stopping_ || published_; });
         if (stopping_) break;
+        published_ = false;
         lk.unlock();
         try {
             if (auto s = latest_()) entry_for(s, gzip_seen_);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,24 +19,29 @@ namespace rocewatch::api {
 // A scrape costs a copy plus a deflate of the small per-request tail (the HTTP counters),
 // whatever the number of devices, and many scrapers cost no more work. While someone
 // scrapes (a scrape in the last kWarmFor), a background thread also renders and deflates
-// each new snapshot as soon as it is published, so the scrape after a collection does not
-// pay for it; with nobody scraping, nothing is rendered at all.
+// each new snapshot as soon as it is published (published() wakes it; without that call it
+// looks every kPoll), so the scrape after a collection does not pay for it; with nobody
+// scraping, nothing is rendered at all.
 class MetricsCache {
 public:
     using Latest = std::function<std::shared_ptr<const Snapshot>()>;
     static constexpr std::chrono::seconds kWarmFor{300};
     static constexpr std::chrono::milliseconds kPoll{50};
 
-    explicit MetricsCache(Latest latest);
+    explicit MetricsCache(Latest latest, std::chrono::milliseconds poll = kPoll);
     ~MetricsCache();
     MetricsCache(const MetricsCache&) = delete;
     MetricsCache& operator=(const MetricsCache&) = delete;
 
     void start();  // the background renderer
     void stop();   // idempotent
+    // A new snapshot is out: the renderer, if warm, starts on it now. Any thread.
+    void published();
 
     // The body for `snap` followed by `tail`: plain, or one gzip member when `gzip`.
     std::string body(const std::shared_ptr<const Snapshot>& snap, const std::string& tail, bool gzip);
+    // Snapshots rendered so far, by scrapes and by the background thread alike.
+    [[nodiscard]] uint64_t renders() const { return renders_; }
 
 private:
     struct Entry {
@@ -49,6 +55,8 @@ private:
     bool warm(std::chrono::steady_clock::time_point now) const { return scraped_ && now - last_scrape_ < kWarmFor; }
 
     Latest latest_;
+    std::chrono::milliseconds poll_;
+    std::atomic<uint64_t> renders_{0};
     std::mutex mu_;  // guards cur_; held while rendering, so a snapshot is rendered once
     Entry cur_;
     std::atomic<bool> gzip_seen_{false};
@@ -58,6 +66,7 @@ private:
     std::chrono::steady_clock::time_point last_scrape_{};
     bool scraped_ = false;
     bool stopping_ = false;
+    bool published_ = false;
     std::thread thread_;
 };
 

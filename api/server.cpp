@@ -86,6 +86,8 @@ std::unique_ptr<ApiServer> ApiServer::create(ApiOptions opts, const SnapshotSour
 
 int ApiServer::port() const { return impl_->port; }
 
+void ApiServer::snapshot_published() { impl_->metrics.published(); }
+
 bool ApiServer::tls() const { return impl_->web->tls(); }
 
 void ApiServer::accept_peer_token(std::string token_hex) { impl_->peer_token_hex = std::move(token_hex); }

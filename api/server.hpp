@@ -47,6 +47,8 @@ public:
     bool web_user(const std::string& authorization_header) const;
     void start();  // serves on its own threads; returns once it accepts connections
     void stop();   // idempotent; also done by the destructor
+    // The source has a new snapshot: /metrics, while scraped, renders it now. Any thread.
+    void snapshot_published();
 
     // Extension point (probe endpoints): extra routes, registered before start(). The
     // pattern is an httplib regex and doubles as the `handler` label of the request

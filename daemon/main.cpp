@@ -295,6 +295,7 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         log);
     inventory->start();
     watcher->start();
+    store.on_publish([&api] { api->snapshot_published(); });
     std::thread engine_thread([&] { engine.run(); });
     if (probing.data_port) probing.data_port->start();
     if (probing.token) scheduler.start();
