@@ -39,7 +39,14 @@ void for_roce_cached(std::vector<Link>& links, const std::set<std::string>& roce
     std::erase_if(cache, [&](const auto& e) { return !roce.count(e.first); });
 }
 
-constexpr auto kGidRefresh = std::chrono::seconds(60);
+// GID tables move only with addresses, links and bonds, and every such netlink event (and a
+// re-dump after an overrun) wakes the engine to read them twice. This is the safety net
+// beside it: a read of every GID slot costs a second of CPU at 128 NICs (255 slots a port,
+// and the kept counter files are opened afresh), which at 60 s was about half of all the
+// collection's CPU (issue 14).
+constexpr auto kGidRefresh = std::chrono::minutes(5);
+// ECN is written through sysfs (no netlink event): read on its own between GID reads.
+constexpr auto kEcnRefresh = std::chrono::seconds(60);
 constexpr auto kDcbRefresh = std::chrono::seconds(30);
 constexpr auto kModuleRefresh = std::chrono::seconds(60);
 // lldpd hears each neighbour every 30 s (its default transmit interval): asking more often
@@ -51,9 +58,10 @@ constexpr std::size_t kMaxBlockedReads = 4;
 constexpr std::chrono::seconds kMaxCycleRead{60};
 
 // A cycle that skipped the GID tables takes them, and the netdev of ports bound where their
-// GID 0 points, from the previous snapshot.
+// GID 0 points, from the previous snapshot; ECN too where it was not read (not asked for, or
+// a port whose netdev only the GID tables name).
 // Returns false when a device or port is new, and so has nothing to carry over.
-bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
+bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, bool ecn_read) {
     for (auto& d : devices) {
         const RdmaDevice* old = find_device(prev, d.name);
         if (!old || old->ports.size() != d.ports.size()) return false;
@@ -62,8 +70,10 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
                 if (op.port == p.port) {
                     p.gids = op.gids;
                     p.gids_dropped = op.gids_dropped;
-                    p.ecn_rp_enabled = op.ecn_rp_enabled;  // read with the GIDs
-                    p.ecn_np_enabled = op.ecn_np_enabled;
+                    if (!ecn_read || p.netdev.empty()) {
+                        p.ecn_rp_enabled = op.ecn_rp_enabled;
+                        p.ecn_np_enabled = op.ecn_np_enabled;
+                    }
                     if (p.netdev.empty()) p.netdev = op.netdev;
                 }
     }
@@ -193,6 +203,7 @@ struct Engine::FileRead {
     std::vector<SysfsError> sysfs_errors;
     std::vector<SysfsError> sysfs_ignored;
     bool gids_read = false;
+    bool ecn_read = false;
 };
 
 // One cycle's reads, shared between the engine and the thread doing them: whichever ends
@@ -223,13 +234,15 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
     try {
         SysfsReadResult rdma = read(opts);
         r.gids_read = opts.gids;
+        r.ecn_read = opts.gids || opts.ecn;
         // A device the last snapshot did not have (rdma link add, a driver reload) has no GIDs
         // to carry over: read them now.
-        if (!opts.gids && !carry_over_gids(rdma.devices, *last)) {
+        if (!opts.gids && !carry_over_gids(rdma.devices, *last, opts.ecn)) {
             SysfsReadOptions with_gids = opts;
             with_gids.gids = true;
             rdma = read(with_gids);
             r.gids_read = true;
+            r.ecn_read = true;
         }
         r.sysfs.success = true;
         r.sysfs.read_errors = rdma.read_errors;
@@ -274,7 +287,9 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids) {
     auto reading = std::make_shared<Reading>();
     if (blocked_.size() >= kMaxBlockedReads) return gave_up(*reading, std::chrono::milliseconds::zero());
 
-    const SysfsReadOptions opts{.gids = read_gids, .skip = skip_, .progress = reading->progress, .files = sysfs_files_};
+    const bool read_ecn = read_gids || SteadyClock::now() - ecn_read_at_ >= kEcnRefresh;
+    const SysfsReadOptions opts{
+        .gids = read_gids, .ecn = read_ecn, .skip = skip_, .progress = reading->progress, .files = sysfs_files_};
     try {
         std::thread([reading, cfg, opts, last = last_, src = src_] {
             FileRead r = read_files_now(cfg, opts, last, src);
@@ -287,6 +302,7 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids) {
         log_->warn("no thread for the file reads ({}): reading on the engine's", e.what());
         FileRead r = read_files_now(cfg, opts, last_, src_);
         if (r.gids_read) gids_read_at_ = reading->started;
+        if (r.ecn_read) ecn_read_at_ = reading->started;
         return r;
     }
 
@@ -310,6 +326,7 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids) {
     if (reading->done) {
         FileRead r = std::move(reading->result);
         if (r.gids_read) gids_read_at_ = reading->started;
+        if (r.ecn_read) ecn_read_at_ = reading->started;
         return r;
     }
     lock.unlock();

@@ -162,6 +162,7 @@ private:
     TimePoint saved_last_transition_{};
     uint64_t generation_ = 0;
     SteadyClock::time_point gids_read_at_{};
+    SteadyClock::time_point ecn_read_at_{};
     std::shared_ptr<const Snapshot> last_;  // the previous snapshot, for carrying GIDs over
     // Reads that blocked past their deadline, abandoned to their threads; the files they
     // are on are skipped until they return.

@@ -16,10 +16,11 @@ std::string port_key(const RdmaDevice& d, const RdmaPort& p) { return d.name + "
 
 // Series whose counter was not read this round get no rate next time; those with nothing
 // left inside the window are dropped, so memory follows what the node still has.
-void forget_unread(std::map<std::string, CounterSeries>& series, const std::map<std::string, uint64_t>& read,
-                   TimePoint now, Duration window) {
+template <class WasRead>
+void forget_unread(std::map<std::string, CounterSeries>& series, const WasRead& was_read, TimePoint now,
+                   Duration window) {
     for (auto it = series.begin(); it != series.end();) {
-        if (read.count(it->first)) {
+        if (was_read(it->first)) {
             ++it;
             continue;
         }
@@ -92,18 +93,24 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
             port.rates.clear();
             port.window_increase.clear();
 
-            // One value per name: counters/ first, hw_counters/ only for names it lacks.
-            std::map<std::string, uint64_t> values = port.counters;
-            for (const auto& [name, v] : port.hw_counters) values.emplace(name, v);
-
-            for (const auto& [name, v] : values) {
-                const auto step = series[name].add(now, v, window);
+            // One value per name: counters/ first, hw_counters/ only for names it lacks (walked
+            // in place: a merged copy cost a map node per counter per cycle, issue 14).
+            const auto one = [&](const std::string& name, uint64_t v) {
+                auto it = series.find(name);
+                if (it == series.end()) it = series.emplace(name, CounterSeries{}).first;
+                const auto step = it->second.add(now, v, window);
                 const uint64_t scale = unit_scale(name);
                 if (step.delta && step.seconds > 0)
-                    port.rates[name] = static_cast<double>(*step.delta) * static_cast<double>(scale) / step.seconds;
-                if (step.window_increase) port.window_increase[name] = *step.window_increase * scale;
-            }
-            forget_unread(series, values, now, window);
+                    port.rates.emplace(name,
+                                       static_cast<double>(*step.delta) * static_cast<double>(scale) / step.seconds);
+                if (step.window_increase) port.window_increase.emplace(name, *step.window_increase * scale);
+            };
+            for (const auto& [name, v] : port.counters) one(name, v);
+            for (const auto& [name, v] : port.hw_counters)
+                if (!port.counters.contains(name)) one(name, v);
+            forget_unread(
+                series, [&](const std::string& n) { return port.counters.contains(n) || port.hw_counters.contains(n); },
+                now, window);
         }
     }
     std::erase_if(ports_, [&](const auto& kv) { return !seen_ports.count(kv.first); });
@@ -134,7 +141,9 @@ void TrendTracker::apply_links(Snapshot& s, TimePoint now) {
                 link.driver_stat_rates[name] = static_cast<double>(*step.delta) / step.seconds;
             if (step.window_increase) link.driver_stat_increase[name] = *step.window_increase;
         }
-        forget_unread(track.driver_stats, link.driver_stats, now, thresholds_.counter_window);
+        forget_unread(
+            track.driver_stats, [&](const std::string& n) { return link.driver_stats.contains(n); }, now,
+            thresholds_.counter_window);
 
         if (!link.slave) continue;
         seen_slaves.insert(link.name);

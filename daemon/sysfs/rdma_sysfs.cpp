@@ -185,12 +185,13 @@ public:
             return FileText{.status = ReadStatus::failed, .why = "skipped: an earlier read of it blocked"};
         if (auto why = unreadable_kind(d_type)) return FileText{.why = std::move(*why)};
         if (opts_.progress) opts_.progress->enter(path_);
-        if (cache_) {
-            if (auto f = read_cached(); f) return std::move(*f);
+        SysfsFileCache::DirFiles* kept = cache_ ? &kept_files(dir) : nullptr;
+        if (kept) {
+            if (auto f = read_cached(*kept, name); f) return std::move(*f);
         }
         const int dfd = fd(dir);
         if (dfd < 0) return FileText{.status = ReadStatus::missing, .why = errno_text(ENOENT)};
-        return read_at(dfd, name.c_str(), d_type == DT_REG);
+        return read_at(dfd, name, d_type == DT_REG, kept);
     }
 
     // Trimmed text of a file the driver may or may not provide: nullopt when absent
@@ -279,6 +280,12 @@ public:
         return out;
     }
 
+    // The listing kept from an earlier read, without copying it (the counter directories, read
+    // every cycle): null when there is none, and then list() reads it. Valid for this read.
+    const std::vector<Entry>* kept_listing(const Dir& dir) const {
+        return cache_ && keep_open_ ? cache_->listing(dir.path()) : nullptr;
+    }
+
     // Entries whose names are non-negative numbers (ports, GID slots), in numeric order.
     std::vector<std::pair<uint32_t, Entry>> numbered(const Dir& dir) {
         std::vector<std::pair<uint32_t, Entry>> out;
@@ -293,16 +300,27 @@ public:
     }
 
 private:
+    // The cache's files of this directory: one lookup per directory read in a row. The
+    // inner maps stay where they are while the cache lives (node-based map).
+    SysfsFileCache::DirFiles& kept_files(const Dir& dir) {
+        if (!kept_in_ || kept_dir_ != dir.path()) {
+            kept_dir_ = dir.path();
+            kept_in_ = &cache_->dir_files(kept_dir_);
+        }
+        return *kept_in_;
+    }
+
     // The file at path_ through the fd kept from an earlier read: nullopt when there is
     // none, or when it fails now (a device gone, a counter turned EINVAL): then it is
     // dropped and opened afresh, which reports what is wrong.
-    std::optional<FileText> read_cached() {
-        const int fd = cache_->find(path_);
-        if (fd < 0) return std::nullopt;
+    std::optional<FileText> read_cached(SysfsFileCache::DirFiles& kept, const std::string& name) {
+        const auto it = kept.find(name);
+        if (it == kept.end()) return std::nullopt;
+        const int fd = it->second;
         if (verify_kept_) {  // not sysfs: the file may have been replaced (see SysfsFileCache)
             struct stat st {};
             if (::fstat(fd, &st) != 0 || st.st_nlink == 0) {
-                cache_->forget(path_);
+                cache_->forget(kept, name);
                 return std::nullopt;
             }
         }
@@ -311,7 +329,7 @@ private:
             n = ::pread(fd, buf_.data(), buf_.size(), 0);
         } while (n < 0 && errno == EINTR);
         if (n < 0 || static_cast<std::size_t>(n) > kMaxFileBytes) {
-            cache_->forget(path_);
+            cache_->forget(kept, name);
             return std::nullopt;
         }
         return FileText{.status = ReadStatus::ok, .text = std::string_view(buf_.data(), static_cast<std::size_t>(n))};
@@ -322,9 +340,9 @@ private:
     // and the S_ISREG check keep a FIFO or a device node from blocking the collector: sysfs
     // attributes are always regular files, so anything else is skipped unread. A listing
     // that already said "regular file" spares the fstat.
-    FileText read_at(int dirfd, const char* name, bool known_regular) {
+    FileText read_at(int dirfd, const std::string& name, bool known_regular, SysfsFileCache::DirFiles* kept) {
         FileText r;
-        const int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        const int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (fd < 0) {
             const int err = errno;
             // ENOTDIR: a path component is a file; for us that is the same as absent.
@@ -357,7 +375,7 @@ private:
         }
         r.text = std::string_view(buf_.data(), static_cast<std::size_t>(n));
         r.status = ReadStatus::ok;
-        if (cache_ && keep_open_ && cache_->keep(path_, fd)) closer.fd = -1;
+        if (kept && keep_open_ && cache_->keep(*kept, name, fd)) closer.fd = -1;
         return r;
     }
 
@@ -369,6 +387,9 @@ private:
     std::vector<char> dents_;  // one getdents64's entries; reused
     std::unique_lock<std::mutex> cache_lock_;
     SysfsFileCache* cache_ = nullptr;  // set while this reader holds the cache's lock
+    // The kept files of the directory read last (a port's counters are read in a row).
+    std::string kept_dir_;
+    SysfsFileCache::DirFiles* kept_in_ = nullptr;
     bool keep_open_ = true;
     bool verify_kept_ = false;  // a kept file may have been replaced (not sysfs or procfs)
 };
@@ -376,14 +397,21 @@ private:
 void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std::map<std::string, uint64_t>& out,
                       uint64_t& dropped) {
     const Dir dir(port, name);
-    for (const auto& e : rd.list(dir)) {
+    std::vector<Entry> fresh;
+    const std::vector<Entry>* entries = rd.kept_listing(dir);
+    if (!entries) {
+        fresh = rd.list(dir);
+        entries = &fresh;
+    }
+    for (const auto& e : *entries) {
         // mlx5 keeps its stats cache lifetime (ms, writable) among the hw_counters.
         if (e.name == "lifespan") continue;
         if (!rd.take_series()) {
             ++dropped;  // not even read: the cap bounds the work as well as the series
             continue;
         }
-        if (auto v = rd.counter(dir, e)) out[e.name] = *v;
+        // The listing is sorted, so each name goes at the end: no search.
+        if (auto v = rd.counter(dir, e)) out.insert_or_assign(out.end(), e.name, *v);
     }
 }
 
@@ -672,20 +700,17 @@ SysfsFileCache::SysfsFileCache() {
     max_fds_ = soft == RLIM_INFINITY ? 1U << 16 : static_cast<std::size_t>(soft / 2);
 }
 
-int SysfsFileCache::find(const std::string& path) const {
-    const auto it = fds_.find(path);
-    return it == fds_.end() ? -1 : it->second;
+bool SysfsFileCache::keep(DirFiles& in, const std::string& name, int fd) {
+    if (kept_ >= max_fds_ || !in.try_emplace(name, fd).second) return false;
+    ++kept_;
+    return true;
 }
 
-bool SysfsFileCache::keep(const std::string& path, int fd) {
-    if (fds_.size() >= max_fds_) return false;
-    return fds_.try_emplace(path, fd).second;
-}
-
-void SysfsFileCache::forget(const std::string& path) {
-    if (auto it = fds_.find(path); it != fds_.end()) {
+void SysfsFileCache::forget(DirFiles& in, const std::string& name) {
+    if (auto it = in.find(name); it != in.end()) {
         ::close(it->second);
-        fds_.erase(it);
+        in.erase(it);
+        --kept_;
     }
 }
 
@@ -700,8 +725,10 @@ bool SysfsFileCache::kernel_rendered(const std::string& root) {
 }
 
 void SysfsFileCache::clear() {
-    for (const auto& [path, fd] : fds_) ::close(fd);
+    for (const auto& [dir, files] : fds_)
+        for (const auto& [name, fd] : files) ::close(fd);
     fds_.clear();
+    kept_ = 0;
     listings_.clear();
 }
 
@@ -748,8 +775,9 @@ SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOpt
         }
     }
     // ECN per priority at each RoCE port's netdev, where the driver has the files: with the
-    // GID tables (it is configuration, and 16 files per netdev), carried over in between.
-    if (opts.gids) {
+    // GID tables and when asked (it is configuration, and 16 files per netdev), carried over
+    // in between.
+    if (opts.gids || opts.ecn) {
         const Dir net(root, "class/net");
         for (auto& d : result.devices)
             for (auto& p : d.ports) {

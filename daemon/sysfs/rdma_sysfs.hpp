@@ -112,15 +112,18 @@ public:
     SysfsFileCache& operator=(const SysfsFileCache&) = delete;
     ~SysfsFileCache() { clear(); }
 
-    // Only with mutex() held.
-    [[nodiscard]] int find(const std::string& path) const;
-    [[nodiscard]] bool keep(const std::string& path, int fd);  // false: full, the caller closes fd
-    void forget(const std::string& path);
+    // Only with mutex() held. Files are kept by directory, then name: a directory's files
+    // are found with one lookup of its path (dir_files), and each then in a small map of
+    // its own (a lookup by whole path cost a cache miss or two per file at 128 NICs).
+    using DirFiles = std::unordered_map<std::string, int>;  // name -> fd
+    [[nodiscard]] DirFiles& dir_files(const std::string& dir) { return fds_[dir]; }
+    [[nodiscard]] bool keep(DirFiles& in, const std::string& name, int fd);  // false: full, the caller closes fd
+    void forget(DirFiles& in, const std::string& name);
     // Directory listings, kept alike (the list of devices excepted): null when unknown.
     [[nodiscard]] const std::vector<SysfsDirEntry>* listing(const std::string& dir) const;
     void keep_listing(const std::string& dir, std::vector<SysfsDirEntry> entries);
     void clear();
-    [[nodiscard]] std::size_t size() const { return fds_.size(); }
+    [[nodiscard]] std::size_t size() const { return kept_; }
     // Whether files under root are rendered by the kernel (sysfs, procfs), so that a kept
     // file can never be replaced: asked once per root.
     [[nodiscard]] bool kernel_rendered(const std::string& root);
@@ -128,7 +131,8 @@ public:
 
 private:
     std::mutex mu_;
-    std::unordered_map<std::string, int> fds_;
+    std::unordered_map<std::string, DirFiles> fds_;  // by directory path
+    std::size_t kept_ = 0;
     std::unordered_map<std::string, std::vector<SysfsDirEntry>> listings_;
     std::unordered_map<std::string, bool> kernel_rendered_;
     std::size_t max_fds_;
@@ -147,6 +151,11 @@ struct SysfsReadOptions {
     // Without them, ports have no gids and a LAG port has no netdev: the caller carries
     // both over from its last full read.
     bool gids = true;
+    // ECN per priority at RoCE netdevs (ecn/roce_{rp,np}/enable, 16 files a netdev): always
+    // with the GID tables, and in between when this is set. Configuration written through
+    // sysfs sends no netlink event, so the collector reads it on a cadence of its own. Ports
+    // whose netdev comes from the GID tables (LAG) are read only with them.
+    bool ecn = true;
     // Counters plus populated GIDs kept per port; the rest is counted in the port's
     // counters_dropped / gids_dropped. A hostile or broken tree must not turn into
     // unbounded /metrics series: real ports have a few hundred at most.

@@ -987,7 +987,7 @@ TEST(SysfsRead, RdmaCmConfigfsDefaults) {
 
 // ECN per priority at a RoCE port's netdev (mlx5 of MLNX_OFED / DOCA-OFED): a bitmap per
 // point; a garbled file is an error on that file and leaves that point unknown; a netdev
-// without the directory, and a read without the GID tables, leave both unset.
+// without the directory, and a read with neither the GID tables nor ECN, leave both unset.
 TEST(SysfsRead, EcnPerPriorityAtTheRoceNetdev) {
     ScratchTree t("ecn");
     for (const char* dev : {"mlx5_0", "mlx5_1", "mlx5_2"}) {
@@ -1017,6 +1017,10 @@ TEST(SysfsRead, EcnPerPriorityAtTheRoceNetdev) {
     EXPECT_FALSE(r.devices[2].ports.at(0).ecn_np_enabled);
     EXPECT_EQ(r.read_errors, 1u);
 
+    // Without the GID tables ECN is read when asked (the engine asks every minute), and
+    // only then.
     const auto no_gids = read_rdma_devices(t.root, {.gids = false});
-    EXPECT_FALSE(no_gids.devices[0].ports.at(0).ecn_rp_enabled);
+    EXPECT_EQ(no_gids.devices[0].ports.at(0).ecn_rp_enabled, uint8_t{0x08});
+    const auto neither = read_rdma_devices(t.root, {.gids = false, .ecn = false});
+    EXPECT_FALSE(neither.devices[0].ports.at(0).ecn_rp_enabled);
 }
