@@ -42,7 +42,7 @@ void for_roce_cached(std::vector<Link>& links, const std::set<std::string>& roce
 // GID tables move only with addresses, links and bonds, and every such netlink event (and a
 // re-dump after an overrun) wakes the engine to read them twice. This is the safety net
 // beside it: a read of every GID slot costs a second of CPU at 128 NICs (255 slots a port,
-// and the kept counter files are opened afresh), which at 60 s was about half of all the
+// and the kept counter files are opened afresh), which at 60 s was about a quarter of all the
 // collection's CPU (issue 14).
 constexpr auto kGidRefresh = std::chrono::minutes(5);
 // ECN is written through sysfs (no netlink event): read on its own between GID reads.
