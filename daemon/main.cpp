@@ -1,14 +1,17 @@
 // rocewatchd: the single composition root. Parses flags, loads config, builds and wires the modules, waits on signals.
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -55,6 +58,23 @@ public:
 private:
     const SnapshotStore& store_;
 };
+
+// systemd starts services with a soft open-file limit of 1024 (hard 524288) for programs that
+// still use select(). rocewatchd uses none (poll and epoll; Debian's cpp-httplib is built
+// with poll), and keeps its sysfs counter files open, up to half the soft limit: at 1024 that
+// is 512 files, fewer than 8 NICs' counters, and the rest would be opened and closed every
+// cycle. So the soft limit goes up to the hard one, as Go programs do.
+void raise_open_file_limit(spdlog::logger& log) {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+    const rlim_t was = lim.rlim_cur;
+    lim.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &lim) == 0)
+        log.debug("open-file limit raised from {} to {}", was, lim.rlim_cur);
+    else
+        log.warn("open-file limit stays at {} (setrlimit: {}): fewer sysfs files are kept open", was,
+                 std::strerror(errno));
+}
 
 int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log, bool text) {
     // One shot has no history to wait on: every finding fires now, and nothing persists.
@@ -357,6 +377,7 @@ int main(int argc, char** argv) {
     if (flags->check_config || !r.config) return r.config ? 0 : 1;
     auto log = logging::make_logger("rocewatchd");
     log->set_level(spdlog::level::from_str(r.config->daemon.log_level));
+    raise_open_file_limit(*log);
     try {
         auto cfg = std::make_shared<Config>(std::move(*r.config));
         return flags->once ? run_once(cfg, log, flags->text) : run_daemon(*flags, cfg, log);

@@ -3,6 +3,7 @@
 reported in a metric), and --once exit codes for cron and node-health-check scripts."""
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -90,6 +91,21 @@ def main():
         r = run("--once", "--config", quiet.name, *spark, "--log-level", "warn", ns=node)
         t.check(r.returncode == 2 and "netdev_down" in r.stdout, f"--once with a rail down exits 2 ({r.returncode})")
         node.ip("link", "set", "enp1s0f0np0", "up")
+
+        # Started as systemd starts it, with a soft open-file limit of 1024 below a higher hard
+        # one: the daemon raises the soft limit to the hard one, so that it can keep its sysfs
+        # counter files open (half the soft limit) on nodes with more than 8 NICs.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        start_hard = hard if hard != resource.RLIM_INFINITY and hard > 1024 else 4096
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, start_hard))
+        try:
+            with rwtest.Daemon(netns=node, extra=spark) as d:
+                with open(f"/proc/{d.proc.pid}/limits") as f:
+                    line = next(ln for ln in f if ln.startswith("Max open files"))
+                t.check(line.split()[3:5] == [str(start_hard), str(start_hard)],
+                        f"started at 1024 open files, the daemon raised its soft limit to the hard one: {line.strip()}")
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
         # SIGHUP: a good file replaces the config; a bad one is refused, reported, and the old one kept.
         live = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)

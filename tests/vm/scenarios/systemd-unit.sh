@@ -189,6 +189,14 @@ check_eq "no new privileges" 1 "$(awk '$1 == "NoNewPrivs:" { print $2 }' <<<"$ps
 check_eq "seccomp filter on" 2 "$(awk '$1 == "Seccomp:" { print $2 }' <<<"$pstatus")"
 check_eq "memlock unlimited (verbs pins probe buffers)" unlimited \
     "$(sd awk '/^Max locked memory/ { print $4 }' "/proc/$PID/limits")"
+# systemd starts services at a soft 1024 open files; the daemon raises it to the hard limit
+# so that it can keep its sysfs counter files open (half the soft limit).
+nofile=$(sd awk '/^Max open files/ { print $4, $5 }' "/proc/$PID/limits")
+if [[ $nofile =~ ^([0-9]+)\ ([0-9]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" && ${BASH_REMATCH[1]} -gt 1024 ]]; then
+    pass "open-file limit raised to the hard one under the unit ($nofile)"
+else
+    fail "open-file limit under the unit: soft hard = '$nofile' (want soft = hard > 1024)"
+fi
 
 section "inside the sandbox: sysfs, verbs and netlink"
 for dev in rxe0 rxe1; do
