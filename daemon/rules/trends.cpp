@@ -96,9 +96,7 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
             // One value per name: counters/ first, hw_counters/ only for names it lacks (walked
             // in place: a merged copy cost a map node per counter per cycle, issue 14).
             const auto one = [&](const std::string& name, uint64_t v) {
-                auto it = series.find(name);
-                if (it == series.end()) it = series.emplace(name, CounterSeries{}).first;
-                const auto step = it->second.add(now, v, window);
+                const auto step = series.try_emplace(name).first->second.add(now, v, window);
                 const uint64_t scale = unit_scale(name);
                 if (step.delta && step.seconds > 0)
                     port.rates.emplace(name,

@@ -258,7 +258,7 @@ public:
     std::vector<Entry> list(const Dir& dir, bool cacheable = true) {
         const bool keep = cache_ && keep_open_ && cacheable;
         if (keep) {
-            if (const auto* known = cache_->listing(dir.path())) return *known;
+            if (const auto* known = kept_listing(dir)) return *known;
         }
         std::vector<Entry> out;
         const int dfd = fd(dir);
