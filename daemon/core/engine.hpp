@@ -11,11 +11,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "daemon/core/duty_budget.hpp"
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
 #include "daemon/logging/journal.hpp"
@@ -85,8 +87,9 @@ public:
 
     // Loops until stop(): a cycle every interval, or soon after wake().
     void run();
-    // A link, address or bond changed: collect at once, and read the GID tables on the two
-    // cycles after that one (the first judges link and port state without waiting for them).
+    // A link, address or bond changed: collect at once (or a second after the last cycle a
+    // wake asked for), and read the GID tables on the two cycles after that one (the first
+    // judges link and port state without waiting for them), within their share of the time.
     void wake();
     // Only probe results changed: collect soon; the GID tables stay as they are.
     void wake_for_results();
@@ -112,6 +115,8 @@ private:
     static FileRead read_files_now(const Config& cfg, const SysfsReadOptions& opts,
                                    const std::shared_ptr<const Snapshot>& last, const EngineSources& src);
     FileRead gave_up(const Reading& r, std::chrono::milliseconds waited);
+    // A finished read: when GIDs and ECN were read, and what the GID read cost.
+    void note_read(const FileRead& r, SteadyClock::time_point started);
     void reap_blocked_reads();
     void log_read_errors(const std::vector<SysfsError>& errors);
     void log_ignored(const std::vector<SysfsError>& ignored);
@@ -123,7 +128,7 @@ private:
     SnapshotStore& store_;
     std::shared_ptr<spdlog::logger> log_;
 
-    mutable std::mutex mu_;  // guards config_, daemon_, woken_, stopping_
+    mutable std::mutex mu_;  // guards config_, daemon_, the wake and GID flags, stopping_
     std::condition_variable cv_;
     std::shared_ptr<const Config> config_;
     DaemonStatus daemon_;
@@ -137,9 +142,20 @@ private:
     // under emulation) so that a port going down is judged within milliseconds, and the
     // cycles that read them follow at once.
     bool gids_after_this_cycle_ = false;
-    bool collect_again_now_ = false;
+    // When the first wake of a burst came, and whether links (not only probe results) woke
+    // the engine: link wakes after the first are spaced kLinkWakeSpacing apart, so that a
+    // flapping link costs a cycle a second, not one per event.
+    SteadyClock::time_point woken_at_{};
+    bool link_woken_ = false;
 
     // Touched only by the collecting thread.
+    // A GID read after a wake reopens every kept file (128 NICs: over a second on a fixture
+    // tree). A link that flaps wakes the engine again and again: such reads get a share of
+    // the time (kGidShare), after a few back to back (kGidBurst), and a read put off is made
+    // when the share allows, so the tables after the last event are always read.
+    DutyBudget gid_budget_;
+    std::optional<SteadyClock::time_point> collect_again_at_;  // a GID read due then
+    SteadyClock::time_point link_cycle_at_{};                  // the last cycle a link wake asked for
     // DCB answers per netdev and when they were asked for: DCB settings change rarely, and on
     // mlx5 each answer costs firmware register reads, so a netdev is asked at most every
     // kDcbRefresh (and at once after a wake: links changed).

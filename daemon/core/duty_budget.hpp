@@ -1,0 +1,53 @@
+// A share of the time for one kind of costly work, as a token bucket of seconds: each run of
+// the work is paid for with its duration, the bucket refills at `share` of a second per
+// second, and holds `burst` runs (as long as the last one took). Pure: the caller gives the
+// time, so that tests need no clock.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace rocewatch {
+
+class DutyBudget {
+public:
+    using TimePoint = std::chrono::steady_clock::time_point;
+    using Seconds = std::chrono::duration<double>;
+
+    DutyBudget(double share, int burst) : share_(share), burst_(burst) {}
+
+    // One run took `took`, ending at `now`. The first is paid from a full bucket.
+    void spent(Seconds took, TimePoint now) {
+        refill(now);
+        last_ = took;
+        tokens_ = std::min(tokens_, cap()) - took.count();
+    }
+    // Whether a run may start now.
+    [[nodiscard]] bool allows(TimePoint now) { return ready_at(now) <= now; }
+    // When the bucket is no longer in debt: now, where it is not.
+    [[nodiscard]] TimePoint ready_at(TimePoint now) {
+        refill(now);
+        if (tokens_ > 0) return now;
+        return now + std::chrono::duration_cast<TimePoint::duration>(Seconds(-tokens_ / share_)) +
+               std::chrono::milliseconds(1);
+    }
+
+private:
+    [[nodiscard]] double cap() const { return burst_ * last_.count(); }
+    void refill(TimePoint now) {
+        if (now > at_ && at_ != TimePoint{}) {
+            const double earned = Seconds(now - at_).count() * share_;
+            if (tokens_ < std::numeric_limits<double>::max()) tokens_ = std::min(cap(), tokens_ + earned);
+        }
+        at_ = std::max(at_, now);
+    }
+
+    double share_;
+    int burst_;
+    double tokens_ = std::numeric_limits<double>::max();  // full until the first run is known
+    Seconds last_{0};
+    TimePoint at_{};
+};
+
+}  // namespace rocewatch
