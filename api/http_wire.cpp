@@ -38,15 +38,49 @@ std::string address_of(const sockaddr_storage& ss, int& port) {
     return {};
 }
 
-bool is_priority_request(std::string_view head) {
+namespace {
+
+// The path of a GET or HEAD request line (without its query), "" for other methods.
+std::string_view get_path(std::string_view head) {
     const size_t sp = head.find(' ');
-    if (sp == std::string_view::npos) return false;
+    if (sp == std::string_view::npos) return {};
     const auto method = head.substr(0, sp);
-    if (method != "GET" && method != "HEAD") return false;
+    if (method != "GET" && method != "HEAD") return {};
     const auto rest = head.substr(sp + 1);
-    const size_t end = rest.find_first_of(" ?");
-    const auto path = rest.substr(0, end);
+    return rest.substr(0, rest.find_first_of(" ?"));
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return (x | 0x20) == (y | 0x20); });
+}
+
+}  // namespace
+
+bool is_priority_request(std::string_view head) {
+    const auto path = get_path(head);
     return path == "/metrics" || path == "/healthz" || path == "/readyz";
+}
+
+bool is_metrics_request(std::string_view head) { return get_path(head) == "/metrics"; }
+
+std::string header_value(std::string_view head, std::string_view name) {
+    size_t at = head.find("\r\n");
+    while (at != std::string_view::npos && at + 2 < head.size()) {
+        const size_t start = at + 2;
+        const size_t end = head.find("\r\n", start);
+        const auto line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+        if (line.empty()) break;  // the blank line: no more headers
+        const size_t colon = line.find(':');
+        if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
+            auto v = line.substr(colon + 1);
+            while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+            while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+            return std::string(v);
+        }
+        at = end;
+    }
+    return {};
 }
 
 }  // namespace rocewatch::api

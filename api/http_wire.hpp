@@ -21,4 +21,11 @@ std::string address_of(const sockaddr_storage& ss, int& port);
 // the request line.
 bool is_priority_request(std::string_view head);
 
+// GET/HEAD of /metrics (any query).
+bool is_metrics_request(std::string_view head);
+
+// The value of the first header `name` (any case) in a head the gate accepted, trimmed;
+// "" when absent.
+std::string header_value(std::string_view head, std::string_view name);
+
 }  // namespace rocewatch::api

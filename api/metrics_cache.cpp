@@ -61,6 +61,11 @@ std::string MetricsCache::body(const std::shared_ptr<const Snapshot>& snap, cons
     return out;
 }
 
+bool MetricsCache::ready(const std::shared_ptr<const Snapshot>& snap, bool gzip) {
+    std::unique_lock lock(mu_, std::try_to_lock);
+    return lock.owns_lock() && snap && cur_.snap == snap && cur_.text && (!gzip || cur_.deflated);
+}
+
 // While warm: wakes when told of a new snapshot, and otherwise every kPoll (a source that
 // never calls published(); ~10 us a wakeup); sleeps while cold.
 void MetricsCache::prerender_loop() {

@@ -40,6 +40,9 @@ public:
 
     // The body for `snap` followed by `tail`: plain, or one gzip member when `gzip`.
     std::string body(const std::shared_ptr<const Snapshot>& snap, const std::string& tail, bool gzip);
+    // Whether body(snap, ..., gzip) would render or deflate nothing: it is a copy and the
+    // tail's deflate. Never waits (false while a render holds the cache).
+    [[nodiscard]] bool ready(const std::shared_ptr<const Snapshot>& snap, bool gzip);
     // Snapshots rendered so far, by scrapes and by the background thread alike.
     [[nodiscard]] uint64_t renders() const { return renders_; }
 

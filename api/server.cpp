@@ -34,6 +34,18 @@ void ApiServer::Impl::serve(GatedRequest& r) {
     front->complete(r.ticket, std::move(response), !keep);
 }
 
+// A /metrics scrape whose body is rendered already costs a copy and the deflate of the small
+// HTTP-counters tail (tens of microseconds): the front end's thread serves it itself, without
+// handing it to a worker and the answer back (0.3-0.4 ms of a 1.3 ms scrape at 8 NICs,
+// bench/scrape_vs_node_exporter.py). Basic auth (a bcrypt hash may take milliseconds to
+// check) and a body still to render go to the workers. A snapshot published between this
+// check and the handler is rendered by the handler: one render, and only in that window.
+bool ApiServer::Impl::serve_on_front_end(const GatedRequest& r) {
+    if (!is_metrics_request(r.bytes) || web->current()->auth->enabled()) return false;
+    const auto s = src.latest();
+    return s && metrics.ready(s, accepts_gzip(header_value(r.bytes, "Accept-Encoding")));
+}
+
 ApiServer::ApiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 ApiServer::~ApiServer() { stop(); }
@@ -120,6 +132,10 @@ void ApiServer::start() {
     im.front = std::make_unique<FrontEnd>(
         im.opts, im.server.listen_socket(), *im.stats, im.log,
         [&im](GatedRequest&& r) {
+            if (im.serve_on_front_end(r)) {
+                im.serve(r);
+                return true;
+            }
             auto req = std::make_shared<GatedRequest>(std::move(r));
             const bool priority = req->priority;
             return im.pool->submit([&im, req] { im.serve(*req); }, priority);

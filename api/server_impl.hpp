@@ -78,6 +78,7 @@ struct ApiServer::Impl {
 
     // server.cpp
     void serve(GatedRequest& r);
+    [[nodiscard]] bool serve_on_front_end(const GatedRequest& r);
 };
 
 }  // namespace rocewatch::api

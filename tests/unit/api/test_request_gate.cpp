@@ -1,6 +1,7 @@
 // check_request_head on well-formed and hostile request heads, without sockets.
 #include <gtest/gtest.h>
 
+#include "api/http_wire.hpp"
 #include "api/request_gate.hpp"
 
 using namespace rocewatch::api;
@@ -160,4 +161,23 @@ TEST(RequestGate, ReasonNames) {
         EXPECT_EQ(static_cast<size_t>(all[i]), i) << "HttpStats indexes its table by the enum value";
     }
     EXPECT_STREQ(status_reason(431), "Request Header Fields Too Large");
+}
+
+// Which requests the front end classes: scrapes and health checks for the reserved worker,
+// and a scrape's Accept-Encoding for serving a rendered /metrics on its own thread.
+TEST(HttpWire, RequestClassesAndHeaderValues) {
+    EXPECT_TRUE(is_priority_request("GET /healthz HTTP/1.1\r\n\r\n"));
+    EXPECT_TRUE(is_metrics_request("GET /metrics HTTP/1.1\r\n\r\n"));
+    EXPECT_TRUE(is_metrics_request("HEAD /metrics?x=1 HTTP/1.1\r\n\r\n"));
+    EXPECT_FALSE(is_metrics_request("POST /metrics HTTP/1.1\r\n\r\n"));
+    EXPECT_FALSE(is_metrics_request("GET /metricsx HTTP/1.1\r\n\r\n"));
+    EXPECT_FALSE(is_metrics_request("GET /healthz HTTP/1.1\r\n\r\n"));
+
+    const std::string head =
+        "GET /metrics HTTP/1.1\r\nHost: a\r\naccept-ENCODING: \t gzip, br \r\nAccept-Encoding: identity\r\n\r\n";
+    EXPECT_EQ(header_value(head, "Accept-Encoding"), "gzip, br") << "the first, trimmed, any case";
+    EXPECT_EQ(header_value(head, "Host"), "a");
+    EXPECT_EQ(header_value(head, "Authorization"), "");
+    EXPECT_EQ(header_value("GET / HTTP/1.1\r\n\r\nAccept-Encoding: gzip\r\n", "Accept-Encoding"), "")
+        << "not past the blank line";
 }

@@ -638,6 +638,52 @@ TEST_F(ApiServerTest, BusyPoolRefusesBeyondQueueButServesMetrics) {
     for (int fd : fds) ::close(fd);
 }
 
+// A scrape whose body is rendered already is served by the front end's own thread: with the
+// only worker held by a slow handler and no reserved one, /metrics still answers at once,
+// while /healthz waits for the worker.
+TEST_F(ApiServerTest, RenderedMetricsAreServedWithoutAWorker) {
+    server->stop();
+    auto o = test_options();
+    o.threads = 1;
+    o.reserved_threads = 0;
+    server = make(o);
+    Gate gate;
+    server->add_get("/slow", [&gate](const httplib::Request&, httplib::Response& res) {
+        gate.wait();
+        res.set_content("done\n", "text/plain");
+    });
+    server->start();
+    const std::string scrape = "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n";
+    ASSERT_EQ(status_line(raw_request(server->port(), scrape)), "HTTP/1.1 200 OK") << "renders the snapshot";
+
+    const int slow = connect_to(server->port());
+    send_best_effort(slow, "GET /slow HTTP/1.1\r\n\r\n");
+    std::this_thread::sleep_for(100ms);  // the worker is in the handler
+    const int health = connect_to(server->port());
+    send_best_effort(health, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+
+    for (const auto* enc : {"gzip", "identity"}) {
+        const auto t0 = Steady::now();
+        const auto r = raw_request(server->port(), std::string("GET /metrics HTTP/1.1\r\nAccept-Encoding: ") + enc +
+                                                       "\r\nConnection: close\r\n\r\n");
+        EXPECT_LT(Steady::now() - t0, 2000ms) << enc;
+        EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK") << enc;
+        EXPECT_EQ(r.find("Content-Encoding: gzip") != std::string::npos, std::string(enc) == "gzip") << enc;
+    }
+    EXPECT_EQ(read_all(health, 300ms), "") << "no worker was free for /healthz";
+
+    gate.release();
+    EXPECT_NE(read_all(slow, 2000ms).find("done\n"), std::string::npos);
+    EXPECT_EQ(status_line(read_all(health, 2000ms)), "HTTP/1.1 200 OK");
+    ::close(slow);
+    ::close(health);
+    // The front end's scrapes are counted like any other.
+    auto m = client().Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("rocewatch_http_requests_total{handler=\"/metrics\",code=\"200\"} 3"), std::string::npos)
+        << m->body.substr(m->body.find("rocewatch_http_requests_total"), 600);
+}
+
 TEST_F(ApiServerTest, GzipMetricsOnce) {
     const auto r = raw_request(server->port(),
                                "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
