@@ -453,10 +453,13 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     // sysfs, verbs and host facts: every read that a wedged driver can block.
     const auto started = SteadyClock::now();
     bool read_gids = !last_ || started - gids_read_at_ >= kGidRefresh;
+    // A cycle after one that put the GID tables off does not put them off again: with events
+    // coming faster than cycles, each would otherwise ask for the next at once.
+    const bool gids_put_off = collect_again_at_.has_value();
     collect_again_at_.reset();
     {
         std::lock_guard lock(mu_);
-        if (gids_after_this_cycle_ && last_) {
+        if (gids_after_this_cycle_ && last_ && !gids_put_off) {
             gids_after_this_cycle_ = false;                     // this cycle: link and port state first
             collect_again_at_ = gid_budget_.ready_at(started);  // and the GID tables right after it
         } else if (gid_reads_due_ > 0) {
