@@ -105,6 +105,24 @@ json body_json(const std::string& response) {
     return p == std::string::npos ? json() : json::parse(response.substr(p + 4), nullptr, false);
 }
 
+// A handler that holds its worker until released: the pool busy with slow handlers.
+struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    void wait() {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [this] { return open; });
+    }
+    void release() {
+        {
+            std::lock_guard lk(mu);
+            open = true;
+        }
+        cv.notify_all();
+    }
+};
+
 class ApiServerTest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -128,6 +146,16 @@ protected:
             res.set_content(json{{"got", req.body}, {"remote", req.remote_addr}}.dump(), "application/json");
         });
         return s;
+    }
+    // The server again with `o` and GET /slow, which waits for `gate`.
+    void restart_with_slow_handler(ApiOptions o, Gate& gate) {
+        server->stop();
+        server = make(std::move(o));
+        server->add_get("/slow", [&gate](const httplib::Request&, httplib::Response& res) {
+            gate.wait();
+            res.set_content("done\n", "text/plain");
+        });
+        server->start();
     }
 
     httplib::Client client() const {
@@ -582,36 +610,12 @@ TEST_F(ApiServerTest, AtTheCapTheLongestWaitingMakesRoom) {
     }
 }
 
-// A handler that holds its worker until released: the pool busy with slow handlers.
-struct Gate {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool open = false;
-    void wait() {
-        std::unique_lock lk(mu);
-        cv.wait(lk, [this] { return open; });
-    }
-    void release() {
-        {
-            std::lock_guard lk(mu);
-            open = true;
-        }
-        cv.notify_all();
-    }
-};
-
 TEST_F(ApiServerTest, BusyPoolRefusesBeyondQueueButServesMetrics) {
-    server->stop();
     auto o = test_options();
     o.threads = 1;
     o.max_queued_connections = 2;
-    server = make(o);
     Gate gate;
-    server->add_get("/slow", [&gate](const httplib::Request&, httplib::Response& res) {
-        gate.wait();
-        res.set_content("done\n", "text/plain");
-    });
-    server->start();
+    restart_with_slow_handler(o, gate);
 
     // One in the worker, two queued, the fourth refused.
     std::vector<int> fds;
@@ -642,17 +646,11 @@ TEST_F(ApiServerTest, BusyPoolRefusesBeyondQueueButServesMetrics) {
 // only worker held by a slow handler and no reserved one, /metrics still answers at once,
 // while /healthz waits for the worker.
 TEST_F(ApiServerTest, RenderedMetricsAreServedWithoutAWorker) {
-    server->stop();
     auto o = test_options();
     o.threads = 1;
     o.reserved_threads = 0;
-    server = make(o);
     Gate gate;
-    server->add_get("/slow", [&gate](const httplib::Request&, httplib::Response& res) {
-        gate.wait();
-        res.set_content("done\n", "text/plain");
-    });
-    server->start();
+    restart_with_slow_handler(o, gate);
     const std::string scrape = "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n";
     ASSERT_EQ(status_line(raw_request(server->port(), scrape)), "HTTP/1.1 200 OK") << "renders the snapshot";
 

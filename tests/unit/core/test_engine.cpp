@@ -42,6 +42,21 @@ struct EngineTest : ::testing::Test {
     }
     void TearDown() override { fs::remove_all(state); }
 
+    // A private copy of the DGX Spark tree, so a test can change a GID behind the engine's back.
+    fs::path private_tree() {
+        const fs::path tree = state / "sysfs";
+        fs::create_directories(state);
+        fs::copy(rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark", tree,
+                 fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+        return tree;
+    }
+    static std::shared_ptr<Config> config_on(const fs::path& tree) {
+        auto cfg = std::make_shared<Config>();
+        cfg->daemon.sysfs_root = tree.string();
+        cfg->daemon.state_dir.clear();
+        return cfg;
+    }
+
     std::unique_ptr<Engine> make() {
         auto cfg = std::make_shared<Config>();
         cfg->daemon.sysfs_root = rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark";
@@ -111,14 +126,8 @@ TEST_F(EngineTest, RejectedReloadIsReportedAndKeepsConfig) {
 }
 
 TEST_F(EngineTest, GidTablesAreReadAfterEventsAndCarriedOverOtherwise) {
-    // A private copy of the tree, so the test can change a GID behind the engine's back.
-    const fs::path tree = state / "sysfs";
-    fs::create_directories(state);
-    fs::copy(rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark", tree,
-             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-    auto cfg = std::make_shared<Config>();
-    cfg->daemon.sysfs_root = tree.string();
-    cfg->daemon.state_dir.clear();
+    const fs::path tree = private_tree();
+    auto cfg = config_on(tree);
     EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
     Engine engine(cfg, std::move(src), store, log);
     engine.collect_once();
@@ -152,13 +161,8 @@ TEST_F(EngineTest, GidTablesAreReadAfterEventsAndCarriedOverOtherwise) {
 // kept file (over a second at 128 NICs): once a few have run back to back they get a tenth
 // of the time, and a read put off is made later, so the tables after the last event are read.
 TEST_F(EngineTest, GidReadsAfterEventsKeepToTheirShareAndTheLastIsRead) {
-    const fs::path tree = state / "sysfs";
-    fs::create_directories(state);
-    fs::copy(rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark", tree,
-             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-    auto cfg = std::make_shared<Config>();
-    cfg->daemon.sysfs_root = tree.string();
-    cfg->daemon.state_dir.clear();
+    const fs::path tree = private_tree();
+    auto cfg = config_on(tree);
     auto gid_reads = std::make_shared<std::atomic<int>>(0);  // outlives the engine's read threads
     EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
     src.read_sysfs = [gid_reads](const fs::path& root, const SysfsReadOptions& o) {
