@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "api/http_text.hpp"
 #include "api/json_view.hpp"
 #include "api/request_gate.hpp"
 
@@ -50,11 +51,6 @@ std::string_view get_path(std::string_view head) {
     return rest.substr(0, rest.find_first_of(" ?"));
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return (x | 0x20) == (y | 0x20); });
-}
-
 }  // namespace
 
 bool is_priority_request(std::string_view head) {
@@ -72,12 +68,8 @@ std::string header_value(std::string_view head, std::string_view name) {
         const auto line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
         if (line.empty()) break;  // the blank line: no more headers
         const size_t colon = line.find(':');
-        if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
-            auto v = line.substr(colon + 1);
-            while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-            while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-            return std::string(v);
-        }
+        if (colon != std::string_view::npos && iequals(line.substr(0, colon), name))
+            return std::string(trim_ows(line.substr(colon + 1)));
         at = end;
     }
     return {};

@@ -3,6 +3,7 @@
 
 #include <string_view>
 
+#include "api/http_text.hpp"
 #include "api/metrics.hpp"
 
 namespace rocewatch::api {
@@ -89,27 +90,14 @@ void MetricsCache::prerender_loop() {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-        if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
-    return true;
-}
-
 // q=0 (or 0.0, 0.000) refuses a coding (RFC 9110 12.5.3).
 bool q_is_zero(std::string_view params) {
     while (!params.empty()) {
         const size_t semi = params.find(';');
-        const auto p = trim(params.substr(0, semi));
+        const auto p = trim_ows(params.substr(0, semi));
         params = semi == std::string_view::npos ? std::string_view{} : params.substr(semi + 1);
         if (p.size() < 2 || (p[0] | 0x20) != 'q' || p[1] != '=') continue;
-        const auto v = trim(p.substr(2));
+        const auto v = trim_ows(p.substr(2));
         return !v.empty() && v.find_first_not_of("0.") == std::string_view::npos;
     }
     return false;
@@ -124,7 +112,7 @@ bool accepts_gzip(const std::string& accept_encoding) {
         const auto item = rest.substr(0, comma);
         rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
         const size_t semi = item.find(';');
-        const auto coding = trim(item.substr(0, semi));
+        const auto coding = trim_ows(item.substr(0, semi));
         const auto params = semi == std::string_view::npos ? std::string_view{} : item.substr(semi + 1);
         if ((iequals(coding, "gzip") || coding == "*") && !q_is_zero(params)) return true;
     }

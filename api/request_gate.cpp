@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "api/http_text.hpp"
+
 namespace rocewatch::api {
 
 namespace {
@@ -37,26 +39,11 @@ bool is_token(std::string_view s) {
     return true;
 }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i])) return false;
-    return true;
-}
-
 bool icontains(std::string_view hay, std::string_view needle) {
     if (needle.size() > hay.size()) return false;
     for (size_t i = 0; i + needle.size() <= hay.size(); ++i)
         if (iequals(hay.substr(i, needle.size()), needle)) return true;
     return false;
-}
-
-std::string_view trim_ows(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
 }
 
 HeadCheck reject(int status, RejectReason reason, std::string message) {

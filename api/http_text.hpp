@@ -1,0 +1,25 @@
+// ASCII case-insensitive comparison and optional-whitespace trimming for HTTP heads and
+// header values: the gate, the front end's request classing and Accept-Encoding share them.
+#pragma once
+
+#include <string_view>
+
+namespace rocewatch::api {
+
+constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+constexpr bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+    return true;
+}
+
+// Without the spaces and tabs (RFC 9110's OWS) at either end.
+constexpr std::string_view trim_ows(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+}  // namespace rocewatch::api
