@@ -57,8 +57,16 @@ CounterSeries::Step CounterSeries::add(TimePoint now, uint64_t value, Duration w
 
     const auto spacing = window / static_cast<Duration::rep>(kMaxSamples - 2);
     if (ring_.empty() || now - ring_.back().at >= spacing) {
-        if (ring_.size() == kMaxSamples) ring_.erase(ring_.begin());  // before, so capacity stays kMaxSamples
-        ring_.push_back({now, value});
+        const size_t n = ring_.size();
+        if (n >= 2 && ring_[n - 1].value == value && ring_[n - 2].value == value) {
+            // A run of one value needs only its first sample (the baseline for any window
+            // start inside the run) and its last (how recent it is): most counters of a
+            // healthy node are error counters that sit at one value.
+            ring_.back().at = now;
+        } else {
+            if (n == kMaxSamples) ring_.erase(ring_.begin());  // before, so capacity stays kMaxSamples
+            ring_.push_back({now, value});
+        }
     }
     last_ = Sample{now, value};
     return out;

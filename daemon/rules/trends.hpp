@@ -32,7 +32,9 @@ public:
     // together than window / (kMaxSamples - 2) are not stored, which leaves room for a
     // full window plus its baseline. The last value is always kept for the rate. 32 puts
     // the baseline of a 5-minute window at most 10 s before its start, in 512 bytes a
-    // counter (6,656 counters at 128 NICs: 3.3 MiB at most).
+    // counter (6,656 counters at 128 NICs: 3.3 MiB at most). A run of equal values keeps
+    // only its first and last sample, so a counter that does not move (most error
+    // counters, most of the time) holds two samples, 32 bytes.
     static constexpr size_t kMaxSamples = 32;
 
     Step add(TimePoint now, uint64_t value, Duration window);
