@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <climits>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <system_error>
 #include <utility>
@@ -223,6 +224,9 @@ public:
         return true;
     }
     void start_port() { series_left_ = opts_.max_series_per_port; }
+    void counters_took(std::chrono::steady_clock::duration d) {
+        result_.counter_seconds += std::chrono::duration<double>(d).count();
+    }
 
     std::optional<uint64_t> counter(const Dir& dir, const Entry& e) {
         auto text = optional_text(dir, e.name, e.type);
@@ -511,12 +515,16 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
     p.cap_mask = rd.u32_value(dir, "cap_mask");
 
     rd.start_port();
-    read_counter_dir(rd, dir, "counters", p.counters, p.counters_dropped);
-    read_counter_dir(rd, dir, "hw_counters", p.hw_counters, p.counters_dropped);
-    merge_counters_ext(rd, dir, p);
-    // The PMA data counters count 4-byte words (x4 wraps only after 2^64 bytes: years at 400G).
-    if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end()) p.xmit_bytes = it->second * 4;
-    if (auto it = p.counters.find("port_rcv_data"); it != p.counters.end()) p.rcv_bytes = it->second * 4;
+    if (opts.counters) {
+        const auto started = std::chrono::steady_clock::now();
+        read_counter_dir(rd, dir, "counters", p.counters, p.counters_dropped);
+        read_counter_dir(rd, dir, "hw_counters", p.hw_counters, p.counters_dropped);
+        merge_counters_ext(rd, dir, p);
+        // The PMA data counters count 4-byte words (x4 wraps only after 2^64 bytes: years at 400G).
+        if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end()) p.xmit_bytes = it->second * 4;
+        if (auto it = p.counters.find("port_rcv_data"); it != p.counters.end()) p.rcv_bytes = it->second * 4;
+        rd.counters_took(std::chrono::steady_clock::now() - started);
+    }
 
     if (opts.gids) read_gids(rd, dir, p);
 
@@ -745,6 +753,7 @@ bool is_lag_device_name(std::string_view name) { return name.find("_bond") != st
 
 SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOptions& opts) {
     SysfsReadResult result;
+    result.counters_read = opts.counters;
     Reader rd(result, opts, {sysfs_root.string()}, /*refresh=*/opts.gids);
     const Dir root(sysfs_root.string());
     const Dir class_dir(root, "class/infiniband");

@@ -60,6 +60,10 @@ struct SysfsReadResult {
     // Entries under class/infiniband (or a device's ports/) that are not devices (ports): a
     // dangling symlink left by a hot-unplug, a stray file. Skipped, never read errors.
     std::vector<SysfsError> ignored;
+    // Whether the ports' counter directories were read (SysfsReadOptions::counters), and the
+    // time that took: what a share of a core for counters is charged.
+    bool counters_read = true;
+    double counter_seconds = 0;
 
     static constexpr std::size_t kMaxErrorMessages = 32;
 };
@@ -156,6 +160,10 @@ struct SysfsReadOptions {
     // sysfs sends no netlink event, so the collector reads it on a cadence of its own. Ports
     // whose netdev comes from the GID tables (LAG) are read only with them.
     bool ecn = true;
+    // The ports' counters/, hw_counters/ and counters_ext/ (most of a read on a big node: 53
+    // files a port on mlx5). Without them ports have no counters: the caller carries the last
+    // ones over, with the time they were read.
+    bool counters = true;
     // Counters plus populated GIDs kept per port; the rest is counted in the port's
     // counters_dropped / gids_dropped. A hostile or broken tree must not turn into
     // unbounded /metrics series: real ports have a few hundred at most.

@@ -445,6 +445,24 @@ TEST(SysfsRead, WithoutGidsTheRestIsStillRead) {
     }
 }
 
+TEST(SysfsRead, WithoutCountersTheRestIsStillReadAndNoCounterTimeIsCharged) {
+    const auto with = read_rdma_devices(sysfs_fixture("dgx-spark"));
+    EXPECT_TRUE(with.counters_read);
+    EXPECT_GT(with.counter_seconds, 0.0) << "the time the counter files took";
+    const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"), SysfsReadOptions{.counters = false});
+    EXPECT_FALSE(r.counters_read);
+    EXPECT_EQ(r.counter_seconds, 0.0);
+    ASSERT_EQ(r.devices.size(), 3u);
+    for (size_t i = 0; i < r.devices.size(); ++i) {
+        const auto& p = r.devices[i].ports.at(0);
+        EXPECT_TRUE(p.counters.empty() && p.hw_counters.empty() && !p.xmit_bytes && !p.rcv_bytes);
+        EXPECT_FALSE(with.devices[i].ports.at(0).counters.empty());
+        EXPECT_EQ(p.state_name, with.devices[i].ports.at(0).state_name);
+        EXPECT_EQ(p.gids.size(), with.devices[i].ports.at(0).gids.size());
+    }
+    EXPECT_EQ(r.read_errors, 0u);
+}
+
 // ---------------------------------------------------------------- hostile trees
 
 // Real sysfs holds only regular files; what else a tree holds must be skipped without
