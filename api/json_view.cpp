@@ -219,6 +219,7 @@ json status_json(const Snapshot& s, TimePoint now) {
         {"generation", s.generation},
         {"collected_at", time_or_null(s.collected_at)},
         {"collection_age_seconds", collected ? json(seconds_between(s.collected_at, now)) : json(nullptr)},
+        {"counters_read_at", time_or_null(s.counters_read_at)},
         {"counts",
          {{"devices", s.devices.size()},
           {"ports", ports},

@@ -111,11 +111,11 @@ private:
     // so that a read that never returns costs that thread, not the engine.
     struct FileRead;
     struct Reading;
-    FileRead read_files(const Config& cfg, bool read_gids);
+    FileRead read_files(const Config& cfg, bool read_gids, bool read_counters);
     static FileRead read_files_now(const Config& cfg, const SysfsReadOptions& opts,
                                    const std::shared_ptr<const Snapshot>& last, const EngineSources& src);
     FileRead gave_up(const Reading& r, std::chrono::milliseconds waited);
-    // A finished read: when GIDs and ECN were read, and what the GID read cost.
+    // A finished read: when GIDs and ECN were read, and what the GID and counter reads cost.
     void note_read(const FileRead& r, SteadyClock::time_point started);
     void reap_blocked_reads();
     void log_read_errors(const std::vector<SysfsError>& errors);
@@ -155,7 +155,9 @@ private:
     // when the share allows, so the tables after the last event are always read.
     DutyBudget gid_budget_;
     std::optional<SteadyClock::time_point> collect_again_at_;  // a GID read due then
-    SteadyClock::time_point link_cycle_at_{};                  // the last cycle a link wake asked for
+    // The counter files: kCounterShare of a core, charged with what reading them took.
+    DutyBudget counter_budget_;
+    SteadyClock::time_point link_cycle_at_{};  // the last cycle a link wake asked for
     // DCB answers per netdev and when they were asked for: DCB settings change rarely, and on
     // mlx5 each answer costs firmware register reads, so a netdev is asked at most every
     // kDcbRefresh (and at once after a wake: links changed).

@@ -331,6 +331,10 @@ struct ClusterState;  // model/cluster.hpp
 struct Snapshot {
     uint64_t generation = 0;
     TimePoint collected_at{};
+    // When the ports' counters (and so their rates and window increases) were read: the
+    // collector reads the counter files within a share of a core, so on a node with many
+    // ports this is older than collected_at. Unset while no counters were read.
+    TimePoint counters_read_at{};
     std::string version;
     HostInfo host;
     std::vector<RdmaDevice> devices;

@@ -91,6 +91,10 @@ void TrendTracker::apply(Snapshot& current, TimePoint now) {
 }
 
 void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
+    // Counters carried over from the read before (read_at unchanged) are no new sample: their
+    // rates and increases came with them.
+    if (s.counters_read_at != TimePoint{} && s.counters_read_at == counters_read_at_) return;
+    counters_read_at_ = s.counters_read_at;
     const Duration window = thresholds_.counter_window;
     std::set<std::string> seen_ports;
     for (auto& dev : s.devices) {

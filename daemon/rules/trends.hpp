@@ -57,7 +57,7 @@ private:
 };
 
 // Fills the trend fields of each new snapshot from the previous ones:
-//  - RdmaPort::rates: per second over the interval since the previous snapshot, per
+//  - RdmaPort::rates: per second over the interval since the previous counter read, per
 //    counter name (counters/ wins over hw_counters/ when both have a name);
 //    port_xmit_data / port_rcv_data in bytes per second (the raw unit is 4 bytes).
 //  - RdmaPort::window_increase: increase over thresholds.counter_window, same names, the
@@ -67,6 +67,8 @@ private:
 //    thresholds.counter_window, of each driver statistic read.
 //  - BondSlaveInfo::link_failure_increase: over thresholds.counter_window.
 // A counter missing now or in the previous snapshot gets no rate (missing is not zero).
+// Ports whose counters were carried over (Snapshot::counters_read_at as in the snapshot
+// before) are left as they came: their rates and increases came with them.
 // Ports and links that disappear are forgotten, so memory follows the node's inventory.
 class TrendTracker {
 public:
@@ -93,6 +95,7 @@ private:
     std::map<std::string, std::map<std::string, CounterSeries>> ports_;  // "dev/port" -> name -> series
     std::map<std::string, LinkTrack> links_;                             // by netdev name
     std::map<std::string, CounterSeries> slave_failures_;                // by slave name
+    TimePoint counters_read_at_{};                                       // of the port counters last taken as a sample
 };
 
 }  // namespace rocewatch

@@ -18,7 +18,7 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "dgx-spark.metrics")
 # Families whose values depend on timing or on the run, not on the node: left out of the golden diff.
 VOLATILE = re.compile(r"^rocewatch_(collector_duration_seconds|collector_last_success_timestamp_seconds|last_collection_timestamp_seconds|snapshot_generation"
                       r"|netlink_events_total|netlink_resyncs_total|http_\w+|config_last_reload_success_timestamp_seconds"
-                      r"|link_carrier_changes_total|rdma_port_\w*per_second(?<!rate_bytes_per_second)|build_info)\b")
+                      r"|link_carrier_changes_total|rdma_counters_read_timestamp_seconds|rdma_port_\w*per_second(?<!rate_bytes_per_second)|build_info)\b")
 
 
 def normalise(text):

@@ -203,6 +203,60 @@ TEST_F(EngineTest, GidReadsAfterEventsKeepToTheirShareAndTheLastIsRead) {
     EXPECT_TRUE(seen) << "the tables after the last event are read when the share allows";
 }
 
+// The counter files are read within their share of a core. In between, the last counters, with
+// their rates and increases, are carried over with the time they were read; a counter that
+// moved is seen at the next read.
+TEST_F(EngineTest, CounterReadsKeepToTheirShareAndTheLastValuesAreCarriedOver) {
+    const fs::path tree = private_tree();
+    auto cfg = config_on(tree);
+    auto counter_reads = std::make_shared<std::atomic<int>>(0);  // outlives the engine's read threads
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    src.read_sysfs = [counter_reads](const fs::path& root, const SysfsReadOptions& o) {
+        SysfsReadResult r = read_rdma_devices(root, o);
+        if (o.counters) {
+            ++*counter_reads;
+            r.counter_seconds = 0.002;  // as if they took 2 ms: 1 s of the share
+        }
+        return r;
+    };
+    Engine engine(cfg, std::move(src), store, log);
+    const fs::path file = tree / "class/infiniband/rocep1s0f0/ports/1/counters/port_rcv_errors";
+    const auto port = [](const Snapshot& s) -> const RdmaPort& { return find_device(s, "rocep1s0f0")->ports.at(0); };
+
+    std::shared_ptr<const Snapshot> read = engine.collect_once();
+    ASSERT_EQ(*counter_reads, 1) << "the first cycle reads them";
+    EXPECT_EQ(read->counters_read_at, read->collected_at);
+    int carried = 0;
+    for (int i = 1; i <= 20; ++i) {
+        std::ofstream(file) << i << "\n";
+        now += std::chrono::seconds(1);
+        const auto s = engine.collect_once();
+        if (s->counters_read_at == s->collected_at) {
+            EXPECT_EQ(port(*s).counters.at("port_rcv_errors"), uint64_t(i)) << "a read cycle reads the file";
+            read = s;
+            continue;
+        }
+        ++carried;
+        EXPECT_EQ(s->counters_read_at, read->counters_read_at) << "cycle " << i;
+        EXPECT_EQ(port(*s).counters, port(*read).counters) << "cycle " << i;
+        EXPECT_EQ(port(*s).hw_counters, port(*read).hw_counters) << "cycle " << i;
+        EXPECT_EQ(port(*s).rates, port(*read).rates) << "cycle " << i;
+        EXPECT_EQ(port(*s).window_increase, port(*read).window_increase) << "cycle " << i;
+        EXPECT_EQ(port(*s).xmit_bytes, port(*read).xmit_bytes) << "cycle " << i;
+    }
+    EXPECT_GE(*counter_reads, 2) << "a burst of reads back to back";
+    EXPECT_GE(carried, 10) << "then a read per second of share: " << *counter_reads << " reads";
+
+    std::ofstream(file) << 50 << "\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the share's 1 s for the next read
+    now += std::chrono::seconds(1);
+    const auto s = engine.collect_once();
+    EXPECT_EQ(s->counters_read_at, s->collected_at);
+    EXPECT_EQ(port(*s).counters.at("port_rcv_errors"), 50u);
+    ASSERT_TRUE(port(*s).rates.contains("port_rcv_errors"));
+    EXPECT_GT(port(*s).rates.at("port_rcv_errors"), 0.0) << "the rate since the read before, not since a carried cycle";
+}
+
 // The run loop: the first link event of a quiet spell gets its cycle at once; events that keep
 // coming get one a second, and the last of them is served.
 TEST_F(EngineTest, LinkEventsInAStormGetACycleASecondAndTheLastIsServed) {

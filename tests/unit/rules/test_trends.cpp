@@ -89,6 +89,29 @@ TEST(Trends, CountersWinOverHwCountersOfTheSameName) {
     EXPECT_EQ(port(b).window_increase.at("link_downed"), 2u);
 }
 
+// Counters carried over from the read before (the collector reads them within a share of a
+// core) are no sample: the rate at the next read covers the time since the read before.
+TEST(Trends, CarriedCountersAreNoNewSample) {
+    TrendTracker tr(windows(seconds(60), seconds(60)));
+    auto at = [&](int sec, uint64_t v, int read_sec) {
+        auto s = one_port({{"port_rcv_errors", v}});
+        s.counters_read_at = t0 + seconds(read_sec);
+        tr.apply(s, t0 + seconds(sec));
+        return s;
+    };
+    (void)at(0, 0, 0);
+    auto read = at(10, 10, 10);
+    EXPECT_DOUBLE_EQ(port(read).rates.at("port_rcv_errors"), 1.0);
+    // Carried: as the engine hands it over, values and rates from the read at 10 s.
+    auto carried = one_port({{"port_rcv_errors", 10}});
+    carried.counters_read_at = t0 + seconds(10);
+    carried.devices[0].ports[0].rates = port(read).rates;
+    tr.apply(carried, t0 + seconds(20));
+    EXPECT_DOUBLE_EQ(port(carried).rates.at("port_rcv_errors"), 1.0) << "left as it came";
+    auto next = at(30, 30, 30);
+    EXPECT_DOUBLE_EQ(port(next).rates.at("port_rcv_errors"), 1.0) << "20 over the 20 s since the read at 10 s";
+}
+
 TEST(Trends, CounterThatWentDownIsAResetNotANegativeRate) {
     TrendTracker tr;
     auto a = one_port({{"link_downed", 50}});
