@@ -100,8 +100,10 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, boo
 
 // A cycle that left the counter files unread takes the counters, and the rates and window
 // increases made from them, from the previous snapshot. Returns false when a device or port is
-// new, and so has nothing to carry over.
+// new, or the previous snapshot had no counters (its read blocked), and so there is nothing to
+// carry over.
 bool carry_over_counters(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
+    if (prev.counters_read_at == TimePoint{}) return false;
     for (auto& d : devices) {
         const RdmaDevice* old = find_device(prev, d.name);
         if (!old) return false;

@@ -386,13 +386,20 @@ TEST_F(EngineTest, BlockedReadEndsTheCycleAtItsDeadlineAndIsSkippedUntilItReturn
     cfg->daemon.procfs_root = rocewatch::testing::fixtures_dir() + "/procfs/dgx-spark";
     cfg->daemon.state_dir.clear();
     EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
-    src.read_sysfs = [fake](const fs::path& root, const SysfsReadOptions& o) { return (*fake)(root, o); };
+    src.read_sysfs = [fake](const fs::path& root, const SysfsReadOptions& o) {
+        SysfsReadResult r = (*fake)(root, o);
+        if (o.counters) r.counter_seconds = 10;  // so that the counters' share is spent below
+        return r;
+    };
     src.read_deadline = std::chrono::milliseconds(300);
     Engine engine(cfg, std::move(src), store, log);
 
     auto first = engine.collect_once();
     ASSERT_TRUE(first->collectors.at(0).success);
     const TimePoint read_at = now;
+    // Three more reads spend the counters' burst and more: from here on their share refuses a
+    // read, so the counters after the blocked cycle are read only because it had none to carry.
+    for (int i = 0; i < 3; ++i) (void)engine.collect_once();
 
     now += std::chrono::seconds(5);
     fake->block = true;
@@ -417,6 +424,7 @@ TEST_F(EngineTest, BlockedReadEndsTheCycleAtItsDeadlineAndIsSkippedUntilItReturn
     EXPECT_EQ(skipping->collectors.at(0).last_success, now);
     EXPECT_TRUE(fake->skipped.back()) << "the file that blocked is skipped while its read is stuck";
     EXPECT_FALSE(find_device(*skipping, "rocep1s0f0")->ports.at(0).counters.empty());
+    EXPECT_EQ(skipping->counters_read_at, now) << "read: the blocked cycle had none to carry over";
 
     fake->release();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the stuck thread finishes
