@@ -75,6 +75,12 @@ constexpr std::size_t kMaxBlockedReads = 4;
 // A cycle's file reads that keep making progress are waited for this long in all.
 constexpr std::chrono::seconds kMaxCycleRead{60};
 
+// The port numbered `port` of a device in an earlier snapshot; null when it has none.
+const RdmaPort* old_port(const RdmaDevice& old, uint32_t port) {
+    const auto it = std::find_if(old.ports.begin(), old.ports.end(), [&](const RdmaPort& o) { return o.port == port; });
+    return it == old.ports.end() ? nullptr : &*it;
+}
+
 // A cycle that skipped the GID tables takes them, and the netdev of ports bound where their
 // GID 0 points, from the previous snapshot; ECN too where it was not read (not asked for, or
 // a port whose netdev only the GID tables name).
@@ -84,16 +90,15 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, boo
         const RdmaDevice* old = find_device(prev, d.name);
         if (!old || old->ports.size() != d.ports.size()) return false;
         for (auto& p : d.ports)
-            for (const auto& op : old->ports)
-                if (op.port == p.port) {
-                    p.gids = op.gids;
-                    p.gids_dropped = op.gids_dropped;
-                    if (!ecn_read || p.netdev.empty()) {
-                        p.ecn_rp_enabled = op.ecn_rp_enabled;
-                        p.ecn_np_enabled = op.ecn_np_enabled;
-                    }
-                    if (p.netdev.empty()) p.netdev = op.netdev;
+            if (const RdmaPort* op = old_port(*old, p.port)) {
+                p.gids = op->gids;
+                p.gids_dropped = op->gids_dropped;
+                if (!ecn_read || p.netdev.empty()) {
+                    p.ecn_rp_enabled = op->ecn_rp_enabled;
+                    p.ecn_np_enabled = op->ecn_np_enabled;
                 }
+                if (p.netdev.empty()) p.netdev = op->netdev;
+            }
     }
     return true;
 }
@@ -108,9 +113,8 @@ bool carry_over_counters(std::vector<RdmaDevice>& devices, const Snapshot& prev)
         const RdmaDevice* old = find_device(prev, d.name);
         if (!old) return false;
         for (auto& p : d.ports) {
-            const auto op = std::find_if(old->ports.begin(), old->ports.end(),
-                                         [&](const RdmaPort& o) { return o.port == p.port; });
-            if (op == old->ports.end()) return false;
+            const RdmaPort* op = old_port(*old, p.port);
+            if (!op) return false;
             p.counters = op->counters;
             p.hw_counters = op->hw_counters;
             p.counters_dropped = op->counters_dropped;
