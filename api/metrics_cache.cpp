@@ -1,14 +1,36 @@
 // Once-per-snapshot rendering and deflating of /metrics, and Accept-Encoding parsing.
 #include "api/metrics_cache.hpp"
 
+#include <algorithm>
 #include <string_view>
+#include <utility>
 
 #include "api/http_text.hpp"
 #include "api/metrics.hpp"
 
 namespace rocewatch::api {
 
-MetricsCache::MetricsCache(Latest latest, std::chrono::milliseconds poll) : latest_(std::move(latest)), poll_(poll) {}
+namespace {
+
+// Records the gap since `last` (when there was a last) in `gaps` (the last two, newest first).
+void record_gap(SteadyClock::duration (&gaps)[2], SteadyClock::time_point last, SteadyClock::time_point now) {
+    if (last == SteadyClock::time_point{}) return;
+    gaps[1] = gaps[0];
+    gaps[0] = now - last;
+}
+
+}  // namespace
+
+bool worth_prerendering(const RenderPacing& p, SteadyClock::time_point now) {
+    using Duration = SteadyClock::duration;
+    if (p.scrape_gap <= Duration::zero() || p.publish_gap <= Duration::zero()) return true;
+    const auto next_scrape = p.last_scrape + p.scrape_gap;
+    const auto next_publish = std::max(now, p.last_publish + p.publish_gap);
+    return next_scrape <= next_publish + p.publish_gap / 4;
+}
+
+MetricsCache::MetricsCache(Latest latest, std::chrono::milliseconds poll, Now now)
+    : latest_(std::move(latest)), poll_(poll), now_(std::move(now)) {}
 
 MetricsCache::~MetricsCache() { stop(); }
 
@@ -28,6 +50,12 @@ void MetricsCache::stop() {
 void MetricsCache::published() {
     {
         std::lock_guard lk(warm_mu_);
+        const auto now = now_();
+        record_gap(publish_gaps_, pacing_.last_publish, now);
+        pacing_.last_publish = now;
+        pacing_.publish_gap = publish_gaps_[1] == SteadyClock::duration::zero()
+                                  ? SteadyClock::duration::zero()
+                                  : std::max(publish_gaps_[0], publish_gaps_[1]);
         published_ = true;
     }
     warm_cv_.notify_all();
@@ -46,9 +74,17 @@ MetricsCache::Entry MetricsCache::entry_for(const std::shared_ptr<const Snapshot
 std::string MetricsCache::body(const std::shared_ptr<const Snapshot>& snap, const std::string& tail, bool gzip) {
     {
         std::lock_guard lk(warm_mu_);
-        const auto now = std::chrono::steady_clock::now();
+        const auto now = now_();
         const bool was_cold = !warm(now);
-        last_scrape_ = now;
+        if (was_cold) {  // a pace from before a cold spell says nothing of this one
+            scrape_gaps_[0] = scrape_gaps_[1] = SteadyClock::duration::zero();
+        } else {
+            record_gap(scrape_gaps_, pacing_.last_scrape, now);
+        }
+        pacing_.scrape_gap = scrape_gaps_[1] == SteadyClock::duration::zero()
+                                 ? SteadyClock::duration::zero()
+                                 : std::min(scrape_gaps_[0], scrape_gaps_[1]);
+        pacing_.last_scrape = now;
         scraped_ = true;
         if (gzip) gzip_seen_ = true;
         if (was_cold) warm_cv_.notify_all();
@@ -68,16 +104,21 @@ bool MetricsCache::ready(const std::shared_ptr<const Snapshot>& snap, bool gzip)
 }
 
 // While warm: wakes when told of a new snapshot, and otherwise every kPoll (a source that
-// never calls published(); ~10 us a wakeup); sleeps while cold.
+// never calls published(); ~10 us a wakeup); sleeps while cold. A snapshot the next scrape
+// will not want is passed over, at its publish and at each poll after it.
 void MetricsCache::prerender_loop() {
     std::unique_lock lk(warm_mu_);
     while (!stopping_) {
-        if (!warm(std::chrono::steady_clock::now())) {
-            warm_cv_.wait(lk, [&] { return stopping_ || warm(std::chrono::steady_clock::now()); });
+        if (!warm(now_())) {
+            warm_cv_.wait(lk, [&] { return stopping_ || warm(now_()); });
             continue;
         }
         warm_cv_.wait_for(lk, poll_, [&] { return stopping_ || published_; });
         if (stopping_) break;
+        if (!worth_prerendering(pacing_, now_())) {
+            if (std::exchange(published_, false)) ++passed_over_;
+            continue;
+        }
         published_ = false;
         lk.unlock();
         try {

@@ -16,19 +16,42 @@
 
 namespace rocewatch::api {
 
+using SteadyClock = std::chrono::steady_clock;
+
+// What the background renderer knows of the pace of scrapes and publishes. The gap between
+// scrapes is the smaller of the last two, and between publishes the larger, so that an extra
+// scrape (an operator's curl, a second Prometheus) or a slow collection makes it render
+// rather than pass over.
+struct RenderPacing {
+    SteadyClock::duration scrape_gap{};   // 0: fewer than three scrapes seen
+    SteadyClock::duration publish_gap{};  // 0: fewer than three publishes seen
+    SteadyClock::time_point last_scrape{};
+    SteadyClock::time_point last_publish{};
+};
+
+// Whether the latest snapshot should be rendered now, before anyone asks for it. Not while
+// the next scrape is due after the next snapshot (a quarter of a publish gap to spare): that
+// scrape will want the newer one. When the next snapshot is late, it is rendered once the
+// scrape is that close. Prometheus scrapes at a fixed pace, so at a 15 s scrape and a 5 s
+// interval this renders one or two snapshots in three. A wrong guess costs only time: the
+// scrape renders the snapshot itself. Pure.
+bool worth_prerendering(const RenderPacing& p, SteadyClock::time_point now);
+
 // A scrape costs a copy plus a deflate of the small per-request tail (the HTTP counters),
 // whatever the number of devices, and many scrapers cost no more work. While someone
 // scrapes (a scrape in the last kWarmFor), a background thread also renders and deflates
-// each new snapshot as soon as it is published (published() wakes it; without that call it
-// looks every kPoll), so the scrape after a collection does not pay for it; with nobody
-// scraping, nothing is rendered at all.
+// new snapshots as soon as they are published (published() wakes it; without that call it
+// looks every kPoll), so the scrape after a collection does not pay for it; those the next
+// scrape will not want (worth_prerendering) it passes over; with nobody scraping, nothing
+// is rendered at all.
 class MetricsCache {
 public:
     using Latest = std::function<std::shared_ptr<const Snapshot>()>;
+    using Now = std::function<SteadyClock::time_point()>;
     static constexpr std::chrono::seconds kWarmFor{300};
     static constexpr std::chrono::milliseconds kPoll{50};
 
-    explicit MetricsCache(Latest latest, std::chrono::milliseconds poll = kPoll);
+    explicit MetricsCache(Latest latest, std::chrono::milliseconds poll = kPoll, Now now = SteadyClock::now);
     ~MetricsCache();
     MetricsCache(const MetricsCache&) = delete;
     MetricsCache& operator=(const MetricsCache&) = delete;
@@ -45,6 +68,9 @@ public:
     [[nodiscard]] bool ready(const std::shared_ptr<const Snapshot>& snap, bool gzip);
     // Snapshots rendered so far, by scrapes and by the background thread alike.
     [[nodiscard]] uint64_t renders() const { return renders_; }
+    // Published snapshots the background thread did not render when they came out
+    // (worth_prerendering said no); it may still have rendered them later, as a scrape neared.
+    [[nodiscard]] uint64_t passed_over() const { return passed_over_; }
 
 private:
     struct Entry {
@@ -55,18 +81,21 @@ private:
     Entry entry_for(const std::shared_ptr<const Snapshot>& snap, bool gzip);
     void prerender_loop();
     // warm_mu_ held.
-    bool warm(std::chrono::steady_clock::time_point now) const { return scraped_ && now - last_scrape_ < kWarmFor; }
+    bool warm(SteadyClock::time_point now) const { return scraped_ && now - pacing_.last_scrape < kWarmFor; }
 
     Latest latest_;
     std::chrono::milliseconds poll_;
+    Now now_;
     std::atomic<uint64_t> renders_{0};
+    std::atomic<uint64_t> passed_over_{0};
     std::mutex mu_;  // guards cur_; held while rendering, so a snapshot is rendered once
     Entry cur_;
     std::atomic<bool> gzip_seen_{false};
 
     std::mutex warm_mu_;
     std::condition_variable warm_cv_;
-    std::chrono::steady_clock::time_point last_scrape_{};
+    RenderPacing pacing_;
+    SteadyClock::duration scrape_gaps_[2]{}, publish_gaps_[2]{};  // the last two of each
     bool scraped_ = false;
     bool stopping_ = false;
     bool published_ = false;

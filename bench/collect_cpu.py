@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """What collection costs in CPU and syscalls: rocewatchd builds (collecting every second) and
-node_exporter 1.5.0 (infiniband, bonding, netclass; scraped every 15 s, as Prometheus would)
-running at the same time on the same tree, so machine load hits them alike. Counts that do not
-depend on load: CPU seconds (cgroup cpuacct, else /proc/<pid>/stat) over whole collection cycles, and syscalls per
-cycle from `strace -c -f` attached to each rocewatchd in turn.
+node_exporter 1.5.0 (infiniband, bonding, netclass) running at the same time on the same tree,
+so machine load hits them alike, each scraped every 15 s with Accept-Encoding: gzip, as
+Prometheus would. Counts that do not depend on load: CPU seconds (cgroup cpuacct, else
+/proc/<pid>/stat) over whole collection cycles, and syscalls per cycle from `strace -c -f`
+attached to each rocewatchd in turn.
 
     sudo ROCEWATCHD_BASE=/work/main/build/daemon/rocewatchd ROCEWATCHD=build/daemon/rocewatchd \\
          bench/collect_cpu.py [--window 60] [--strace 5] [--interval 1s] TREE...
@@ -118,8 +119,9 @@ def measure(tree, builds, a, cfg):  # noqa: C901 (one bench run, read top to bot
             t0 = time.monotonic()
             scrapes = 0
             while time.monotonic() - t0 < a.window:
-                subprocess.run(["ip", "netns", "exec", ns.name, "curl", "-sS", "-o", "/dev/null",
-                                f"http://127.0.0.1:{ne_port}/metrics"], check=True)
+                for port in [ne_port] + [d.port for d in daemons.values()]:
+                    subprocess.run(["ip", "netns", "exec", ns.name, "curl", "-sS", "--compressed", "-o", "/dev/null",
+                                    f"http://127.0.0.1:{port}/metrics"], check=True)
                 scrapes += 1
                 time.sleep(max(0.0, t0 + 15 * scrapes - time.monotonic()))
             wall = time.monotonic() - t0
@@ -136,7 +138,7 @@ def measure(tree, builds, a, cfg):  # noqa: C901 (one bench run, read top to bot
             ne.wait()
             for c in cpus.values():
                 c.close()
-    print(f"\n{tree}: {n} NICs, {wall:.0f} s window, node_exporter scraped {scrapes}x (every 15 s)")
+    print(f"\n{tree}: {n} NICs, {wall:.0f} s window, each scraped {scrapes}x (every 15 s)")
     print(f"  node_exporter          {ne_cpu * 60 / wall:6.3f} CPU-s/min")
     for k, (cpu, cycles) in rows.items():
         per = cpu / max(1, cycles)

@@ -1,6 +1,7 @@
 // MetricsCache's background renderer: woken by published(), quiet while nobody scrapes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -67,5 +68,123 @@ TEST(MetricsCache, ColdCacheRendersNothing) {
         std::this_thread::sleep_for(5ms);
     }
     EXPECT_EQ(cache.renders(), 0u);
+    cache.stop();
+}
+
+namespace {
+
+SteadyClock::time_point at(double seconds) {
+    // Far from the clock's epoch, which RenderPacing takes for "never".
+    return SteadyClock::time_point{} + std::chrono::hours(1) +
+           std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// A scrape every 15 s (last at 0), a publish every 5 s (last at `last_publish`).
+RenderPacing pace(double last_publish) { return RenderPacing{15s, 5s, at(0), at(last_publish)}; }
+
+}  // namespace
+
+TEST(RenderPacing, WithoutAPaceEverySnapshotIsWorthRendering) {
+    EXPECT_TRUE(worth_prerendering(RenderPacing{}, at(1)));
+    EXPECT_TRUE(worth_prerendering(RenderPacing{0s, 5s, at(0), at(1)}, at(1)));
+    EXPECT_TRUE(worth_prerendering(RenderPacing{15s, 0s, at(0), at(1)}, at(1)));
+}
+
+// Scrapes at 0 and 15, snapshots at 1, 6 and 11: only the one at 11 is what the scrape at
+// 15 takes; those before it would be rendered for nobody.
+TEST(RenderPacing, OnlyTheSnapshotBeforeTheScrapeIsRendered) {
+    EXPECT_FALSE(worth_prerendering(pace(1), at(1)));
+    EXPECT_FALSE(worth_prerendering(pace(6), at(6)));
+    EXPECT_TRUE(worth_prerendering(pace(11), at(11)));
+    // Within a quarter of a publish gap of the scrape, the next snapshot might come too late.
+    EXPECT_TRUE(worth_prerendering(pace(8.8), at(8.8)));
+    EXPECT_FALSE(worth_prerendering(pace(8.7), at(8.7)));
+}
+
+// The snapshot after 6 is late: the one of 6 is rendered once the scrape is that close.
+TEST(RenderPacing, WhenTheNextSnapshotIsLateTheLastOneIsRenderedAsTheScrapeNears) {
+    EXPECT_FALSE(worth_prerendering(pace(6), at(11)));
+    EXPECT_FALSE(worth_prerendering(pace(6), at(13.7)));
+    EXPECT_TRUE(worth_prerendering(pace(6), at(13.8)));
+    EXPECT_TRUE(worth_prerendering(pace(6), at(20)));  // the scrape is overdue
+}
+
+namespace {
+
+// A clock the test moves; the renderer thread reads it.
+struct FakeClock {
+    std::atomic<SteadyClock::rep> ticks{at(0).time_since_epoch().count()};
+    void set(double seconds) { ticks = at(seconds).time_since_epoch().count(); }
+    SteadyClock::time_point now() const { return SteadyClock::time_point{SteadyClock::duration{ticks.load()}}; }
+};
+
+// Up to 10 s for the renderer to act on a publish: render it or pass it over.
+bool wait_handled(const MetricsCache& c, uint64_t before) {
+    for (int i = 0; i < 1000; ++i) {
+        if (c.renders() + c.passed_over() > before) return true;
+        std::this_thread::sleep_for(10ms);
+    }
+    return false;
+}
+
+}  // namespace
+
+// Prometheus scrapes every 15 s, the daemon publishes every 5 s: once the pace is known, one
+// snapshot in three is rendered, and it is the one each scrape finds ready.
+TEST(MetricsCache, RendersOnlyWhatTheNextScrapeTakes) {
+    Source src;
+    FakeClock clock;
+    MetricsCache cache([&] { return src.latest(); }, std::chrono::hours(1), [&] { return clock.now(); });
+    cache.start();
+    uint64_t generation = 0, renders_at_pace = 0;
+    (void)src.publish(++generation);  // the one the first scrape takes
+    for (int t = 0; t <= 90; ++t) {
+        clock.set(t);
+        if (t % 5 == 1) {
+            (void)src.publish(++generation);
+            const uint64_t before = cache.renders() + cache.passed_over();
+            cache.published();
+            ASSERT_TRUE(wait_handled(cache, before)) << "the renderer did not act on the publish at " << t;
+        }
+        if (t % 15 != 0) continue;
+        if (t >= 45) {  // three scrapes and three publishes in: the pace is known
+            EXPECT_TRUE(cache.ready(src.latest(), true)) << "the scrape at " << t << " found no body ready";
+            if (t == 45) renders_at_pace = cache.renders();
+        }
+        (void)cache.body(src.latest(), "", true);
+    }
+    // Scrapes at 60, 75 and 90: one render for each, done before it.
+    EXPECT_EQ(cache.renders() - renders_at_pace, 3u);
+    EXPECT_GE(cache.passed_over(), 6u);
+    cache.stop();
+}
+
+// The snapshot after the one passed over does not come: the poll renders the last one before
+// the scrape does.
+TEST(MetricsCache, ALateSnapshotLeavesTheLastOneRenderedBeforeTheScrape) {
+    Source src;
+    FakeClock clock;
+    MetricsCache cache([&] { return src.latest(); }, 1ms, [&] { return clock.now(); });
+    cache.start();
+    uint64_t generation = 0;
+    (void)src.publish(++generation);
+    for (int t = 0; t <= 36; ++t) {  // scrapes at 0, 15, 30; publishes at 1, 6, ..., 36
+        clock.set(t);
+        if (t % 5 == 1) {
+            (void)src.publish(++generation);
+            const uint64_t before = cache.renders() + cache.passed_over();
+            cache.published();
+            ASSERT_TRUE(wait_handled(cache, before));
+        }
+        if (t % 15 == 0) (void)cache.body(src.latest(), "", true);
+    }
+    // The snapshot of 36 was passed over; the one of 41 does not come.
+    ASSERT_FALSE(cache.ready(src.latest(), true));
+    clock.set(42);
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(cache.ready(src.latest(), true)) << "rendered while the next snapshot could still come";
+    clock.set(43.8);
+    for (int i = 0; i < 1000 && !cache.ready(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(cache.ready(src.latest(), true));
     cache.stop();
 }
