@@ -23,10 +23,12 @@ void record_gap(SteadyClock::duration (&gaps)[2], SteadyClock::time_point last, 
 
 bool worth_prerendering(const RenderPacing& p, SteadyClock::time_point now) {
     using Duration = SteadyClock::duration;
-    if (p.scrape_gap <= Duration::zero() || p.publish_gap <= Duration::zero()) return true;
-    const auto next_scrape = p.last_scrape + p.scrape_gap;
-    const auto next_publish = std::max(now, p.last_publish + p.publish_gap);
-    return next_scrape <= next_publish + p.publish_gap / 4;
+    if (p.scrape_gaps[1] <= Duration::zero() || p.publish_gaps[1] <= Duration::zero()) return true;
+    const auto scrape_gap = std::min(p.scrape_gaps[0], p.scrape_gaps[1]);
+    const auto publish_gap = std::max(p.publish_gaps[0], p.publish_gaps[1]);
+    const auto next_scrape = p.last_scrape + scrape_gap;
+    const auto next_publish = std::max(now, p.last_publish + publish_gap);
+    return next_scrape <= next_publish + publish_gap / 4;
 }
 
 MetricsCache::MetricsCache(Latest latest, std::chrono::milliseconds poll, Now now)
@@ -51,11 +53,8 @@ void MetricsCache::published() {
     {
         std::lock_guard lk(warm_mu_);
         const auto now = now_();
-        record_gap(publish_gaps_, pacing_.last_publish, now);
+        record_gap(pacing_.publish_gaps, pacing_.last_publish, now);
         pacing_.last_publish = now;
-        pacing_.publish_gap = publish_gaps_[1] == SteadyClock::duration::zero()
-                                  ? SteadyClock::duration::zero()
-                                  : std::max(publish_gaps_[0], publish_gaps_[1]);
         published_ = true;
     }
     warm_cv_.notify_all();
@@ -77,13 +76,10 @@ std::string MetricsCache::body(const std::shared_ptr<const Snapshot>& snap, cons
         const auto now = now_();
         const bool was_cold = !warm(now);
         if (was_cold) {  // a pace from before a cold spell says nothing of this one
-            scrape_gaps_[0] = scrape_gaps_[1] = SteadyClock::duration::zero();
+            pacing_.scrape_gaps[0] = pacing_.scrape_gaps[1] = SteadyClock::duration::zero();
         } else {
-            record_gap(scrape_gaps_, pacing_.last_scrape, now);
+            record_gap(pacing_.scrape_gaps, pacing_.last_scrape, now);
         }
-        pacing_.scrape_gap = scrape_gaps_[1] == SteadyClock::duration::zero()
-                                 ? SteadyClock::duration::zero()
-                                 : std::min(scrape_gaps_[0], scrape_gaps_[1]);
         pacing_.last_scrape = now;
         scraped_ = true;
         if (gzip) gzip_seen_ = true;

@@ -18,13 +18,13 @@ namespace rocewatch::api {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// What the background renderer knows of the pace of scrapes and publishes. The gap between
-// scrapes is the smaller of the last two, and between publishes the larger, so that an extra
-// scrape (an operator's curl, a second Prometheus) or a slow collection makes it render
-// rather than pass over.
+// What the background renderer knows of the pace of scrapes and publishes: the last two gaps
+// of each, newest first (0 until recorded). It takes the smaller of the two between scrapes
+// and the larger between publishes, so that an extra scrape (an operator's curl, a second
+// Prometheus) or a slow collection makes it render rather than pass over.
 struct RenderPacing {
-    SteadyClock::duration scrape_gap{};   // 0: fewer than three scrapes seen
-    SteadyClock::duration publish_gap{};  // 0: fewer than three publishes seen
+    SteadyClock::duration scrape_gaps[2]{};
+    SteadyClock::duration publish_gaps[2]{};
     SteadyClock::time_point last_scrape{};
     SteadyClock::time_point last_publish{};
 };
@@ -95,7 +95,6 @@ private:
     std::mutex warm_mu_;
     std::condition_variable warm_cv_;
     RenderPacing pacing_;
-    SteadyClock::duration scrape_gaps_[2]{}, publish_gaps_[2]{};  // the last two of each
     bool scraped_ = false;
     bool stopping_ = false;
     bool published_ = false;

@@ -80,14 +80,14 @@ SteadyClock::time_point at(double seconds) {
 }
 
 // A scrape every 15 s (last at 0), a publish every 5 s (last at `last_publish`).
-RenderPacing pace(double last_publish) { return RenderPacing{15s, 5s, at(0), at(last_publish)}; }
+RenderPacing pace(double last_publish) { return RenderPacing{{15s, 15s}, {5s, 5s}, at(0), at(last_publish)}; }
 
 }  // namespace
 
 TEST(RenderPacing, WithoutAPaceEverySnapshotIsWorthRendering) {
     EXPECT_TRUE(worth_prerendering(RenderPacing{}, at(1)));
-    EXPECT_TRUE(worth_prerendering(RenderPacing{0s, 5s, at(0), at(1)}, at(1)));
-    EXPECT_TRUE(worth_prerendering(RenderPacing{15s, 0s, at(0), at(1)}, at(1)));
+    EXPECT_TRUE(worth_prerendering(RenderPacing{{15s, 0s}, {5s, 5s}, at(0), at(1)}, at(1)));
+    EXPECT_TRUE(worth_prerendering(RenderPacing{{15s, 15s}, {5s, 0s}, at(0), at(1)}, at(1)));
 }
 
 // Scrapes at 0 and 15, snapshots at 1, 6 and 11: only the one at 11 is what the scrape at
