@@ -4,6 +4,7 @@
 #include "api/cluster_view.hpp"
 #include "api/json_view.hpp"
 #include "api/probe_view.hpp"
+#include "api/text_format.hpp"
 #include "daemon/model/config.hpp"
 #include "daemon/model/dcb.hpp"
 #include "daemon/model/driver_stats.hpp"
@@ -13,9 +14,6 @@
 #include <optional>
 #include <regex>
 #include <set>
-#include <sstream>
-
-#include <prometheus/text_serializer.h>
 
 namespace rocewatch::api {
 
@@ -577,17 +575,9 @@ std::vector<MetricFamily> http_families(const HttpStats& stats) {
     return std::move(bld).finish();
 }
 
-std::string render_snapshot_metrics(const Snapshot& s) {
-    std::ostringstream out;
-    prometheus::TextSerializer{}.Serialize(out, snapshot_to_families(s));
-    return out.str();
-}
+std::string render_snapshot_metrics(const Snapshot& s) { return text_format(snapshot_to_families(s)); }
 
-std::string render_http_metrics(const HttpStats& stats) {
-    std::ostringstream out;
-    prometheus::TextSerializer{}.Serialize(out, http_families(stats));
-    return out.str();
-}
+std::string render_http_metrics(const HttpStats& stats) { return text_format(http_families(stats)); }
 
 std::string render_metrics(const Snapshot& s, const HttpStats& stats) {
     return render_snapshot_metrics(s) + render_http_metrics(stats);

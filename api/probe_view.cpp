@@ -10,11 +10,9 @@
 #include <stdexcept>
 #include <string_view>
 #include <type_traits>
-#include <sstream>
-
-#include <prometheus/text_serializer.h>
 
 #include "api/json_view.hpp"
+#include "api/text_format.hpp"
 #include "daemon/cluster/rail_match.hpp"
 #include "daemon/model/dcb.hpp"
 #include "daemon/model/rdma_port.hpp"
@@ -555,9 +553,7 @@ std::string render_probe_result(const ProbeResult& r) {
         gauge(why, {{"reason", r.reason}}, 1);
         fams.push_back(std::move(why));
     }
-    std::ostringstream out;
-    prometheus::TextSerializer{}.Serialize(out, fams);
-    return out.str();
+    return text_format(fams);
 }
 
 }  // namespace rocewatch::api
