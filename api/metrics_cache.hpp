@@ -36,20 +36,25 @@ struct RenderPacing {
 // interval this renders one or two snapshots in three. A wrong guess costs only time: the
 // scrape renders the snapshot itself. Pure.
 bool worth_prerendering(const RenderPacing& p, SteadyClock::time_point now);
+// When worth_prerendering turns true with no publish in between: a quarter of a publish gap
+// before the next scrape (the epoch when there is no pace yet: true already). Pure.
+SteadyClock::time_point prerendering_worth_from(const RenderPacing& p);
 
 // A scrape costs a copy plus a deflate of the small per-request tail (the HTTP counters),
 // whatever the number of devices, and many scrapers cost no more work. While someone
 // scrapes (a scrape in the last kWarmFor), a background thread also renders and deflates
 // new snapshots as soon as they are published (published() wakes it; without that call it
 // looks every kPoll), so the scrape after a collection does not pay for it; those the next
-// scrape will not want (worth_prerendering) it passes over; with nobody scraping, nothing
-// is rendered at all.
+// scrape will not want (worth_prerendering) it passes over, and wakes for the last one again
+// when it would be worth rendering after all; with nobody scraping, nothing is rendered at
+// all.
 class MetricsCache {
 public:
     using Latest = std::function<std::shared_ptr<const Snapshot>()>;
     using Now = std::function<SteadyClock::time_point()>;
     static constexpr std::chrono::seconds kWarmFor{300};
-    static constexpr std::chrono::milliseconds kPoll{50};
+    // Only a source that never calls published() needs the poll; the daemon's store calls it.
+    static constexpr std::chrono::milliseconds kPoll{1000};
 
     explicit MetricsCache(Latest latest, std::chrono::milliseconds poll = kPoll, Now now = SteadyClock::now);
     ~MetricsCache();

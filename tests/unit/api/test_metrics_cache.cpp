@@ -109,6 +109,15 @@ TEST(RenderPacing, WhenTheNextSnapshotIsLateTheLastOneIsRenderedAsTheScrapeNears
     EXPECT_TRUE(worth_prerendering(pace(6), at(20)));  // the scrape is overdue
 }
 
+// The time the last test turns true, computed rather than polled for.
+TEST(RenderPacing, SaysWhenASnapshotPassedOverBecomesWorthRendering) {
+    EXPECT_EQ(prerendering_worth_from(RenderPacing{}), SteadyClock::time_point{});
+    EXPECT_EQ(prerendering_worth_from(pace(6)), at(13.75));
+    EXPECT_FALSE(worth_prerendering(pace(6), at(13.75) - 1ns));
+    EXPECT_TRUE(worth_prerendering(pace(6), at(13.75)));
+    EXPECT_EQ(prerendering_worth_from(RenderPacing{{15s, 10s}, {5s, 7s}, at(0), at(6)}), at(10 - 7.0 / 4));
+}
+
 namespace {
 
 // A clock the test moves; the renderer thread reads it.
@@ -186,5 +195,49 @@ TEST(MetricsCache, ALateSnapshotLeavesTheLastOneRenderedBeforeTheScrape) {
     clock.set(43.8);
     for (int i = 0; i < 1000 && !cache.ready(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
     EXPECT_TRUE(cache.ready(src.latest(), true));
+    cache.stop();
+}
+
+namespace {
+
+// Runs at the steady clock's pace from wherever the test last moved it.
+struct JumpingClock {
+    std::atomic<SteadyClock::rep> offset{(at(0) - SteadyClock::now()).count()};
+    void jump_to(double seconds) { offset = (at(seconds) - SteadyClock::now()).count(); }
+    SteadyClock::time_point now() const { return SteadyClock::now() + SteadyClock::duration{offset.load()}; }
+};
+
+}  // namespace
+
+// With no poll to speak of (an hour), a snapshot passed over is rendered when it becomes worth
+// rendering: the renderer sleeps until then rather than polling for it.
+TEST(MetricsCache, WakesForAPassedOverSnapshotWithoutPolling) {
+    Source src;
+    JumpingClock clock;
+    MetricsCache cache([&] { return src.latest(); }, std::chrono::hours(1), [&] { return clock.now(); });
+    cache.start();
+    uint64_t generation = 0;
+    (void)src.publish(++generation);
+    // Scrapes every 1.5 s at 0, 1.5 and 3; publishes every 0.2 s from 0.1 to 3.7.
+    for (int tenth = 0; tenth <= 37; ++tenth) {
+        clock.jump_to(tenth / 10.0);
+        if (tenth % 2 == 1) {
+            (void)src.publish(++generation);
+            const uint64_t before = cache.renders() + cache.passed_over();
+            cache.published();
+            ASSERT_TRUE(wait_handled(cache, before));
+        }
+        if (tenth % 15 == 0) (void)cache.body(src.latest(), "", true);
+    }
+    // A snapshot at 3.9: the next one (4.1) could still serve the scrape at 4.5, so it is
+    // passed over; the one at 4.1 does not come. It is worth rendering from 4.45.
+    clock.jump_to(3.9);
+    (void)src.publish(++generation);
+    const uint64_t passed = cache.passed_over();
+    cache.published();
+    for (int i = 0; i < 1000 && cache.passed_over() == passed; ++i) std::this_thread::sleep_for(1ms);
+    ASSERT_GT(cache.passed_over(), passed) << "the snapshot at 3.9 was not passed over";
+    for (int i = 0; i < 1000 && !cache.ready(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(cache.ready(src.latest(), true)) << "the renderer did not wake for the snapshot it passed over";
     cache.stop();
 }
