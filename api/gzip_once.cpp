@@ -13,11 +13,14 @@ namespace {
 // `flush` (Z_SYNC_FLUSH for a prefix, Z_FINISH for the last part).
 void raw_deflate(std::string_view in, int flush, std::string& out) {
     z_stream z{};
-    // Level 6 is zlib's default and what httplib used per request; negative windowBits is
-    // raw deflate. The per-request tail is a few KB: a 4 KiB window and a small hash table
+    // Level 1 (zlib's fastest): on the 128-NIC /metrics (776 KB) it deflates in a third of
+    // level 6's time (the default, and node_exporter's) to an 11% larger body, 43 KB
+    // against 39 KB; a scrape's bytes are not what a node runs short of. Negative windowBits
+    // is raw deflate. The per-request tail is a few KB: a 4 KiB window and a small hash table
     // (about 10 KB of state instead of 256 KB) compress it as well and set up far faster.
+    constexpr int kLevel = 1;
     const bool tail = flush == Z_FINISH;
-    if (deflateInit2(&z, 6, Z_DEFLATED, tail ? -12 : -15, tail ? 4 : 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&z, kLevel, Z_DEFLATED, tail ? -12 : -15, tail ? 4 : 8, Z_DEFAULT_STRATEGY) != Z_OK)
         throw std::runtime_error("gzip: deflateInit2 failed");
     z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
     z.avail_in = static_cast<uInt>(in.size());
