@@ -310,18 +310,53 @@ private:
         if (!kept_in_ || kept_dir_ != dir.path()) {
             kept_dir_ = dir.path();
             kept_in_ = &cache_->dir_files(kept_dir_);
+            if (verify_kept_) check_each_ = !settled(*kept_in_);
         }
         return *kept_in_;
+    }
+
+    // Outside sysfs and procfs, on entering a directory: whether its kept files can be read
+    // without checking each. A directory that changed (another change time, or another
+    // directory at that path) since they were kept has them all dropped: they are opened
+    // afresh, current as of now. One whose change time is under a second old may still change
+    // within the same tick of the filesystem's clock, unseen: its files are checked one by
+    // one until it is a second old, and then dropped once more, so that what is kept is
+    // current as of a time that any later change would move.
+    bool settled(SysfsFileCache::DirFiles& kept) {
+        struct stat st {};
+        if (::stat(kept_dir_.c_str(), &st) != 0) {
+            cache_->forget_all(kept);
+            kept.settled = false;
+            kept.ino = 0;
+            return false;
+        }
+        timespec now{};
+        ::clock_gettime(CLOCK_REALTIME, &now);
+        const bool old_enough = st.st_ctim.tv_sec + 1 < now.tv_sec ||
+                                (st.st_ctim.tv_sec + 1 == now.tv_sec && st.st_ctim.tv_nsec < now.tv_nsec);
+        const bool same = kept.ino == st.st_ino && kept.dev == st.st_dev && kept.ctime.tv_sec == st.st_ctim.tv_sec &&
+                          kept.ctime.tv_nsec == st.st_ctim.tv_nsec;
+        if (!same) {
+            cache_->forget_all(kept);
+            kept.dev = st.st_dev;
+            kept.ino = st.st_ino;
+            kept.ctime = st.st_ctim;
+            kept.settled = old_enough;
+        } else if (!kept.settled && old_enough) {
+            cache_->forget_all(kept);
+            kept.settled = true;
+        }
+        return kept.settled;
     }
 
     // The file at path_ through the fd kept from an earlier read: nullopt when there is
     // none, or when it fails now (a device gone, a counter turned EINVAL): then it is
     // dropped and opened afresh, which reports what is wrong.
     std::optional<FileText> read_cached(SysfsFileCache::DirFiles& kept, const std::string& name) {
-        const auto it = kept.find(name);
-        if (it == kept.end()) return std::nullopt;
+        const auto it = kept.fds.find(name);
+        if (it == kept.fds.end()) return std::nullopt;
         const int fd = it->second;
-        if (verify_kept_) {  // not sysfs: the file may have been replaced (see SysfsFileCache)
+        if (check_each_) {  // not sysfs: the file may have been replaced (see SysfsFileCache)
             struct stat st {};
             if (::fstat(fd, &st) != 0 || st.st_nlink == 0) {
                 cache_->forget(kept, name);
@@ -396,6 +431,7 @@ private:
     SysfsFileCache::DirFiles* kept_in_ = nullptr;
     bool keep_open_ = true;
     bool verify_kept_ = false;  // a kept file may have been replaced (not sysfs or procfs)
+    bool check_each_ = false;   // and kept_in_'s directory changed too lately to trust them
 };
 
 void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std::map<std::string, uint64_t>& out,
@@ -709,17 +745,23 @@ SysfsFileCache::SysfsFileCache() {
 }
 
 bool SysfsFileCache::keep(DirFiles& in, const std::string& name, int fd) {
-    if (kept_ >= max_fds_ || !in.try_emplace(name, fd).second) return false;
+    if (kept_ >= max_fds_ || !in.fds.try_emplace(name, fd).second) return false;
     ++kept_;
     return true;
 }
 
 void SysfsFileCache::forget(DirFiles& in, const std::string& name) {
-    if (auto it = in.find(name); it != in.end()) {
+    if (auto it = in.fds.find(name); it != in.fds.end()) {
         ::close(it->second);
-        in.erase(it);
+        in.fds.erase(it);
         --kept_;
     }
+}
+
+void SysfsFileCache::forget_all(DirFiles& in) {
+    for (const auto& [name, fd] : in.fds) ::close(fd);
+    kept_ -= in.fds.size();
+    in.fds.clear();
 }
 
 bool SysfsFileCache::kernel_rendered(const std::string& root) {
@@ -734,7 +776,7 @@ bool SysfsFileCache::kernel_rendered(const std::string& root) {
 
 void SysfsFileCache::clear() {
     for (const auto& [dir, files] : fds_)
-        for (const auto& [name, fd] : files) ::close(fd);
+        for (const auto& [name, fd] : files.fds) ::close(fd);
     fds_.clear();
     kept_ = 0;
     listings_.clear();

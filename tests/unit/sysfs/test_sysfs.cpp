@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 #include <string>
+#include <thread>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -737,6 +738,30 @@ TEST(SysfsFileCache, OutsideSysfsAReplacedFileIsSeenAtTheNextRead) {
         std::filesystem::rename(t.root / kCachePort / "counters/a.new", t.root / kCachePort / "counters/a");
         EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.gids = false, .files = files})), v);
     }
+}
+
+// Once a directory is a second old, its kept files are read without a check each: a file
+// written in place, a file replaced, and the whole directory replaced are still seen at once.
+TEST(SysfsFileCache, OutsideSysfsASettledDirectoryStillShowsWhatChanged) {
+    ScratchTree t("cache_settled");
+    t.write(kCachePort + "counters/a", "1\n");
+    auto files = std::make_shared<SysfsFileCache>();
+    const auto read = [&] { return counter_a(read_rdma_devices(t.root, {.gids = false, .files = files})); };
+    EXPECT_EQ(counter_a(read_rdma_devices(t.root, {.files = files})), 1u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // settled from the next read
+    EXPECT_EQ(read(), 1u);
+    t.write(kCachePort + "counters/a", "2\n");
+    EXPECT_EQ(read(), 2u);
+    t.write(kCachePort + "counters/a.new", "7\n");
+    std::filesystem::rename(t.root / kCachePort / "counters/a.new", t.root / kCachePort / "counters/a");
+    EXPECT_EQ(read(), 7u) << "a replaced file in a settled directory";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    EXPECT_EQ(read(), 7u);
+    // The old directory, renamed away, still holds its files: only its identity tells.
+    t.write(kCachePort + "counters.new/a", "9\n");
+    std::filesystem::rename(t.root / kCachePort / "counters", t.root / kCachePort / "counters.old");
+    std::filesystem::rename(t.root / kCachePort / "counters.new", t.root / kCachePort / "counters");
+    EXPECT_EQ(read(), 9u) << "a replaced directory";
 }
 
 TEST(SysfsFileCache, SysfsAndProcfsAreKernelRendered) {
