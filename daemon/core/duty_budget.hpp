@@ -23,6 +23,13 @@ public:
         last_ = took;
         tokens_ = std::min(tokens_, cap()) - took.count();
     }
+    // The run last paid for cost `more` too, found later (work its results caused): paid now
+    // and counted in the run's length, so the burst holds as many runs as before.
+    void also_spent(Seconds more, TimePoint now) {
+        refill(now);
+        last_ += more;
+        tokens_ -= more.count();
+    }
     // Whether a run may start now.
     [[nodiscard]] bool allows(TimePoint now) { return ready_at(now) <= now; }
     // When the bucket is no longer in debt: now, where it is not.

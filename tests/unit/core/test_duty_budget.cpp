@@ -65,3 +65,25 @@ TEST(DutyBudget, TheBurstFollowsTheLastRunsCost) {
     EXPECT_LE(b.ready_at(now), now + 2s + 1ms);
     EXPECT_GT(b.ready_at(now), now + 1800ms);
 }
+
+// A run whose cost comes in two parts (the counter files, then the trends made from them) is
+// paced as one run of their sum: half the runs of the read alone.
+TEST(DutyBudget, ARunPaidInTwoPartsIsPacedByTheirSum) {
+    DutyBudget one(0.1, 3), two(0.1, 3);
+    auto now = t0;
+    int runs_one = 0, runs_two = 0;
+    for (int step = 0; step < 2000; ++step, now += 1s) {
+        if (one.allows(now)) {
+            one.spent(2s, now);
+            ++runs_one;
+        }
+        if (two.allows(now)) {
+            two.spent(1s, now);
+            two.also_spent(1s, now);
+            ++runs_two;
+        }
+    }
+    EXPECT_NEAR(runs_two, runs_one, 2) << "only the first burst differs: spent() caps it at runs of the first part";
+    EXPECT_GE(runs_two, 95);
+    EXPECT_LE(runs_two, 104);
+}
