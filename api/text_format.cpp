@@ -103,14 +103,19 @@ void append_sample(std::string& out, const MetricFamily& f, const ClientMetric& 
     append_tail(out, m);
 }
 
-void append_summary(std::string& out, const MetricFamily& f, const ClientMetric& m) {
-    const auto& s = m.summary;
+// The _count and _sum lines a summary and a histogram both start with.
+void append_count_and_sum(std::string& out, const MetricFamily& f, const ClientMetric& m, uint64_t count, double sum) {
     append_head(out, f, m, "_count");
-    append_value(out, s.sample_count);
+    append_value(out, count);
     append_tail(out, m);
     append_head(out, f, m, "_sum");
-    append_value(out, s.sample_sum);
+    append_value(out, sum);
     append_tail(out, m);
+}
+
+void append_summary(std::string& out, const MetricFamily& f, const ClientMetric& m) {
+    const auto& s = m.summary;
+    append_count_and_sum(out, f, m, s.sample_count, s.sample_sum);
     for (const auto& q : s.quantile) {
         append_head(out, f, m, {}, "quantile", q.quantile);
         append_value(out, q.value);
@@ -120,12 +125,7 @@ void append_summary(std::string& out, const MetricFamily& f, const ClientMetric&
 
 void append_histogram(std::string& out, const MetricFamily& f, const ClientMetric& m) {
     const auto& h = m.histogram;
-    append_head(out, f, m, "_count");
-    append_value(out, h.sample_count);
-    append_tail(out, m);
-    append_head(out, f, m, "_sum");
-    append_value(out, h.sample_sum);
-    append_tail(out, m);
+    append_count_and_sum(out, f, m, h.sample_count, h.sample_sum);
     double last = -std::numeric_limits<double>::infinity();
     for (const auto& bucket : h.bucket) {
         append_head(out, f, m, "_bucket", "le", bucket.upper_bound);

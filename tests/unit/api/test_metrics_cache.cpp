@@ -136,6 +136,14 @@ bool wait_handled(const MetricsCache& c, uint64_t before) {
     return false;
 }
 
+// Publishes the next snapshot and waits for the renderer to render it or pass it over.
+bool publish_handled(Source& src, MetricsCache& cache, uint64_t& generation) {
+    (void)src.publish(++generation);
+    const uint64_t before = cache.renders() + cache.passed_over();
+    cache.published();
+    return wait_handled(cache, before);
+}
+
 }  // namespace
 
 // Prometheus scrapes every 15 s, the daemon publishes every 5 s: once the pace is known, one
@@ -150,10 +158,7 @@ TEST(MetricsCache, RendersOnlyWhatTheNextScrapeTakes) {
     for (int t = 0; t <= 90; ++t) {
         clock.set(t);
         if (t % 5 == 1) {
-            (void)src.publish(++generation);
-            const uint64_t before = cache.renders() + cache.passed_over();
-            cache.published();
-            ASSERT_TRUE(wait_handled(cache, before)) << "the renderer did not act on the publish at " << t;
+            ASSERT_TRUE(publish_handled(src, cache, generation)) << "the renderer did not act on the publish at " << t;
         }
         if (t % 15 != 0) continue;
         if (t >= 45) {  // three scrapes and three publishes in: the pace is known
@@ -180,10 +185,7 @@ TEST(MetricsCache, ALateSnapshotLeavesTheLastOneRenderedBeforeTheScrape) {
     for (int t = 0; t <= 36; ++t) {  // scrapes at 0, 15, 30; publishes at 1, 6, ..., 36
         clock.set(t);
         if (t % 5 == 1) {
-            (void)src.publish(++generation);
-            const uint64_t before = cache.renders() + cache.passed_over();
-            cache.published();
-            ASSERT_TRUE(wait_handled(cache, before));
+            ASSERT_TRUE(publish_handled(src, cache, generation));
         }
         if (t % 15 == 0) (void)cache.body(src.latest(), "", true);
     }
@@ -222,10 +224,7 @@ TEST(MetricsCache, WakesForAPassedOverSnapshotWithoutPolling) {
     for (int tenth = 0; tenth <= 37; ++tenth) {
         clock.jump_to(tenth / 10.0);
         if (tenth % 2 == 1) {
-            (void)src.publish(++generation);
-            const uint64_t before = cache.renders() + cache.passed_over();
-            cache.published();
-            ASSERT_TRUE(wait_handled(cache, before));
+            ASSERT_TRUE(publish_handled(src, cache, generation));
         }
         if (tenth % 15 == 0) (void)cache.body(src.latest(), "", true);
     }
