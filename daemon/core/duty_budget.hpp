@@ -20,15 +20,17 @@ public:
     // One run took `took`, ending at `now`. The first is paid from a full bucket.
     void spent(Seconds took, TimePoint now) {
         refill(now);
+        before_ = tokens_;
         last_ = took;
         tokens_ = std::min(tokens_, cap()) - took.count();
     }
-    // The run last paid for cost `more` too, found later (work its results caused): paid now
-    // and counted in the run's length, so the burst holds as many runs as before.
+    // The run last paid for cost `more` too, found later (work its results caused): paid now,
+    // and the run's length is the sum, so the burst holds as many runs of it as of any other.
     void also_spent(Seconds more, TimePoint now) {
         refill(now);
+        const double capped_before = std::min(before_, cap());
         last_ += more;
-        tokens_ -= more.count();
+        tokens_ += std::min(before_, cap()) - capped_before - more.count();
     }
     // Whether a run may start now.
     [[nodiscard]] bool allows(TimePoint now) { return ready_at(now) <= now; }
@@ -54,6 +56,7 @@ private:
     int burst_;
     double tokens_ = std::numeric_limits<double>::max();  // full until the first run is known
     Seconds last_{0};
+    double before_ = 0;  // the bucket when the last run was paid for, before the cap
     TimePoint at_{};
 };
 

@@ -83,7 +83,7 @@ TEST(DutyBudget, ARunPaidInTwoPartsIsPacedByTheirSum) {
             ++runs_two;
         }
     }
-    EXPECT_NEAR(runs_two, runs_one, 2) << "only the first burst differs: spent() caps it at runs of the first part";
+    EXPECT_EQ(runs_two, runs_one) << "the burst too holds runs of the whole";
     EXPECT_GE(runs_two, 95);
     EXPECT_LE(runs_two, 104);
 }
