@@ -2,6 +2,7 @@
 #include "api/metrics_cache.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -19,24 +20,30 @@ void record_gap(SteadyClock::duration (&gaps)[2], SteadyClock::time_point last, 
     gaps[0] = now - last;
 }
 
+// The pace once three scrapes and three publishes are in: the smaller of the last two gaps
+// between scrapes and the larger of the last two between publishes.
+struct Pace {
+    SteadyClock::duration scrape_gap;
+    SteadyClock::duration publish_gap;
+};
+std::optional<Pace> known_pace(const RenderPacing& p) {
+    using Duration = SteadyClock::duration;
+    if (p.scrape_gaps[1] <= Duration::zero() || p.publish_gaps[1] <= Duration::zero()) return std::nullopt;
+    return Pace{std::min(p.scrape_gaps[0], p.scrape_gaps[1]), std::max(p.publish_gaps[0], p.publish_gaps[1])};
+}
+
 }  // namespace
 
+// The next scrape is due no later than a quarter of a publish gap after the next publish (or
+// now, when that publish is late).
 bool worth_prerendering(const RenderPacing& p, SteadyClock::time_point now) {
-    using Duration = SteadyClock::duration;
-    if (p.scrape_gaps[1] <= Duration::zero() || p.publish_gaps[1] <= Duration::zero()) return true;
-    const auto scrape_gap = std::min(p.scrape_gaps[0], p.scrape_gaps[1]);
-    const auto publish_gap = std::max(p.publish_gaps[0], p.publish_gaps[1]);
-    const auto next_scrape = p.last_scrape + scrape_gap;
-    const auto next_publish = std::max(now, p.last_publish + publish_gap);
-    return next_scrape <= next_publish + publish_gap / 4;
+    const auto pace = known_pace(p);
+    return !pace || std::max(now, p.last_publish + pace->publish_gap) >= prerendering_worth_from(p);
 }
 
 SteadyClock::time_point prerendering_worth_from(const RenderPacing& p) {
-    using Duration = SteadyClock::duration;
-    if (p.scrape_gaps[1] <= Duration::zero() || p.publish_gaps[1] <= Duration::zero()) return {};
-    const auto scrape_gap = std::min(p.scrape_gaps[0], p.scrape_gaps[1]);
-    const auto publish_gap = std::max(p.publish_gaps[0], p.publish_gaps[1]);
-    return p.last_scrape + scrape_gap - publish_gap / 4;
+    const auto pace = known_pace(p);
+    return pace ? p.last_scrape + pace->scrape_gap - pace->publish_gap / 4 : SteadyClock::time_point{};
 }
 
 MetricsCache::MetricsCache(Latest latest, std::chrono::milliseconds poll, Now now)
