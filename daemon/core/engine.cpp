@@ -56,7 +56,7 @@ constexpr int kGidBurst = 6;
 // They are read within a fifth of a percent of a core, charged with the time the reading took
 // and the trend stage's time after it (rates and window increases are made only from a read):
 // every cycle for a few NICs at a 1 s interval; at 128 NICs on the bench's fixture tree (about
-// 10 ms a read and 5 ms of trends, issue 14) every 7-8 s. In between, the last values are
+// 10-15 ms a read and about 5 ms of trends, issue 14) every 10 s. In between, the last values are
 // carried over with their rates and the time they were read. The first read, and a new device
 // or port, always reads them.
 constexpr double kCounterShare = 0.002;

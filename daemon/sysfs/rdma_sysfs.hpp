@@ -108,11 +108,12 @@ struct SysfsDirEntry {
 // of one collector; a read that finds it busy (an earlier read still stuck in the kernel)
 // goes without it. A read with gids (after netlink events, and now and then) starts it
 // afresh. Only sysfs and procfs render a file afresh behind the same open file: a tree on
-// any other filesystem (a fixture, a copy) can have a file replaced by a rename, so there a
-// directory whose change time (or identity) moved since its files were last checked has each
-// kept file checked (fstat: still linked?) before it is read; one whose did not is trusted
-// whole (one stat instead of one fstat a file: those were a quarter of the collector's CPU on
-// the 128-NIC bench tree). Holds at most max_fds files.
+// any other filesystem (a fixture, a copy) can have a file replaced by a rename, so there each
+// directory is stat'ed once a read (Reader::settled): one unchanged since its files were kept,
+// and a second old then, has them read unchecked; one that changed (its change time or its
+// identity) has them opened afresh; one younger than a second has each checked (fstat: still
+// linked?) before it is read. One fstat a file was a quarter of the collector's CPU on the
+// 128-NIC bench tree. Holds at most max_fds files.
 class SysfsFileCache {
 public:
     // Half the soft RLIMIT_NOFILE: sockets, probes and verbs need the rest.
