@@ -310,7 +310,9 @@ private:
         if (!kept_in_ || kept_dir_ != dir.path()) {
             kept_dir_ = dir.path();
             kept_in_ = &cache_->dir_files(kept_dir_);
-            if (verify_kept_) check_each_ = !settled(*kept_in_);
+            // A directory with nothing kept (absent, like configfs' on most nodes, or read for
+            // the first time) costs no stat: what its files are kept as is checked next time.
+            if (verify_kept_) check_each_ = !kept_in_->fds.empty() && !settled(*kept_in_);
         }
         return *kept_in_;
     }
