@@ -103,6 +103,34 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, boo
     return true;
 }
 
+// A cycle that left what a device is unread (see reads_identity) takes it from the previous
+// snapshot: the device's GUIDs, firmware, board, types, driver and netdevs, and each port's
+// link layer, capability mask and rdma_cm defaults (the port's netdev comes with its GIDs).
+// Returns false when a device or port is new, and so has nothing to carry over.
+bool carry_over_identity(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
+    for (auto& d : devices) {
+        const RdmaDevice* old = find_device(prev, d.name);
+        if (!old || old->ports.size() != d.ports.size()) return false;
+        d.driver = old->driver;
+        d.node_guid = old->node_guid;
+        d.sys_image_guid = old->sys_image_guid;
+        d.fw_ver = old->fw_ver;
+        d.board_id = old->board_id;
+        d.hca_type = old->hca_type;
+        d.node_type = old->node_type;
+        d.netdevs = old->netdevs;
+        for (auto& p : d.ports) {
+            const RdmaPort* op = old_port(*old, p.port);
+            if (!op) return false;
+            p.link_layer = op->link_layer;
+            p.cap_mask = op->cap_mask;
+            p.rdma_cm_default_tos = op->rdma_cm_default_tos;
+            p.rdma_cm_default_mode = op->rdma_cm_default_mode;
+        }
+    }
+    return true;
+}
+
 // A cycle that left the counter files unread takes the counters, and the rates and window
 // increases made from them, from the previous snapshot. Returns false when a device or port is
 // new, or the previous snapshot had no counters (its read blocked), and so there is nothing to
@@ -293,7 +321,8 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
         r.ecn_read = opts.gids || opts.ecn;
         // A device the last snapshot did not have (rdma link add, a driver reload) has no GIDs
         // or counters to carry over: read it all now.
-        if ((!opts.gids && !carry_over_gids(rdma.devices, *last, opts.ecn)) ||
+        if ((!rdma.identity_read && !carry_over_identity(rdma.devices, *last)) ||
+            (!opts.gids && !carry_over_gids(rdma.devices, *last, opts.ecn)) ||
             (!rdma.counters_read && !carry_over_counters(rdma.devices, *last))) {
             SysfsReadOptions all = opts;
             all.gids = true;

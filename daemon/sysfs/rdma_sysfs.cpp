@@ -546,11 +546,12 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
             rd.error(rd.path(), "expected '<n> Gb/sec (...)', got " + excerpt(*text));
         }
     }
-    p.link_layer = rd.text_or_empty(dir, "link_layer");
+    // A subnet manager may move lid, sm_lid and sm_sl at any time, with no event to tell.
+    if (reads_identity(opts)) p.link_layer = rd.text_or_empty(dir, "link_layer");
     p.lid = rd.u32_value(dir, "lid");
     p.sm_lid = rd.u32_value(dir, "sm_lid");
     p.sm_sl = rd.u32_value(dir, "sm_sl");
-    p.cap_mask = rd.u32_value(dir, "cap_mask");
+    if (reads_identity(opts)) p.cap_mask = rd.u32_value(dir, "cap_mask");
 
     rd.start_port();
     if (opts.counters) {
@@ -630,10 +631,27 @@ std::optional<uint8_t> read_ecn_point(Reader& rd, const Dir& enable) {
     return bits;
 }
 
+void read_identity(Reader& rd, const Dir& dir, RdmaDevice& d);
+
 RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name, const SysfsReadOptions& opts) {
     RdmaDevice d;
     d.name = name;
     const Dir dir(class_dir, name);
+    if (reads_identity(opts)) read_identity(rd, dir, d);
+    const Dir ports(dir, "ports");
+    for (const auto& [number, entry] : rd.numbered(ports)) {
+        if (auto why = not_a_directory(rd, ports, entry.name, entry.type)) {
+            rd.ignore(join(ports.path(), entry.name), *why);
+            continue;
+        }
+        d.ports.push_back(read_port(rd, Dir(ports, entry.name), number, d, opts));
+    }
+    return d;
+}
+
+// What a device is (see reads_identity): all but its name and ports.
+void read_identity(Reader& rd, const Dir& dir, RdmaDevice& d) {
+    const std::string& name = d.name;
     d.node_guid = rd.text_or_empty(dir, "node_guid");
     d.sys_image_guid = rd.text_or_empty(dir, "sys_image_guid");
     d.fw_ver = rd.text_or_empty(dir, "fw_ver");
@@ -655,16 +673,6 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
     else if (parent.status == ReadStatus::failed)
         rd.error(rd.path(), parent.why);
     if (!has_device && (has_parent || name.starts_with("rxe"))) d.driver = "rxe";
-
-    const Dir ports(dir, "ports");
-    for (const auto& [number, entry] : rd.numbered(ports)) {
-        if (auto why = not_a_directory(rd, ports, entry.name, entry.type)) {
-            rd.ignore(join(ports.path(), entry.name), *why);
-            continue;
-        }
-        d.ports.push_back(read_port(rd, Dir(ports, entry.name), number, d, opts));
-    }
-    return d;
 }
 
 }  // namespace
@@ -798,6 +806,7 @@ bool is_lag_device_name(std::string_view name) { return name.find("_bond") != st
 SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOptions& opts) {
     SysfsReadResult result;
     result.counters_read = opts.counters;
+    result.identity_read = reads_identity(opts);
     Reader rd(result, opts, {sysfs_root.string()}, /*refresh=*/opts.gids);
     const Dir root(sysfs_root.string());
     const Dir class_dir(root, "class/infiniband");
@@ -810,6 +819,9 @@ SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOpt
         }
         result.devices.push_back(read_device(rd, class_dir, e.name, opts));
     }
+    // Configuration, written by hand with no event to tell (see reads_identity): read every
+    // minute and after netlink events, carried over in between.
+    if (!result.identity_read) return result;
     // rdma_cm's per-port defaults (default_roce_tos decides which DSCP, and so which priority,
     // RoCE traffic of rdma_cm applications gets), where configfs has them.
     const Dir cm(root, "kernel/config/rdma_cm");
@@ -827,20 +839,16 @@ SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOpt
             p.rdma_cm_default_mode = rd.text_or_empty(pd, "default_roce_mode");
         }
     }
-    // ECN per priority at each RoCE port's netdev, where the driver has the files: with the
-    // GID tables and when asked (it is configuration, and 16 files per netdev), carried over
-    // in between.
-    if (opts.gids || opts.ecn) {
-        const Dir net(root, "class/net");
-        for (auto& d : result.devices)
-            for (auto& p : d.ports) {
-                if (p.netdev.empty() || p.link_layer != "Ethernet") continue;
-                const Dir netdev(net, p.netdev);
-                const Dir rp_enable(netdev, "ecn/roce_rp/enable"), np_enable(netdev, "ecn/roce_np/enable");
-                p.ecn_rp_enabled = read_ecn_point(rd, rp_enable);
-                p.ecn_np_enabled = read_ecn_point(rd, np_enable);
-            }
-    }
+    // ECN per priority at each RoCE port's netdev, where the driver has the files (16 a netdev).
+    const Dir net(root, "class/net");
+    for (auto& d : result.devices)
+        for (auto& p : d.ports) {
+            if (p.netdev.empty() || p.link_layer != "Ethernet") continue;
+            const Dir netdev(net, p.netdev);
+            const Dir rp_enable(netdev, "ecn/roce_rp/enable"), np_enable(netdev, "ecn/roce_np/enable");
+            p.ecn_rp_enabled = read_ecn_point(rd, rp_enable);
+            p.ecn_np_enabled = read_ecn_point(rd, np_enable);
+        }
     return result;
 }
 

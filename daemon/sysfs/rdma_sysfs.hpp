@@ -67,6 +67,8 @@ struct SysfsReadResult {
     // time that took: what a share of a core for counters is charged.
     bool counters_read = true;
     double counter_seconds = 0;
+    // Whether what changes only with the device or by hand was read (see reads_identity).
+    bool identity_read = true;
 
     static constexpr std::size_t kMaxErrorMessages = 32;
 };
@@ -192,6 +194,13 @@ struct SysfsReadOptions {
     // Files kept open between reads; may be null (every file opened and closed each read).
     std::shared_ptr<SysfsFileCache> files;
 };
+
+// Whether a read with these options reads what changes only with the device (GUIDs, firmware,
+// board, HCA and node type, driver, netdevs; a port's link layer and capability mask) or by
+// hand (rdma_cm's configfs defaults): with the GID tables or ECN (which needs the netdevs),
+// so every minute and after netlink events. Other reads leave all of it empty, and the
+// caller carries it over from its last read: 11 of a device's 19 files besides the counters.
+[[nodiscard]] inline bool reads_identity(const SysfsReadOptions& o) { return o.gids || o.ecn; }
 
 [[nodiscard]] SysfsReadResult read_rdma_devices(const std::filesystem::path& sysfs_root,
                                                 const SysfsReadOptions& opts = {});

@@ -157,6 +157,33 @@ TEST_F(EngineTest, GidTablesAreReadAfterEventsAndCarriedOverOtherwise) {
         << "a probe result does not re-read the tables";
 }
 
+// What a device is (firmware, GUIDs, driver, netdevs, link layer) is read with the GID tables
+// and carried over in between, as they are; so are the netdevs the ports are bound to.
+TEST_F(EngineTest, WhatADeviceIsIsReadWithTheGidTablesAndCarriedOverOtherwise) {
+    const fs::path tree = private_tree();
+    auto cfg = config_on(tree);
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    Engine engine(cfg, std::move(src), store, log);
+    const auto first = engine.collect_once();
+    const RdmaDevice before = *find_device(*first, "rocep1s0f0");
+    ASSERT_FALSE(before.fw_ver.empty());
+    ASSERT_FALSE(before.netdevs.empty());
+    std::ofstream(tree / "class/infiniband/rocep1s0f0/fw_ver") << "99.99.9999\n";
+    const auto quiet = engine.collect_once();
+    const RdmaDevice& carried = *find_device(*quiet, "rocep1s0f0");
+    EXPECT_EQ(carried.fw_ver, before.fw_ver) << "no event, inside the refresh: carried over, not re-read";
+    EXPECT_EQ(carried.node_guid, before.node_guid);
+    EXPECT_EQ(carried.driver, before.driver);
+    EXPECT_EQ(carried.netdevs, before.netdevs);
+    EXPECT_EQ(carried.ports.at(0).link_layer, "Ethernet");
+    EXPECT_EQ(carried.ports.at(0).cap_mask, before.ports.at(0).cap_mask);
+    EXPECT_EQ(carried.ports.at(0).netdev, before.ports.at(0).netdev);
+    EXPECT_EQ(carried.ports.at(0).roce_v2_ipv4_gid_index, before.ports.at(0).roce_v2_ipv4_gid_index);
+    engine.wake();  // a netlink event: the tables, and what the devices are, on the next cycle
+    engine.collect_once();
+    EXPECT_EQ(find_device(*engine.collect_once(), "rocep1s0f0")->fw_ver, "99.99.9999");
+}
+
 // A link that keeps flapping wakes the engine again and again. Each GID read reopens every
 // kept file (over a second at 128 NICs): once a few have run back to back they get a tenth
 // of the time, and a read put off is made later, so the tables after the last event are read.

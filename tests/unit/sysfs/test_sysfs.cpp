@@ -446,6 +446,33 @@ TEST(SysfsRead, WithoutGidsTheRestIsStillRead) {
     }
 }
 
+// A read with neither the GID tables nor ECN leaves what a device is to the caller, who has
+// it from the last read that had them (see reads_identity): the ports' state is still read.
+TEST(SysfsRead, WithoutGidsOrEcnWhatADeviceIsIsLeftToTheCaller) {
+    const auto full = read_rdma_devices(sysfs_fixture("dgx-spark"));
+    EXPECT_TRUE(full.identity_read);
+    const auto r = read_rdma_devices(sysfs_fixture("dgx-spark"), SysfsReadOptions{.gids = false, .ecn = false});
+    EXPECT_FALSE(r.identity_read);
+    EXPECT_EQ(r.read_errors, 0u);
+    ASSERT_EQ(r.devices.size(), full.devices.size());
+    for (size_t i = 0; i < r.devices.size(); ++i) {
+        const auto& d = r.devices[i];
+        const auto& f = full.devices[i];
+        EXPECT_EQ(d.name, f.name);
+        EXPECT_FALSE(f.fw_ver.empty() || f.node_guid.empty() || f.driver.empty() || f.netdevs.empty()) << f.name;
+        EXPECT_TRUE(d.fw_ver.empty() && d.node_guid.empty() && d.driver.empty() && d.netdevs.empty()) << d.name;
+        ASSERT_EQ(d.ports.size(), f.ports.size());
+        const auto& p = d.ports.at(0);
+        EXPECT_TRUE(p.link_layer.empty() && !p.cap_mask && p.netdev.empty()) << d.name;
+        EXPECT_EQ(p.state_name, f.ports.at(0).state_name);
+        EXPECT_EQ(p.rate_gbps, f.ports.at(0).rate_gbps);
+        EXPECT_EQ(p.lid, f.ports.at(0).lid) << "a subnet manager moves it without an event: read every time";
+        EXPECT_EQ(p.counters, f.ports.at(0).counters);
+    }
+    EXPECT_TRUE(read_rdma_devices(sysfs_fixture("dgx-spark"), SysfsReadOptions{.gids = false}).identity_read)
+        << "ECN needs the netdevs";
+}
+
 TEST(SysfsRead, WithoutCountersTheRestIsStillReadAndNoCounterTimeIsCharged) {
     const auto with = read_rdma_devices(sysfs_fixture("dgx-spark"));
     EXPECT_TRUE(with.counters_read);
