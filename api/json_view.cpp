@@ -86,12 +86,12 @@ json port_json(const RdmaDevice& d, const RdmaPort& p) {
         {"gids", std::move(gids)},
         {"xmit_bytes", opt(p.xmit_bytes)},
         {"rcv_bytes", opt(p.rcv_bytes)},
-        {"counters", p.counters},
-        {"hw_counters", p.hw_counters},
+        {"counters", p.counters.map()},
+        {"hw_counters", p.hw_counters.map()},
         {"counters_dropped", p.counters_dropped},
         {"gids_dropped", p.gids_dropped},
-        {"rates", p.rates},
-        {"window_increase", p.window_increase},
+        {"rates", p.rates.map()},
+        {"window_increase", p.window_increase.map()},
     };
 }
 

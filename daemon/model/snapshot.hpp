@@ -12,6 +12,7 @@
 
 #include "daemon/model/dcb.hpp"
 #include "daemon/model/phy.hpp"
+#include "daemon/model/shared_map.hpp"
 #include "daemon/model/transceiver.hpp"
 
 namespace rocewatch {
@@ -66,8 +67,9 @@ struct RdmaPort {
     // Raw counter values as read. counters/ (IB PMA, data counters in 4-byte words) and
     // hw_counters/ (driver specific) are kept apart. A counter that could not be read is
     // absent, never zero.
-    std::map<std::string, uint64_t> counters;
-    std::map<std::string, uint64_t> hw_counters;
+    // Shared with the snapshots that carry them over (SharedMap).
+    SharedMap<uint64_t> counters;
+    SharedMap<uint64_t> hw_counters;
     // Entries past the reader's per-port series cap, left out of counters / gids.
     uint64_t counters_dropped = 0;
     uint64_t gids_dropped = 0;
@@ -81,9 +83,9 @@ struct RdmaPort {
     std::optional<int> active_width;  // ibv enum value
     // Filled by the trend stage: per-second rates over the last interval, keyed by the
     // same names as counters/hw_counters ("port_xmit_data" rate is in bytes/s already).
-    std::map<std::string, double> rates;
+    SharedMap<double> rates;
     // Filled by the trend stage: increase of each counter over its judging window.
-    std::map<std::string, uint64_t> window_increase;
+    SharedMap<uint64_t> window_increase;
 };
 
 struct RdmaDevice {

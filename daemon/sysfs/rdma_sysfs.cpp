@@ -474,13 +474,14 @@ constexpr std::pair<const char*, const char*> kCountersExt[] = {
 void merge_counters_ext(Reader& rd, const Dir& port, RdmaPort& p) {
     std::map<std::string, uint64_t> ext;
     read_counter_dir(rd, port, "counters_ext", ext, p.counters_dropped);
+    auto& counters = p.counters.edit();
     for (const auto& entry : ext) {
         // Not a structured binding: clang 14 (Debian 12) cannot capture one in a lambda.
         const auto& [name, value] = entry;
         const auto* it = std::find_if(std::begin(kCountersExt), std::end(kCountersExt),
                                       [&entry](const auto& m) { return entry.first == m.first; });
         // A counters_ext file this table does not know keeps its own name.
-        p.counters[it == std::end(kCountersExt) ? name : it->second] = value;
+        counters[it == std::end(kCountersExt) ? name : it->second] = value;
     }
 }
 
@@ -556,8 +557,8 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
     rd.start_port();
     if (opts.counters) {
         const auto started = std::chrono::steady_clock::now();
-        read_counter_dir(rd, dir, "counters", p.counters, p.counters_dropped);
-        read_counter_dir(rd, dir, "hw_counters", p.hw_counters, p.counters_dropped);
+        read_counter_dir(rd, dir, "counters", p.counters.edit(), p.counters_dropped);
+        read_counter_dir(rd, dir, "hw_counters", p.hw_counters.edit(), p.counters_dropped);
         merge_counters_ext(rd, dir, p);
         // The PMA data counters count 4-byte words (x4 wraps only after 2^64 bytes: years at 400G).
         if (auto it = p.counters.find("port_xmit_data"); it != p.counters.end()) p.xmit_bytes = it->second * 4;

@@ -106,7 +106,7 @@ inline Snapshot sample_snapshot() {
     pp.roce_v2_ipv4_gid_index.reset();
     pp.roce_v2_ipv4_address.clear();
     for (auto& g : pp.gids) g.netdev = "bond0";
-    pp.counters.erase("port_rcv_data");  // unreadable this round: absent, not zero
+    pp.counters.edit().erase("port_rcv_data");  // unreadable this round: absent, not zero
     pp.rcv_bytes.reset();
     pp.active_mtu.reset();
     pp.max_mtu.reset();

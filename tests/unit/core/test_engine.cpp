@@ -270,6 +270,11 @@ TEST_F(EngineTest, CounterReadsKeepToTheirShareAndTheLastValuesAreCarriedOver) {
         EXPECT_EQ(port(*s).rates, port(*read).rates) << "cycle " << i;
         EXPECT_EQ(port(*s).window_increase, port(*read).window_increase) << "cycle " << i;
         EXPECT_EQ(port(*s).xmit_bytes, port(*read).xmit_bytes) << "cycle " << i;
+        EXPECT_TRUE(port(*s).counters.shares_with(port(*read).counters) &&
+                    port(*s).hw_counters.shares_with(port(*read).hw_counters) &&
+                    port(*s).rates.shares_with(port(*read).rates) &&
+                    port(*s).window_increase.shares_with(port(*read).window_increase))
+            << "cycle " << i << ": carried over without a copy";
     }
     EXPECT_GE(*counter_reads, 2) << "a burst of reads back to back";
     EXPECT_GE(carried, 10) << "then a read per second of share: " << *counter_reads << " reads";

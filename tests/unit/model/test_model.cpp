@@ -91,3 +91,62 @@ TEST(DriverStats, MeaningsOfMlx5AndBnxtNames) {
                               "rx_prio33_pause", "xx_prio3_pause", "rx_pfc_ena_frames_pri", "", "tx_discards_phy"})
         EXPECT_FALSE(m(other)) << other;
 }
+
+// ---------------------------------------------------------------- SharedMap
+
+TEST(SharedMap, CopiesShareOneMapUntilOneIsChanged) {
+    SharedMap<uint64_t> a{{"port_rcv_data", 1}, {"symbol_error", 0}};
+    const SharedMap<uint64_t> b = a;  // a snapshot carrying a's counters over
+    EXPECT_TRUE(b.shares_with(a));
+    EXPECT_EQ(&b.map(), &a.map()) << "no copy of the counters";
+    a["port_rcv_data"] = 2;  // the one a copy shares is changed: it gets its own first
+    EXPECT_FALSE(b.shares_with(a));
+    EXPECT_EQ(b.at("port_rcv_data"), 1u) << "the copy keeps what it had";
+    EXPECT_EQ(a.at("port_rcv_data"), 2u);
+
+    SharedMap<uint64_t> c = b;  // a copy changed: copied first, the original untouched
+    c["link_downed"] = 1;
+    EXPECT_FALSE(b.contains("link_downed"));
+    EXPECT_EQ(c.size(), 3u);
+
+    // Made here and shared with nobody: changed in place, no copy per change.
+    const auto* before = &a.map();
+    a.emplace("link_downed", 0);
+    a.edit()["symbol_error"] = 7;
+    EXPECT_EQ(&a.map(), before);
+}
+
+TEST(SharedMap, AMapOnceSharedIsNeverChangedInPlaceByACopy) {
+    SharedMap<double> made{{"np_cnp_sent", 1.0}};
+    SharedMap<double> copy = made;
+    {
+        const SharedMap<double> gone = made;  // shares, then goes
+    }
+    copy["np_cnp_sent"] = 2.0;
+    EXPECT_EQ(made.at("np_cnp_sent"), 1.0) << "a copy changing the map it shares changes only its own";
+    made["np_cnp_sent"] = 3.0;  // the maker, alone on its map now: in place
+    EXPECT_EQ(copy.at("np_cnp_sent"), 2.0);
+
+    SharedMap<double> moved = std::move(made);  // a move hands the map on, with its ownership
+    const auto* before = &moved.map();
+    moved["np_cnp_sent"] = 4.0;
+    EXPECT_EQ(&moved.map(), before);
+}
+
+TEST(SharedMap, EmptyClearedAndComparedAsAMap) {
+    SharedMap<uint64_t> m;
+    EXPECT_TRUE(m.empty());
+    EXPECT_EQ(m.size(), 0u);
+    EXPECT_EQ(m.begin(), m.end());
+    EXPECT_FALSE(m.contains("x"));
+    EXPECT_EQ(m.find("x"), m.end());
+    EXPECT_THROW((void)m.at("x"), std::out_of_range);
+    m = std::map<std::string, uint64_t>{{"x", 1}};
+    const SharedMap<uint64_t> kept = m;
+    m.clear();
+    EXPECT_TRUE(m.empty());
+    EXPECT_EQ(kept.at("x"), 1u) << "clearing one drops its share only";
+    EXPECT_EQ(kept, (std::map<std::string, uint64_t>{{"x", 1}}));
+    EXPECT_EQ(m, SharedMap<uint64_t>{});
+    EXPECT_FALSE(m == kept);
+}

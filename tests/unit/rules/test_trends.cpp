@@ -375,7 +375,7 @@ double history_bytes_a_counter_at_128_nics(int moving) {
             Snapshot cycle = s;
             for (auto& d : cycle.devices) {
                 int c = 0;
-                for (auto& [name, v] : d.ports[0].hw_counters)
+                for (auto& [name, v] : d.ports[0].hw_counters.edit())
                     if (c++ < moving) v = static_cast<uint64_t>(i) * 1000;
             }
             tr.apply(cycle, t0 + seconds(5 * i));
