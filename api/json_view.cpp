@@ -52,6 +52,14 @@ json gid_json(const GidEntry& g) {
             {"ipv4", g.ipv4.empty() ? json(nullptr) : json(g.ipv4)}};
 }
 
+// A port's counters (rates, increases) as one JSON object, by name.
+template <class V>
+json object_of(const SharedMap<V>& m) {
+    json o = json::object();
+    for (const auto& [name, v] : m) o[name] = v;
+    return o;
+}
+
 json port_json(const RdmaDevice& d, const RdmaPort& p) {
     json gids = json::array();
     for (const auto& g : p.gids) gids.push_back(gid_json(g));
@@ -86,12 +94,12 @@ json port_json(const RdmaDevice& d, const RdmaPort& p) {
         {"gids", std::move(gids)},
         {"xmit_bytes", opt(p.xmit_bytes)},
         {"rcv_bytes", opt(p.rcv_bytes)},
-        {"counters", p.counters.map()},
-        {"hw_counters", p.hw_counters.map()},
+        {"counters", object_of(p.counters)},
+        {"hw_counters", object_of(p.hw_counters)},
         {"counters_dropped", p.counters_dropped},
         {"gids_dropped", p.gids_dropped},
-        {"rates", p.rates.map()},
-        {"window_increase", p.window_increase.map()},
+        {"rates", object_of(p.rates)},
+        {"window_increase", object_of(p.window_increase)},
     };
 }
 

@@ -1,14 +1,101 @@
-// A std::map<std::string, V> that copies share until one of them is changed (copy on write).
+// A map from names to values kept in one sorted vector (FlatMap), and one that copies share
+// until one of them is changed (SharedMap, copy on write).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 namespace rocewatch {
+
+// Names to values in one vector sorted by name: what a port's counters are. They are written
+// once, in name order (the sysfs listing is sorted), then read whole or looked up: a std::map
+// spent a node per counter on that, built, walked and freed every read (issue 14).
+// The interface is std::map's, as far as the code here uses it.
+template <class V>
+class FlatMap {
+public:
+    using value_type = std::pair<std::string, V>;
+    using storage = std::vector<value_type>;
+    using iterator = typename storage::iterator;
+    using const_iterator = typename storage::const_iterator;
+
+    FlatMap() = default;
+    FlatMap(std::initializer_list<value_type> values) {
+        for (const auto& [k, v] : values) insert_or_assign(k, v);
+    }
+    explicit FlatMap(const std::map<std::string, V>& m) : items_(m.begin(), m.end()) {}
+
+    [[nodiscard]] const_iterator begin() const { return items_.begin(); }
+    [[nodiscard]] const_iterator end() const { return items_.end(); }
+    [[nodiscard]] iterator begin() { return items_.begin(); }
+    [[nodiscard]] iterator end() { return items_.end(); }
+    [[nodiscard]] std::size_t size() const { return items_.size(); }
+    [[nodiscard]] bool empty() const { return items_.empty(); }
+    void reserve(std::size_t n) { items_.reserve(n); }
+    void clear() { items_.clear(); }
+
+    [[nodiscard]] const_iterator find(std::string_view k) const {
+        const auto it = lower(k);
+        return it != items_.end() && it->first == k ? it : items_.end();
+    }
+    [[nodiscard]] iterator find(std::string_view k) {
+        const auto it = lower(k);
+        return it != items_.end() && it->first == k ? it : items_.end();
+    }
+    [[nodiscard]] bool contains(std::string_view k) const { return find(k) != end(); }
+    [[nodiscard]] std::size_t count(std::string_view k) const { return contains(k) ? 1 : 0; }
+    [[nodiscard]] const V& at(std::string_view k) const {
+        const auto it = find(k);
+        if (it == end()) throw std::out_of_range("FlatMap::at: no " + std::string(k));
+        return it->second;
+    }
+
+    // Inserts k with a default value where it is absent.
+    V& operator[](std::string_view k) {
+        auto it = lower(k);
+        if (it == items_.end() || it->first != k) it = items_.emplace(it, std::string(k), V{});
+        return it->second;
+    }
+    // Appends when k sorts after every name held (the sysfs listing's order): no search.
+    void insert_or_assign(std::string_view k, V v) {
+        if (items_.empty() || items_.back().first < k)
+            items_.emplace_back(std::string(k), std::move(v));
+        else
+            (*this)[k] = std::move(v);
+    }
+    std::pair<iterator, bool> emplace(std::string_view k, V v) {
+        auto it = lower(k);
+        if (it != items_.end() && it->first == k) return {it, false};
+        return {items_.emplace(it, std::string(k), std::move(v)), true};
+    }
+    std::size_t erase(std::string_view k) {
+        const auto it = find(k);
+        if (it == items_.end()) return 0;
+        items_.erase(it);
+        return 1;
+    }
+
+    friend bool operator==(const FlatMap& a, const FlatMap& b) { return a.items_ == b.items_; }
+
+private:
+    [[nodiscard]] const_iterator lower(std::string_view k) const {
+        return std::lower_bound(items_.begin(), items_.end(), k,
+                                [](const value_type& e, std::string_view key) { return e.first < key; });
+    }
+    [[nodiscard]] iterator lower(std::string_view k) {
+        return std::lower_bound(items_.begin(), items_.end(), k,
+                                [](const value_type& e, std::string_view key) { return e.first < key; });
+    }
+    storage items_;
+};
 
 // What a port's counters are kept in. A cycle that does not read the counter files (most
 // cycles at 128 NICs, see DutyBudget) carries the last ones over into its snapshot: as
@@ -24,7 +111,7 @@ namespace rocewatch {
 template <class V>
 class SharedMap {
 public:
-    using map_type = std::map<std::string, V>;
+    using map_type = FlatMap<V>;
     using value_type = typename map_type::value_type;
     using const_iterator = typename map_type::const_iterator;
     using iterator = const_iterator;
@@ -47,16 +134,17 @@ public:
         return *this;
     }
     SharedMap& operator=(map_type m) { return *this = SharedMap(std::move(m)); }
+    SharedMap& operator=(const std::map<std::string, V>& m) { return *this = SharedMap(map_type(m)); }
     SharedMap& operator=(std::initializer_list<value_type> values) { return *this = SharedMap(values); }
     ~SharedMap() = default;
 
     [[nodiscard]] const map_type& map() const { return map_ ? *map_ : empty_map(); }
     [[nodiscard]] const_iterator begin() const { return map().begin(); }
     [[nodiscard]] const_iterator end() const { return map().end(); }
-    [[nodiscard]] const_iterator find(const std::string& k) const { return map().find(k); }
-    [[nodiscard]] bool contains(const std::string& k) const { return map().contains(k); }
-    [[nodiscard]] std::size_t count(const std::string& k) const { return map().count(k); }
-    [[nodiscard]] const V& at(const std::string& k) const { return map().at(k); }
+    [[nodiscard]] const_iterator find(std::string_view k) const { return map().find(k); }
+    [[nodiscard]] bool contains(std::string_view k) const { return map().contains(k); }
+    [[nodiscard]] std::size_t count(std::string_view k) const { return map().count(k); }
+    [[nodiscard]] const V& at(std::string_view k) const { return map().at(k); }
     [[nodiscard]] std::size_t size() const { return map_ ? map_->size() : 0; }
     [[nodiscard]] bool empty() const { return !map_ || map_->empty(); }
     // Whether the two share one map (or both have none): what carrying a snapshot over does.
@@ -70,7 +158,7 @@ public:
         }
         return *map_;
     }
-    V& operator[](const std::string& k) { return edit()[k]; }
+    V& operator[](std::string_view k) { return edit()[k]; }
     template <class... Args>
     auto emplace(Args&&... args) {
         return edit().emplace(std::forward<Args>(args)...);
@@ -81,7 +169,11 @@ public:
     }
 
     friend bool operator==(const SharedMap& a, const SharedMap& b) { return a.map() == b.map(); }
-    friend bool operator==(const SharedMap& a, const map_type& b) { return a.map() == b; }
+    friend bool operator==(const SharedMap& a, const std::map<std::string, V>& b) {
+        return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+                   return x.first == y.first && x.second == y.second;
+               });
+    }
 
 private:
     static const map_type& empty_map() {

@@ -436,8 +436,7 @@ private:
     bool check_each_ = false;   // and kept_in_'s directory changed too lately to trust them
 };
 
-void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std::map<std::string, uint64_t>& out,
-                      uint64_t& dropped) {
+void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, FlatMap<uint64_t>& out, uint64_t& dropped) {
     const Dir dir(port, name);
     std::vector<Entry> fresh;
     const std::vector<Entry>* entries = rd.kept_listing(dir);
@@ -453,7 +452,7 @@ void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, std:
             continue;
         }
         // The listing is sorted, so each name goes at the end: no search.
-        if (auto v = rd.counter(dir, e)) out.insert_or_assign(out.end(), e.name, *v);
+        if (auto v = rd.counter(dir, e)) out.insert_or_assign(e.name, *v);
     }
 }
 
@@ -472,7 +471,7 @@ constexpr std::pair<const char*, const char*> kCountersExt[] = {
 };
 
 void merge_counters_ext(Reader& rd, const Dir& port, RdmaPort& p) {
-    std::map<std::string, uint64_t> ext;
+    FlatMap<uint64_t> ext;
     read_counter_dir(rd, port, "counters_ext", ext, p.counters_dropped);
     auto& counters = p.counters.edit();
     for (const auto& entry : ext) {

@@ -199,7 +199,8 @@ struct SysfsReadOptions {
 // board, HCA and node type, driver, netdevs; a port's link layer and capability mask) or by
 // hand (rdma_cm's configfs defaults): with the GID tables or ECN (which needs the netdevs),
 // so every minute and after netlink events. Other reads leave all of it empty, and the
-// caller carries it over from its last read: 11 of a device's 19 files besides the counters.
+// caller carries it over from its last read: 11 of the 17 files a one-port device read a cycle
+// besides its counters, and a stat and a readlink.
 [[nodiscard]] inline bool reads_identity(const SysfsReadOptions& o) { return o.gids || o.ecn; }
 
 [[nodiscard]] SysfsReadResult read_rdma_devices(const std::filesystem::path& sysfs_root,

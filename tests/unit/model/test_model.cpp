@@ -150,3 +150,34 @@ TEST(SharedMap, EmptyClearedAndComparedAsAMap) {
     EXPECT_EQ(m, SharedMap<uint64_t>{});
     EXPECT_FALSE(m == kept);
 }
+
+TEST(FlatMap, KeepsNamesSortedHoweverTheyCome) {
+    FlatMap<uint64_t> m;
+    m.insert_or_assign("port_rcv_data", 1);  // in listing order: appended
+    m.insert_or_assign("port_xmit_data", 2);
+    m.insert_or_assign("link_downed", 3);  // out of order: put in its place
+    m["symbol_error"] = 4;
+    m.insert_or_assign("port_rcv_data", 5);  // there already: replaced
+    EXPECT_FALSE(m.emplace("link_downed", 9).second) << "emplace leaves what is there";
+    EXPECT_TRUE(m.emplace("excessive_buffer_overrun_errors", 6).second);
+    std::vector<std::pair<std::string, uint64_t>> seen(m.begin(), m.end());
+    EXPECT_EQ(seen, (std::vector<std::pair<std::string, uint64_t>>{{"excessive_buffer_overrun_errors", 6},
+                                                                   {"link_downed", 3},
+                                                                   {"port_rcv_data", 5},
+                                                                   {"port_xmit_data", 2},
+                                                                   {"symbol_error", 4}}));
+    EXPECT_EQ(m.at("port_xmit_data"), 2u);
+    EXPECT_EQ(m.find("port_xmit"), m.end()) << "a prefix is not a name";
+    EXPECT_FALSE(m.contains("zzz"));
+    EXPECT_THROW((void)m.at("aaa"), std::out_of_range);
+    EXPECT_EQ(m.erase("link_downed"), 1u);
+    EXPECT_EQ(m.erase("link_downed"), 0u);
+    EXPECT_EQ(m.size(), 4u);
+    EXPECT_EQ(m, (FlatMap<uint64_t>{{"symbol_error", 4},
+                                    {"port_xmit_data", 2},
+                                    {"port_rcv_data", 5},
+                                    {"excessive_buffer_overrun_errors", 6}}))
+        << "built in any order, the same map";
+    const std::map<std::string, uint64_t> as_map(m.begin(), m.end());
+    EXPECT_EQ(FlatMap<uint64_t>(as_map), m);
+}
