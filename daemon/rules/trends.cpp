@@ -102,22 +102,36 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
             const std::string key = port_key(dev, port);
             seen_ports.insert(key);
             auto& series = ports_[key];
-            port.rates.clear();
-            port.window_increase.clear();
+            FlatMap<double> rates;
+            FlatMap<uint64_t> increases;
+            rates.reserve(port.counters.size() + port.hw_counters.size());
+            increases.reserve(port.counters.size() + port.hw_counters.size());
 
-            // One value per name: counters/ first, hw_counters/ only for names it lacks (walked
-            // in place: a merged copy cost a map node per counter per cycle, issue 14).
+            // One value per name: counters/ first, hw_counters/ only for names it lacks. Both are
+            // sorted by name and walked side by side, so each rate and increase is appended in
+            // order (a merged copy cost a map node per counter per cycle, issue 14).
             const auto one = [&](const std::string& name, uint64_t v) {
                 const auto step = series.try_emplace(name).first->second.add(now, v, window);
                 const uint64_t scale = unit_scale(name);
                 if (step.delta && step.seconds > 0)
-                    port.rates.emplace(name,
-                                       static_cast<double>(*step.delta) * static_cast<double>(scale) / step.seconds);
-                if (step.window_increase) port.window_increase.emplace(name, *step.window_increase * scale);
+                    rates.insert_or_assign(name, static_cast<double>(*step.delta) * static_cast<double>(scale) /
+                                                     step.seconds);
+                if (step.window_increase) increases.insert_or_assign(name, *step.window_increase * scale);
             };
-            for (const auto& [name, v] : port.counters) one(name, v);
-            for (const auto& [name, v] : port.hw_counters)
-                if (!port.counters.contains(name)) one(name, v);
+            auto c = port.counters.begin();
+            auto h = port.hw_counters.begin();
+            while (c != port.counters.end() || h != port.hw_counters.end()) {
+                if (h == port.hw_counters.end() || (c != port.counters.end() && c->first <= h->first)) {
+                    if (h != port.hw_counters.end() && h->first == c->first) ++h;
+                    one(c->first, c->second);
+                    ++c;
+                } else {
+                    one(h->first, h->second);
+                    ++h;
+                }
+            }
+            port.rates = std::move(rates);
+            port.window_increase = std::move(increases);
             forget_unread(
                 series, [&](const std::string& n) { return port.counters.contains(n) || port.hw_counters.contains(n); },
                 now, window);

@@ -89,6 +89,21 @@ TEST(Trends, CountersWinOverHwCountersOfTheSameName) {
     EXPECT_EQ(port(b).window_increase.at("link_downed"), 2u);
 }
 
+// counters/ and hw_counters/ are walked side by side by name: names that interleave, and one
+// in both, each get one rate and one increase.
+TEST(Trends, CountersAndHwCountersInterleavedEachGetOneRate) {
+    TrendTracker tr;
+    auto a = one_port({{"b", 0}, {"d", 0}, {"f", 0}}, {{"a", 0}, {"c", 0}, {"d", 50}, {"g", 0}});
+    tr.apply(a, t0);
+    auto b = one_port({{"b", 2}, {"d", 4}, {"f", 6}}, {{"a", 1}, {"c", 3}, {"d", 500}, {"g", 7}});
+    tr.apply(b, t0 + seconds(1));
+    std::vector<std::pair<std::string, double>> rates(port(b).rates.begin(), port(b).rates.end());
+    EXPECT_EQ(rates, (std::vector<std::pair<std::string, double>>{
+                         {"a", 1.0}, {"b", 2.0}, {"c", 3.0}, {"d", 4.0}, {"f", 6.0}, {"g", 7.0}}));
+    EXPECT_EQ(port(b).window_increase.size(), 6u);
+    EXPECT_EQ(port(b).window_increase.at("d"), 4u) << "counters/ wins";
+}
+
 // Counters carried over from the read before (the collector reads them within a share of a
 // core) are no sample: the rate at the next read covers the time since the read before.
 TEST(Trends, CarriedCountersAreNoNewSample) {
