@@ -81,78 +81,81 @@ const RdmaPort* old_port(const RdmaDevice& old, uint32_t port) {
     return it == old.ports.end() ? nullptr : &*it;
 }
 
-// A cycle that skipped the GID tables takes them, and the netdev of ports bound where their
-// GID 0 points, from the previous snapshot; ECN too where it was not read (not asked for, or
-// a port whose netdev only the GID tables name).
-// Returns false when a device or port is new, and so has nothing to carry over.
-bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, bool ecn_read) {
+// Walks each device and port with its counterpart in the previous snapshot. Returns false,
+// and stops, at a device or port the previous snapshot did not have (or with another number
+// of ports): it has nothing to carry over.
+template <class Device, class Port>
+bool with_previous(std::vector<RdmaDevice>& devices, const Snapshot& prev, const Device& device, const Port& port) {
     for (auto& d : devices) {
         const RdmaDevice* old = find_device(prev, d.name);
         if (!old || old->ports.size() != d.ports.size()) return false;
-        for (auto& p : d.ports)
-            if (const RdmaPort* op = old_port(*old, p.port)) {
-                p.gids = op->gids;
-                p.gids_dropped = op->gids_dropped;
-                if (!ecn_read || p.netdev.empty()) {
-                    p.ecn_rp_enabled = op->ecn_rp_enabled;
-                    p.ecn_np_enabled = op->ecn_np_enabled;
-                }
-                if (p.netdev.empty()) p.netdev = op->netdev;
-            }
+        device(d, *old);
+        for (auto& p : d.ports) {
+            const RdmaPort* op = old_port(*old, p.port);
+            if (!op) return false;
+            port(p, *op);
+        }
     }
     return true;
+}
+
+// A cycle that skipped the GID tables takes them, and the netdev of ports bound where their
+// GID 0 points, from the previous snapshot; ECN too where it was not read (not asked for, or
+// a port whose netdev only the GID tables name).
+bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, bool ecn_read) {
+    return with_previous(
+        devices, prev, [](RdmaDevice&, const RdmaDevice&) {},
+        [ecn_read](RdmaPort& p, const RdmaPort& op) {
+            p.gids = op.gids;
+            p.gids_dropped = op.gids_dropped;
+            if (!ecn_read || p.netdev.empty()) {
+                p.ecn_rp_enabled = op.ecn_rp_enabled;
+                p.ecn_np_enabled = op.ecn_np_enabled;
+            }
+            if (p.netdev.empty()) p.netdev = op.netdev;
+        });
 }
 
 // A cycle that left what a device is unread (see reads_identity) takes it from the previous
 // snapshot: the device's GUIDs, firmware, board, types, driver and netdevs, and each port's
 // link layer, capability mask and rdma_cm defaults (the port's netdev comes with its GIDs).
-// Returns false when a device or port is new, and so has nothing to carry over.
 bool carry_over_identity(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
-    for (auto& d : devices) {
-        const RdmaDevice* old = find_device(prev, d.name);
-        if (!old || old->ports.size() != d.ports.size()) return false;
-        d.driver = old->driver;
-        d.node_guid = old->node_guid;
-        d.sys_image_guid = old->sys_image_guid;
-        d.fw_ver = old->fw_ver;
-        d.board_id = old->board_id;
-        d.hca_type = old->hca_type;
-        d.node_type = old->node_type;
-        d.netdevs = old->netdevs;
-        for (auto& p : d.ports) {
-            const RdmaPort* op = old_port(*old, p.port);
-            if (!op) return false;
-            p.link_layer = op->link_layer;
-            p.cap_mask = op->cap_mask;
-            p.rdma_cm_default_tos = op->rdma_cm_default_tos;
-            p.rdma_cm_default_mode = op->rdma_cm_default_mode;
-        }
-    }
-    return true;
+    return with_previous(
+        devices, prev,
+        [](RdmaDevice& d, const RdmaDevice& old) {
+            d.driver = old.driver;
+            d.node_guid = old.node_guid;
+            d.sys_image_guid = old.sys_image_guid;
+            d.fw_ver = old.fw_ver;
+            d.board_id = old.board_id;
+            d.hca_type = old.hca_type;
+            d.node_type = old.node_type;
+            d.netdevs = old.netdevs;
+        },
+        [](RdmaPort& p, const RdmaPort& op) {
+            p.link_layer = op.link_layer;
+            p.cap_mask = op.cap_mask;
+            p.rdma_cm_default_tos = op.rdma_cm_default_tos;
+            p.rdma_cm_default_mode = op.rdma_cm_default_mode;
+        });
 }
 
 // A cycle that left the counter files unread takes the counters, and the rates and window
-// increases made from them, from the previous snapshot. Returns false when a device or port is
-// new, or the previous snapshot had no counters (its read blocked), and so there is nothing to
-// carry over.
+// increases made from them, from the previous snapshot (shared, not copied: SharedMap). False
+// too when the previous snapshot had no counters (its read blocked).
 bool carry_over_counters(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
     if (prev.counters_read_at == TimePoint{}) return false;
-    for (auto& d : devices) {
-        const RdmaDevice* old = find_device(prev, d.name);
-        if (!old) return false;
-        for (auto& p : d.ports) {
-            const RdmaPort* op = old_port(*old, p.port);
-            if (!op) return false;
-            p.counters = op->counters;
-            p.hw_counters = op->hw_counters;
-            p.counters_dropped = op->counters_dropped;
-            p.xmit_bytes = op->xmit_bytes;
-            p.rcv_bytes = op->rcv_bytes;
-            p.rates = op->rates;
-            p.window_increase = op->window_increase;
-        }
-    }
-    return true;
+    return with_previous(
+        devices, prev, [](RdmaDevice&, const RdmaDevice&) {},
+        [](RdmaPort& p, const RdmaPort& op) {
+            p.counters = op.counters;
+            p.hw_counters = op.hw_counters;
+            p.counters_dropped = op.counters_dropped;
+            p.xmit_bytes = op.xmit_bytes;
+            p.rcv_bytes = op.rcv_bytes;
+            p.rates = op.rates;
+            p.window_increase = op.window_increase;
+        });
 }
 
 // Counters of devices carried over from an older read are not this cycle's values: left out,
