@@ -64,7 +64,8 @@ struct SysfsReadResult {
     // dangling symlink left by a hot-unplug, a stray file. Skipped, never read errors.
     std::vector<SysfsError> ignored;
     // Whether the ports' counter directories were read (SysfsReadOptions::counters), and the
-    // time that took: what a share of a core for counters is charged.
+    // CPU time that took (the reading thread's, not wall time): what a share of a core for
+    // counters is charged.
     bool counters_read = true;
     double counter_seconds = 0;
     // Whether what changes only with the device or by hand was read (see reads_identity).
