@@ -10,8 +10,13 @@
 #include "daemon/model/driver_stats.hpp"
 #include "daemon/model/rdma_port.hpp"
 
+#include <algorithm>
+#include <array>
 #include <deque>
+#include <initializer_list>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <regex>
 #include <set>
 
@@ -22,45 +27,109 @@ namespace {
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-using Labels = std::vector<ClientMetric::Label>;
+
+// A sample's labels: up to kMax name/value pairs, views of strings that outlive the add()
+// they are given to.
+class Labels {
+public:
+    static constexpr std::size_t kMax = 8;
+    Labels() = default;
+    Labels(std::initializer_list<LabelView> labels) : n_(labels.size()) {
+        if (n_ > kMax) throw std::logic_error("metrics: more than 8 labels on a sample");
+        std::copy(labels.begin(), labels.end(), pairs_.begin());
+    }
+    [[nodiscard]] std::span<const LabelView> view() const { return {pairs_.data(), n_}; }
+
+private:
+    std::array<LabelView, kMax> pairs_{};
+    std::size_t n_ = 0;
+};
+
+bool ascii(std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// One family as the sections fill it: as ClientMetrics (snapshot_to_families), or straight
+// as its sample lines (render_snapshot_metrics: at 128 NICs building the ClientMetrics, their
+// label strings and the walk over them was a sixth of a cycle's CPU, issue 14).
+struct Family {
+    MetricFamily fam;  // name, help, type; and the samples unless as_text
+    bool as_text = false;
+    std::string text;  // the sample lines, when as_text
+};
 
 // Families in declaration order with stable addresses, so each section can hold on to
 // the families it fills while later ones are declared.
 class Builder {
 public:
-    MetricFamily& gauge(std::string name, std::string help) {
+    enum class Output { families, text };
+    explicit Builder(Output output) : as_text_(output == Output::text) {}
+
+    Family& gauge(std::string name, std::string help) {
         return make(std::move(name), std::move(help), MetricType::Gauge);
     }
-    MetricFamily& counter(std::string name, std::string help) {
+    Family& counter(std::string name, std::string help) {
         return make(std::move(name), std::move(help), MetricType::Counter);
     }
 
+    // Output::families: those with a sample, in order.
     std::vector<MetricFamily> finish() && {
         std::vector<MetricFamily> out;
         for (auto& f : fams_)
-            if (!f.metric.empty()) out.push_back(std::move(f));
+            if (!f.fam.metric.empty()) out.push_back(std::move(f.fam));
         return out;
+    }
+    // Output::text: those with a sample, in order, appended to `out` in text format.
+    void finish(std::string& out) && {
+        std::size_t size = out.size();
+        for (const auto& f : fams_) size += f.text.size() + f.fam.help.size() + 2 * f.fam.name.size() + 24;
+        out.reserve(size);
+        for (const auto& f : fams_) {
+            if (f.text.empty()) continue;
+            append_family_header(out, f.fam.name, f.fam.help, f.fam.type);
+            out += f.text;
+        }
     }
 
 private:
-    MetricFamily& make(std::string name, std::string help, MetricType type) {
+    Family& make(std::string name, std::string help, MetricType type) {
         auto& f = fams_.emplace_back();
-        f.name = std::move(name);
-        f.help = std::move(help);
-        f.type = type;
+        f.fam.name = std::move(name);
+        f.fam.help = std::move(help);
+        f.fam.type = type;
+        f.as_text = as_text_;
         return f;
     }
-    std::deque<MetricFamily> fams_;
+    bool as_text_;
+    std::deque<Family> fams_;
 };
 
-void add(MetricFamily& f, Labels labels, double value) {
+// Label values must be UTF-8, and one that is not makes Prometheus drop the whole scrape;
+// names (netdevs, RDMA devices) are bytes. Every label value goes through escape_invalid_utf8:
+// here for text, in escape_labels for families.
+void add(Family& f, const Labels& labels, double value) {
+    if (f.as_text) {
+        const auto given = labels.view();
+        if (std::all_of(given.begin(), given.end(), [](const LabelView& l) { return ascii(l.second); })) {
+            append_sample_line(f.text, f.fam.name, given, value);
+            return;
+        }
+        std::array<std::string, Labels::kMax> valid;
+        std::array<LabelView, Labels::kMax> fixed{};
+        for (std::size_t i = 0; i < given.size(); ++i) {
+            valid[i] = escape_invalid_utf8(given[i].second);
+            fixed[i] = {given[i].first, valid[i]};
+        }
+        append_sample_line(f.text, f.fam.name, std::span(fixed.data(), given.size()), value);
+        return;
+    }
     ClientMetric m;
-    m.label = std::move(labels);
-    if (f.type == MetricType::Counter)
+    for (const auto& [name, v] : labels.view()) m.label.push_back({std::string(name), std::string(v)});
+    if (f.fam.type == MetricType::Counter)
         m.counter.value = value;
     else
         m.gauge.value = value;
-    f.metric.push_back(std::move(m));
+    f.fam.metric.push_back(std::move(m));
 }
 
 double b(bool v) { return v ? 1.0 : 0.0; }
@@ -94,7 +163,7 @@ void rdma_families(Builder& bld, const Snapshot& s) {
     // counters/ file stays in the generic family, as read.
     struct Named {
         const char* file;
-        MetricFamily* fam;
+        Family* fam;
     };
     // (name, help, file): docs/gen/refs.py reads the family from `counter("name", "help"`.
     const auto counter = [&](const char* name, const char* help, const char* file) {
@@ -146,7 +215,7 @@ void rdma_families(Builder& bld, const Snapshot& s) {
         counter("rocewatch_rdma_port_vl15_dropped_total",
                 "Incoming VL15 packets dropped for lack of buffers (VL15_dropped).", "VL15_dropped"),
     };
-    const auto known_family = [&](const std::string& file) -> MetricFamily* {
+    const auto known_family = [&](const std::string& file) -> Family* {
         if (file == "port_xmit_data" || file == "port_rcv_data") return nullptr;  // the byte families
         for (const auto& k : known)
             if (file == k.file) return k.fam;
@@ -191,7 +260,7 @@ void rdma_families(Builder& bld, const Snapshot& s) {
             if (p.rcv_bytes) add(rx, dp, static_cast<double>(*p.rcv_bytes));
             for (const auto& [name, v] : p.counters) {
                 if (is_data_words(name)) continue;
-                if (MetricFamily* f = known_family(name))
+                if (Family* f = known_family(name))
                     add(*f, dp, static_cast<double>(v));
                 else
                     add(counters, {{"device", d.name}, {"port", port}, {"counter", name}}, static_cast<double>(v));
@@ -313,7 +382,8 @@ void link_families(Builder& bld, const Snapshot& s) {
             if (t.temperature_c) add(mod_temp, i, *t.temperature_c);
             if (t.voltage_v) add(mod_volt, i, *t.voltage_v);
             for (size_t n = 0; n < t.lanes.size(); ++n) {
-                const Labels li = {{"netdev", l.name}, {"lane", std::to_string(n + 1)}};
+                const std::string lane = std::to_string(n + 1);
+                const Labels li = {{"netdev", l.name}, {"lane", lane}};
                 if (t.lanes[n].rx_power_mw) add(mod_rx, li, *t.lanes[n].rx_power_mw / 1e3);
                 if (t.lanes[n].tx_power_mw) add(mod_tx, li, *t.lanes[n].tx_power_mw / 1e3);
                 if (t.lanes[n].tx_bias_ma) add(mod_bias, li, *t.lanes[n].tx_bias_ma / 1e3);
@@ -538,33 +608,44 @@ void self_families(Builder& bld, const Snapshot& s) {
         {{"version", s.version.empty() ? built : s.version}}, 1);
 }
 
-// Label values must be UTF-8, and one that is not makes Prometheus drop the whole scrape;
-// names (netdevs, RDMA devices) are bytes. Every label of every family goes through here.
+// escape_invalid_utf8 on every label of every family (see add()).
 void escape_labels(std::vector<MetricFamily>& families) {
     for (auto& f : families)
         for (auto& m : f.metric)
             for (auto& l : m.label) l.value = escape_invalid_utf8(l.value);
 }
 
-}  // namespace
-
-std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
-    Builder bld;
-    rdma_families(bld, s);
-    link_families(bld, s);
-    bond_families(bld, s);
-    alert_families(bld, s);
-    host_families(bld, s);
-    self_families(bld, s);
-    auto out = std::move(bld).finish();
+// The families the probe and cluster views add, after the sections' own.
+std::vector<MetricFamily> view_families(const Snapshot& s) {
+    std::vector<MetricFamily> out;
     add_probe_families(out, s);
     add_cluster_families(out, s);
     escape_labels(out);
     return out;
 }
 
+void sections(Builder& bld, const Snapshot& s) {
+    rdma_families(bld, s);
+    link_families(bld, s);
+    bond_families(bld, s);
+    alert_families(bld, s);
+    host_families(bld, s);
+    self_families(bld, s);
+}
+
+}  // namespace
+
+std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
+    Builder bld(Builder::Output::families);
+    sections(bld, s);
+    auto out = std::move(bld).finish();
+    escape_labels(out);
+    for (auto& f : view_families(s)) out.push_back(std::move(f));
+    return out;
+}
+
 std::vector<MetricFamily> http_families(const HttpStats& stats) {
-    Builder bld;
+    Builder bld(Builder::Output::families);
     auto& req = bld.counter("rocewatch_http_requests_total",
                             "HTTP requests answered, by route pattern and status code.");
     for (const auto& r : stats.requests())
@@ -575,7 +656,16 @@ std::vector<MetricFamily> http_families(const HttpStats& stats) {
     return std::move(bld).finish();
 }
 
-std::string render_snapshot_metrics(const Snapshot& s) { return text_format(snapshot_to_families(s)); }
+// The same text as text_format(snapshot_to_families(s)), written as the sections walk the
+// snapshot (test: Metrics.RenderedTextIsTheFamiliesInTextFormat).
+std::string render_snapshot_metrics(const Snapshot& s) {
+    Builder bld(Builder::Output::text);
+    sections(bld, s);
+    std::string out;
+    std::move(bld).finish(out);
+    append_text_format(out, view_families(s));
+    return out;
+}
 
 std::string render_http_metrics(const HttpStats& stats) { return text_format(http_families(stats)); }
 

@@ -153,20 +153,43 @@ std::string_view type_name(MetricType t) {
 
 }  // namespace
 
+void append_family_header(std::string& out, std::string_view name, std::string_view help, MetricType type) {
+    if (!help.empty()) {
+        out += "# HELP ";
+        out += name;
+        out += ' ';
+        out += help;
+        out += '\n';
+    }
+    out += "# TYPE ";
+    out += name;
+    out += ' ';
+    out += type_name(type);
+    out += '\n';
+}
+
+void append_sample_line(std::string& out, std::string_view name, std::span<const LabelView> labels, double value) {
+    out += name;
+    if (!labels.empty()) {
+        char sep = '{';
+        for (const auto& [label, v] : labels) {
+            out += sep;
+            sep = ',';
+            out += label;
+            out += "=\"";
+            append_escaped(out, v);
+            out += '"';
+        }
+        out += '}';
+    }
+    out += ' ';
+    append_value(out, value);
+    out += '\n';
+}
+
 void append_text_format(std::string& out, const std::vector<MetricFamily>& families) {
     for (const auto& f : families) {
-        if (!f.help.empty()) {
-            out += "# HELP ";
-            out += f.name;
-            out += ' ';
-            out += f.help;
-            out += '\n';
-        }
-        out += "# TYPE ";
-        out += f.name;
-        out += ' ';
-        out += type_name(f.type);
-        out += '\n';
+        append_family_header(out, f.name, f.help, f.type);
         for (const auto& m : f.metric) {
             switch (f.type) {
                 case MetricType::Counter: append_sample(out, f, m, m.counter.value); break;

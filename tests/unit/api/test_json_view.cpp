@@ -6,6 +6,7 @@
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"
 #include "api/probe_view.hpp"
+#include "api/text_format.hpp"
 #include "daemon/model/config.hpp"
 #include "daemon/model/probe.hpp"
 #include "sample_snapshot.hpp"
@@ -351,6 +352,7 @@ TEST(ProbeView, LatestAndBoundedHistory) {
 
 TEST(ProbeView, MetricFamiliesPerPeerRailKind) {
     auto text = rocewatch::api::render_snapshot_metrics(probe_snapshot());
+    EXPECT_EQ(text, rocewatch::api::text_format(rocewatch::api::snapshot_to_families(probe_snapshot())));
     EXPECT_NE(text.find("rocewatch_probe_success{peer=\"spark-b\",rail=\"rail0\",kind=\"tcp_lat\"} 1"),
               std::string::npos)
         << text;

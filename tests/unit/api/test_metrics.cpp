@@ -12,6 +12,7 @@
 #include <set>
 
 #include "api/metrics.hpp"
+#include "api/text_format.hpp"
 #include "daemon/model/config.hpp"
 #include "sample_snapshot.hpp"
 #include "test_env.hpp"
@@ -265,6 +266,24 @@ TEST(Metrics, RenderedText) {
     EXPECT_NE(text.find("# TYPE rocewatch_rdma_port_data_transmitted_bytes_total counter"), std::string::npos);
     EXPECT_NE(text.find("rocewatch_rdma_port_up{device=\"rocep1s0f0\",port=\"1\"} 1"), std::string::npos);
     EXPECT_NE(text.find("rocewatch_http_requests_total{handler=\"/metrics\",code=\"200\"} 1"), std::string::npos);
+}
+
+// render_snapshot_metrics writes the text as the sections walk the snapshot, with no families
+// in between: byte for byte what the families give in text format, escapes and names that are
+// not UTF-8 included.
+TEST(Metrics, RenderedTextIsTheFamiliesInTextFormat) {
+    auto s = api_sample::sample_snapshot();
+    EXPECT_EQ(render_snapshot_metrics(s), text_format(snapshot_to_families(s)));
+    s.devices[0].board_id = "weird \"quoted\" \\ back\nslash";
+    s.links[0].name = std::string("v\xff\xfe", 3);
+    s.links[0].master = std::string("b\xc3", 2);
+    s.devices[0].name = std::string("rxe\xed\xa0\x80", 6);
+    s.devices[0].fw_ver = "\xe2\x82\xac ok";
+    const std::string text = render_snapshot_metrics(s);
+    EXPECT_EQ(text, text_format(snapshot_to_families(s)));
+    EXPECT_NE(text.find(R"(rocewatch_link_up{netdev="v\\xff\\xfe"} )"), std::string::npos) << text;
+    EXPECT_NE(text.find(R"(board_id="weird \"quoted\" \\ back\nslash")"), std::string::npos) << text;
+    EXPECT_NE(text.find("fw_ver=\"\xe2\x82\xac ok\""), std::string::npos) << text;
 }
 
 namespace {
