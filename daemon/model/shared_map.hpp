@@ -71,6 +71,12 @@ public:
         else
             (*this)[k] = std::move(v);
     }
+    // Appends k, which must sort after every name held (checked: out of order throws).
+    void append(std::string k, V v) {
+        if (!items_.empty() && !(items_.back().first < k))
+            throw std::logic_error("FlatMap::append: " + k + " does not sort after " + items_.back().first);
+        items_.emplace_back(std::move(k), std::move(v));
+    }
     std::pair<iterator, bool> emplace(std::string_view k, V v) {
         auto it = lower(k);
         if (it != items_.end() && it->first == k) return {it, false};

@@ -104,20 +104,36 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
             auto& series = ports_[key];
             FlatMap<double> rates;
             FlatMap<uint64_t> increases;
+            FlatMap<CounterSeries> next;
             rates.reserve(port.counters.size() + port.hw_counters.size());
             increases.reserve(port.counters.size() + port.hw_counters.size());
+            next.reserve(std::max(series.size(), port.counters.size() + port.hw_counters.size()));
 
-            // One value per name: counters/ first, hw_counters/ only for names it lacks. Both are
-            // sorted by name and walked side by side, so each rate and increase is appended in
-            // order (a merged copy cost a map node per counter per cycle, issue 14).
+            // The series and the counters are all sorted by name, and walked side by side: a
+            // series goes on to `next` with its counter's new value, or unread (missed; dropped
+            // once stale), and a counter with no series starts one: no std::map lookup per
+            // counter and no search per series, every read (issue 14).
+            auto old = series.begin();
+            const auto pass_unread = [&](const auto& until) {
+                for (; old != series.end() && !until(old->first); ++old) {
+                    old->second.miss();
+                    if (!old->second.stale(now, window)) next.append(std::move(old->first), std::move(old->second));
+                }
+            };
             const auto one = [&](const std::string& name, uint64_t v) {
-                const auto step = series.try_emplace(name).first->second.add(now, v, window);
+                pass_unread([&](const std::string& have) { return !(have < name); });
+                const bool known = old != series.end() && old->first == name;
+                CounterSeries counter = known ? std::move(old->second) : CounterSeries{};
+                const auto step = counter.add(now, v, window);
                 const uint64_t scale = unit_scale(name);
                 if (step.delta && step.seconds > 0)
                     rates.insert_or_assign(name, static_cast<double>(*step.delta) * static_cast<double>(scale) /
                                                      step.seconds);
                 if (step.window_increase) increases.insert_or_assign(name, *step.window_increase * scale);
+                next.append(known ? std::move(old->first) : name, std::move(counter));
+                if (known) ++old;
             };
+            // One value per name: counters/ first, hw_counters/ only for names it lacks.
             auto c = port.counters.begin();
             auto h = port.hw_counters.begin();
             while (c != port.counters.end() || h != port.hw_counters.end()) {
@@ -130,11 +146,10 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
                     ++h;
                 }
             }
+            pass_unread([](const std::string&) { return false; });
+            series = std::move(next);
             port.rates = std::move(rates);
             port.window_increase = std::move(increases);
-            forget_unread(
-                series, [&](const std::string& n) { return port.counters.contains(n) || port.hw_counters.contains(n); },
-                now, window);
         }
     }
     std::erase_if(ports_, [&](const auto& kv) { return !seen_ports.count(kv.first); });

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/model/config.hpp"
+#include "daemon/model/shared_map.hpp"
 #include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
@@ -92,10 +93,10 @@ private:
     void apply_links(Snapshot& s, TimePoint now);
 
     Thresholds thresholds_;
-    std::map<std::string, std::map<std::string, CounterSeries>> ports_;  // "dev/port" -> name -> series
-    std::map<std::string, LinkTrack> links_;                             // by netdev name
-    std::map<std::string, CounterSeries> slave_failures_;                // by slave name
-    TimePoint counters_read_at_{};                                       // of the port counters last taken as a sample
+    std::map<std::string, FlatMap<CounterSeries>> ports_;  // "dev/port" -> name -> series
+    std::map<std::string, LinkTrack> links_;               // by netdev name
+    std::map<std::string, CounterSeries> slave_failures_;  // by slave name
+    TimePoint counters_read_at_{};                         // of the port counters last taken as a sample
 };
 
 }  // namespace rocewatch

@@ -151,6 +151,15 @@ TEST(SharedMap, EmptyClearedAndComparedAsAMap) {
     EXPECT_FALSE(m == kept);
 }
 
+TEST(FlatMap, AppendTakesOnlyANameThatSortsLast) {
+    FlatMap<uint64_t> m;
+    m.append("b", 1);
+    m.append("c", 2);
+    EXPECT_THROW(m.append("a", 3), std::logic_error);
+    EXPECT_THROW(m.append("c", 4), std::logic_error) << "a name held already";
+    EXPECT_EQ(m, (FlatMap<uint64_t>{{"b", 1}, {"c", 2}}));
+}
+
 TEST(FlatMap, KeepsNamesSortedHoweverTheyCome) {
     FlatMap<uint64_t> m;
     m.insert_or_assign("port_rcv_data", 1);  // in listing order: appended

@@ -317,6 +317,27 @@ TEST(Trends, BondSlaveLinkFailureIncrease) {
     EXPECT_EQ(link_of(c, "enp1s0f1np1").slave->link_failure_increase, 0u);
 }
 
+// The series are walked in step with the sorted counter names: names that come and go before,
+// between and after the others, in counters/ or hw_counters/, each keep their own history.
+TEST(Trends, SeriesKeepTheirHistoryAsNamesComeAndGoAroundThem) {
+    TrendTracker tr;
+    auto a = one_port({{"b", 10}, {"d", 20}}, {{"f", 30}});
+    tr.apply(a, t0);
+    auto b = one_port({{"a", 1}, {"b", 15}, {"d", 30}}, {{"e", 7}, {"f", 40}});
+    tr.apply(b, t0 + seconds(5));
+    EXPECT_EQ(port(b).rates, (SharedMap<double>{{"b", 1.0}, {"d", 2.0}, {"f", 2.0}}));
+    EXPECT_EQ(port(b).window_increase, (SharedMap<uint64_t>{{"b", 5}, {"d", 10}, {"f", 10}}));
+    auto c = one_port({{"a", 6}, {"b", 25}}, {{"f", 50}});  // d and e unread
+    tr.apply(c, t0 + seconds(10));
+    EXPECT_EQ(port(c).rates, (SharedMap<double>{{"a", 1.0}, {"b", 2.0}, {"f", 2.0}}));
+    EXPECT_EQ(tr.tracked_series(), 5u) << "d and e are kept inside the window";
+    auto d = one_port({{"a", 6}, {"b", 25}, {"d", 40}}, {{"e", 9}, {"f", 50}});
+    tr.apply(d, t0 + seconds(15));
+    EXPECT_EQ(port(d).rates, (SharedMap<double>{{"a", 0.0}, {"b", 0.0}, {"f", 0.0}})) << "d and e were missed";
+    EXPECT_EQ(port(d).window_increase.at("d"), 20u) << "d's baseline is still t0's";
+    EXPECT_EQ(port(d).window_increase.at("e"), 2u);
+}
+
 TEST(Trends, VanishedDevicesAndLinksAreForgotten) {
     TrendTracker tr;
     auto full = healthy_spark();
