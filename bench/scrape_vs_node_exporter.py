@@ -111,6 +111,7 @@ def main():
     ap.add_argument("--procfs", default="tests/fixtures/procfs/dgx-spark")
     ap.add_argument("--mode", choices=["prometheus", "fresh-conn"], default="prometheus")
     ap.add_argument("--no-fresh", action="store_true", help="do not wait for a fresh snapshot between scrapes")
+    ap.add_argument("--dump", metavar="DIR", help="write both /metrics bodies there (rocewatchd.txt, node_exporter.txt)")
     a = ap.parse_args()
     sysfs = os.path.abspath(a.sysfs)
     cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
@@ -146,6 +147,11 @@ def main():
                     rw_ratio.append(y / x)
                 rw_mem, ne_mem = rss_kib(rw_pid), rss_kib(ne.pid)
                 rw_text, ne_text = scrape_text(rw_port), scrape_text(ne_port)
+                if a.dump:
+                    os.makedirs(a.dump, exist_ok=True)
+                    for name, text in (("rocewatchd.txt", rw_text), ("node_exporter.txt", ne_text)):
+                        with open(os.path.join(a.dump, name), "w") as f:
+                            f.write("\n".join(text) + "\n")
                 rw_series = sum(1 for l in rw_text if l and not l.startswith("#"))
                 ne_series = sum(1 for l in ne_text if l and not l.startswith("#"))
                 rw_plain = sum(len(l.encode()) + 1 for l in rw_text)  # splitlines() took the newlines
@@ -177,11 +183,16 @@ def main():
 
 
 # Families only rocewatch has (node_exporter 1.5 reads no hw_counters, GID tables, verdicts or
-# probes): what issue 14 allows on top of node_exporter's size.
+# probes): what issue 14 allows on top of node_exporter's size. Also which netdev an RDMA port is
+# bound to and its link layer (rocewatch_rdma_port_info: node_exporter's infiniband collector has
+# no per-port series and does not join ports to netdevs), and when the counters were read (the
+# collector's own bookkeeping, as rocewatch_last_collection is). rocewatch_rdma_port_up stays on
+# the shared side: Prometheus could derive most of it from state and phys_state.
 ONLY_ROCEWATCH = ("rocewatch_rdma_port_hw_counters", "rocewatch_rdma_gid_info", "rocewatch_rdma_port_roce_v2_gid_index",
-                  "rocewatch_rdma_port_series_dropped", "rocewatch_alert", "rocewatch_health", "rocewatch_probe",
-                  "rocewatch_host_", "rocewatch_ucx_", "rocewatch_collector_", "rocewatch_last_collection",
-                  "rocewatch_snapshot_", "rocewatch_netlink_", "rocewatch_config_", "rocewatch_build_", "rocewatch_http_")
+                  "rocewatch_rdma_port_series_dropped", "rocewatch_rdma_port_info", "rocewatch_alert",
+                  "rocewatch_health", "rocewatch_probe", "rocewatch_host_", "rocewatch_ucx_", "rocewatch_collector_",
+                  "rocewatch_last_collection", "rocewatch_rdma_counters_read_timestamp", "rocewatch_snapshot_",
+                  "rocewatch_netlink_", "rocewatch_config_", "rocewatch_build_", "rocewatch_http_")
 
 
 # node_exporter's own process and scrape metrics, left out of its side as ours are of ours.
