@@ -9,6 +9,12 @@
 #include <vector>
 #include <string>
 #include <thread>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -489,6 +495,49 @@ TEST(SysfsRead, WithoutCountersTheRestIsStillReadAndNoCounterTimeIsCharged) {
         EXPECT_EQ(p.gids.size(), with.devices[i].ports.at(0).gids.size());
     }
     EXPECT_EQ(r.read_errors, 0u);
+}
+
+// The counter budget is a share of a core: a read that another thread preempts is charged the
+// CPU time it used, not the wall time it took (charged wall time, an 80 ms stall on a busy
+// machine held the next counter read off for 40 s). This thread and a spinner share one CPU, so
+// the reads take about twice the CPU time they use; what they are charged must stay within the
+// CPU time this thread used. Charged wall time, the counter reads alone come to more than that.
+TEST(SysfsRead, ACounterReadIsChargedItsCpuTimeNotTheWallTimeOfAPreemptedRead) {
+    const auto thread_cpu = [] {
+        timespec ts{};
+        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    };
+    cpu_set_t was;
+    ASSERT_EQ(::pthread_getaffinity_np(::pthread_self(), sizeof was, &was), 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(::sched_getcpu(), &one);
+    ASSERT_EQ(::pthread_setaffinity_np(::pthread_self(), sizeof one, &one), 0);
+    std::atomic<bool> stop{false};
+    std::thread spinner([&] {
+        ::pthread_setaffinity_np(::pthread_self(), sizeof one, &one);
+        while (!stop.load(std::memory_order_relaxed)) {
+        }
+    });
+    // Between GID reads, as most cycles are: the counters are most of what is read.
+    const SysfsReadOptions opts{.gids = false, .ecn = false, .files = std::make_shared<SysfsFileCache>()};
+    double charged = 0;
+    int reads = 0;
+    const double cpu_before = thread_cpu();
+    const auto wall_before = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - wall_before < std::chrono::milliseconds(400)) {
+        charged += read_rdma_devices(sysfs_fixture("dgx-spark"), opts).counter_seconds;
+        ++reads;
+    }
+    const double used = thread_cpu() - cpu_before;
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+    stop = true;
+    spinner.join();
+    ::pthread_setaffinity_np(::pthread_self(), sizeof was, &was);
+    ASSERT_GT(wall, 1.5 * used) << "the spinner did not share the CPU, so this shows nothing";
+    EXPECT_GT(charged, 0.0) << reads << " reads";
+    EXPECT_LE(charged, used) << reads << " reads took " << wall << " s and used " << used << " s of CPU";
 }
 
 // ---------------------------------------------------------------- hostile trees
