@@ -15,10 +15,10 @@
 #include <deque>
 #include <initializer_list>
 #include <optional>
-#include <span>
-#include <stdexcept>
 #include <regex>
 #include <set>
+#include <span>
+#include <stdexcept>
 
 namespace rocewatch::api {
 
@@ -50,8 +50,8 @@ bool ascii(std::string_view s) {
 }
 
 // One family as the sections fill it: as ClientMetrics (snapshot_to_families), or straight
-// as its sample lines (render_snapshot_metrics: at 128 NICs building the ClientMetrics, their
-// label strings and the walk over them was a sixth of a cycle's CPU, issue 14).
+// as its sample lines (render_snapshot_metrics: without the ClientMetrics and their label
+// strings, the render at 128 NICs takes 0.54 of its time; bench/stages_side_by_side.sh).
 struct Family {
     MetricFamily fam;  // name, help, type; and the samples unless as_text
     bool as_text = false;
