@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <exception>
 #include <set>
 #include <thread>
@@ -80,13 +79,6 @@ constexpr std::chrono::seconds kMaxCycleRead{60};
 const RdmaPort* old_port(const RdmaDevice& old, uint32_t port) {
     const auto it = std::find_if(old.ports.begin(), old.ports.end(), [&](const RdmaPort& o) { return o.port == port; });
     return it == old.ports.end() ? nullptr : &*it;
-}
-
-// CPU time the calling thread has used (see SysfsReadResult::counter_seconds).
-DutyBudget::Seconds thread_cpu_seconds() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return DutyBudget::Seconds(static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9);
 }
 
 // Walks each device and port with its counterpart in the previous snapshot. Returns false,
@@ -680,11 +672,11 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         snap->counters_read_at = last_->counters_read_at;
     else if (files.counters_read)
         snap->counters_read_at = now;
-    const auto trends_started = thread_cpu_seconds();
+    const auto trends_started = thread_cpu_time();
     trends_->apply(*snap, now, cfg->thresholds);
     // Rates and window increases are made when counters were read: what they cost (a third of
     // a read at 128 NICs) is the counters' too, in CPU time as the read is.
-    if (files.counters_read) counter_budget_.also_spent(thread_cpu_seconds() - trends_started, SteadyClock::now());
+    if (files.counters_read) counter_budget_.also_spent(thread_cpu_time() - trends_started, SteadyClock::now());
     alerts_->update(evaluate_rules(*snap, *cfg), *cfg, now);
     log_transitions(alerts_->last_transitions());
     snap->alerts = alerts_->active();

@@ -1,5 +1,6 @@
 // Reads RDMA devices, ports, GID tables and counters (and a few host facts) from a sysfs root.
 #include "daemon/sysfs/rdma_sysfs.hpp"
+#include "util/clock.hpp"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -18,7 +19,6 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <system_error>
 #include <utility>
 
@@ -94,15 +94,6 @@ std::string join(std::string_view dir, std::string_view name) {
     if (!s.empty() && s.back() != '/') s += '/';
     s.append(name);
     return s;
-}
-
-// CPU time this thread has used: what a read is charged (a share of a core), not the wall
-// time, which a busy machine stretches (a read preempted for 80 ms held the next one off for
-// 40 s at a fifth of a percent).
-std::chrono::nanoseconds thread_cpu_time() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
 struct FdCloser {

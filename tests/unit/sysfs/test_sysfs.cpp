@@ -14,13 +14,13 @@
 #include <memory>
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/sysfs/rdma_sysfs.hpp"
 #include "daemon/sysfs/verbs.hpp"
+#include "util/clock.hpp"
 #include "test_env.hpp"
 
 using namespace rocewatch;
@@ -503,11 +503,6 @@ TEST(SysfsRead, WithoutCountersTheRestIsStillReadAndNoCounterTimeIsCharged) {
 // the reads take about twice the CPU time they use; what they are charged must stay within the
 // CPU time this thread used. Charged wall time, the counter reads alone come to more than that.
 TEST(SysfsRead, ACounterReadIsChargedItsCpuTimeNotTheWallTimeOfAPreemptedRead) {
-    const auto thread_cpu = [] {
-        timespec ts{};
-        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-    };
     cpu_set_t was;
     ASSERT_EQ(::pthread_getaffinity_np(::pthread_self(), sizeof was, &was), 0);
     cpu_set_t one;
@@ -524,13 +519,13 @@ TEST(SysfsRead, ACounterReadIsChargedItsCpuTimeNotTheWallTimeOfAPreemptedRead) {
     const SysfsReadOptions opts{.gids = false, .ecn = false, .files = std::make_shared<SysfsFileCache>()};
     double charged = 0;
     int reads = 0;
-    const double cpu_before = thread_cpu();
+    const auto cpu_before = thread_cpu_time();
     const auto wall_before = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - wall_before < std::chrono::milliseconds(400)) {
         charged += read_rdma_devices(sysfs_fixture("dgx-spark"), opts).counter_seconds;
         ++reads;
     }
-    const double used = thread_cpu() - cpu_before;
+    const double used = std::chrono::duration<double>(thread_cpu_time() - cpu_before).count();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
     stop = true;
     spinner.join();
