@@ -21,7 +21,7 @@ head -1 "$out/new" | awk -v t="$tree" -v r="$runs" -v n="$rounds" \
   '{printf "%s: %s devices, /metrics %s B (identical in both); %s runs of %s rounds, alternated\n", t, $2, $4, r, n}'
 awk '
   FNR == 1 { side = (FILENAME ~ /base$/) ? "base" : "new" }
-  $1 != "devices" { v[side, $1, ++n[side, $1]] = $2; stages[$1] = 1 }
+  $1 != "devices" { v[side, $1, ++n[side, $1]] = $2 }
   function med(side, s,   k, i, j, t, a) {
     k = n[side, s]; for (i = 1; i <= k; i++) a[i] = v[side, s, i]
     for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
