@@ -52,7 +52,7 @@ class Cluster:
             for t, _ in NODES:
                 if s != t:
                     for r in RAILS:
-                        self.paths[(s, t, r)] = {"ok": 1, "lat": BASE_LAT, "bw": BASE_BW}
+                        self.paths[(s, t, r)] = {"ok": 1, "lat": BASE_LAT, "bw": BASE_BW, "bw_ok": None}
         self.extra = []
 
     def set(self, pred, **kv):
@@ -69,9 +69,13 @@ class Cluster:
                         "values": "0x15"})
         for (s, t, r), p in sorted(self.paths.items()):
             base = {"instance": s, "job": JOB, "rack": racks[s], "peer": self.peer_label(t), "rail": r}
-            for kind in ("tcp_lat", "tcp_bw"):
+            # The latency probe runs every minute; the bandwidth probe ran once, at the start.
+            for kind, ok, started in (("tcp_lat", p["ok"], "60+60x15"),
+                                      ("tcp_bw", p["ok"] if p["bw_ok"] is None else p["bw_ok"], "0x15")):
                 out.append({"series": "rocewatch_probe_success" + fmt_labels({**base, "kind": kind}),
-                            "values": f"{p['ok']}x15"})
+                            "values": f"{ok}x15"})
+                out.append({"series": "rocewatch_probe_last_run_timestamp_seconds" +
+                            fmt_labels({**base, "kind": kind}), "values": started})
             # A failed probe keeps its last figures in /metrics: the rules must ignore them.
             lat = {**base, "kind": "tcp_lat"}
             out.append({"series": "rocewatch_probe_latency_seconds" + fmt_labels({**lat, "quantile": "0.5"}),
@@ -116,6 +120,12 @@ def main():
     c = Cluster().set(lambda s, t, rl: rl == "b" and t == node(2), ok=0)
     c.set(lambda s, t, rl: rl == "b" and s == node(2) and t in (node(7), node(8)), ok=0)
     cases.append(case("a dead rail seen while the node's own probes lag: no path blamed", c,
+                      {"RocewatchNodeRailDown": [{"instance": node(2), "rack": r(2), "rail": "b"}]}, catalog))
+
+    # 1c. The same, where only the latency probes fail: every bandwidth probe's success is older
+    #     than them (the bandwidth interval is long) and must not hold the rail up.
+    c = Cluster().set(lambda s, t, rl: rl == "b" and node(2) in (s, t), ok=0, bw_ok=1)
+    cases.append(case("a dead rail whose older bandwidth probes succeeded: that node and rail", c,
                       {"RocewatchNodeRailDown": [{"instance": node(2), "rack": r(2), "rail": "b"}]}, catalog))
 
     # 2. The path between nodes 1 and 5 on rail a drops, both ways; peers named by host alone.
