@@ -9,11 +9,13 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "daemon/model/config.hpp"
 #include "daemon/model/probe.hpp"
@@ -47,6 +49,38 @@ public:
     void charge(BudgetSide side, uint64_t bytes);
     [[nodiscard]] ProbeBudgetStats stats() const;
 
+    // Bandwidth-probe bulk this node moves now: a bandwidth run of its own, or a peer's sink
+    // session on the TCP data port. A latency probe that shares a queue with it measures the
+    // queue (a 64 KiB segment is 0.5 ms at 1 Gb/s), so the data port answers an echo request
+    // busy, and the scheduler puts its own latency probes off, while any flows.
+    class Bulk {
+    public:
+        Bulk() = default;
+        explicit Bulk(ProbeBudget* b) : b_(b) {
+            if (b_) ++b_->bulk_;
+        }
+        Bulk(Bulk&& o) noexcept : b_(std::exchange(o.b_, nullptr)) {}
+        Bulk& operator=(Bulk&& o) noexcept {
+            if (this != &o) {
+                reset();
+                b_ = std::exchange(o.b_, nullptr);
+            }
+            return *this;
+        }
+        Bulk(const Bulk&) = delete;
+        Bulk& operator=(const Bulk&) = delete;
+        ~Bulk() { reset(); }
+        void reset() {
+            if (b_) --b_->bulk_;
+            b_ = nullptr;
+        }
+
+    private:
+        ProbeBudget* b_ = nullptr;
+    };
+    [[nodiscard]] Bulk bulk() { return Bulk(this); }
+    [[nodiscard]] bool moving_bulk() const { return bulk_.load(std::memory_order_relaxed) > 0; }
+
 private:
     struct Slot {
         int64_t second = -1;  // which second of the steady clock the slot holds
@@ -64,6 +98,7 @@ private:
     std::array<uint64_t, 2> admitted_{};
     std::array<uint64_t, 2> refused_{};
     std::array<uint64_t, 2> bytes_{};
+    std::atomic<int> bulk_{0};
 };
 
 }  // namespace rocewatch

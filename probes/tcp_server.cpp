@@ -57,6 +57,7 @@ struct Session {
     bool dead = false;
     bool pending = false;       // accepted, request not yet granted: counted by the caps
     bool data_session = false;  // counted against max_sessions
+    ProbeBudget::Bulk bulk;     // a sink session: bulk moves through this node
     uint32_t events = 0;        // what epoll watches for now
 };
 
@@ -325,6 +326,13 @@ bool DataPortLoop::on_handshake(Session& s) {
         ++counters_.bad_requests;
         return refuse(s, tcpwire::Code::bad_request);
     }
+    // An echo through a queue of bandwidth-probe bulk measures the queue: busy, so the prober
+    // tries again in a few seconds (ProbeScheduler::kBusyRetry).
+    if (echo && limits_.budget && limits_.budget->moving_bulk()) {
+        ++counters_.busy;
+        if (log_) log_->debug("probe port: {} refused an echo session: a bandwidth probe's bulk is moving", s.peer);
+        return refuse(s, tcpwire::Code::busy);
+    }
     if (data_sessions() >= limits_.max_sessions) {
         ++counters_.busy;
         return refuse(s, tcpwire::Code::busy);
@@ -349,7 +357,10 @@ bool DataPortLoop::grant(Session& s, const tcpwire::Request& req) {
     s.data_session = true;
     s.deadline = SteadyClock::now() + std::chrono::milliseconds(s.grant.duration_ms) +
                  from_seconds(limits_.grace_seconds);
-    if (echo) set_int_opt(s.fd.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+    if (echo)
+        set_int_opt(s.fd.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+    else if (limits_.budget)
+        s.bulk = limits_.budget->bulk();
     ++counters_.sessions;
     if (log_)
         log_->debug("probe port: {} {} session, {} ms, {} bytes", s.peer, tcpwire::to_string(req.mode),
@@ -472,6 +483,7 @@ void DataPortLoop::expire() {
 void DataPortLoop::close(Session& s) {
     if (s.dead) return;
     s.dead = true;
+    s.bulk.reset();
     if (limits_.budget && s.bytes_in) limits_.budget->charge(BudgetSide::peer, s.bytes_in);
     leave_pending(s);
 }

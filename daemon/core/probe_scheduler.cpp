@@ -125,7 +125,10 @@ SteadyClock::duration ProbeScheduler::jitter(ProbeKind k) {
 
 SteadyClock::duration ProbeScheduler::next_after(const ProbeJob& job, const ProbeResult& r) {
     const auto interval = SteadyClock::duration(probe_timing(cur_->probes, job.kind).interval);
-    if (r.reason != kReasonPeerBusy || interval <= kBusyRetry) return interval + jitter(job.kind);
+    // Not run for something busy that passes within seconds (the peer serving another session,
+    // bulk moving through this node): soon again, not a whole interval later.
+    const bool busy = r.reason == kReasonPeerBusy || (r.reason == kReasonSkippedBusy && !is_bandwidth_kind(job.kind));
+    if (!busy || interval <= kBusyRetry) return interval + jitter(job.kind);
     std::uniform_int_distribution<int64_t> d(0, std::chrono::milliseconds(kBusyRetry).count());
     return std::min<SteadyClock::duration>(interval, kBusyRetry + std::chrono::milliseconds(d(rng_)));
 }
@@ -339,6 +342,13 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     // A rotating peer's first hello matched its rails: it is probed over them at once
     // (replan_matched), not to its control host as well; nothing to record.
     if (job.peer.rotating && !job.rail && rematch_.count(job.peer.name)) return r;
+    if (scheduled && !is_bandwidth_kind(job.kind) && deps_.moving_bulk()) {
+        r.reason = kReasonSkippedBusy;
+        r.detail = "a peer's bandwidth probe is moving bulk through this node: " + std::string(to_string(job.kind)) +
+                   " put off so it does not measure that queue";
+        log_->debug("probe {} to {} not run: {}", to_string(job.kind), job.peer.name, r.detail);
+        return finish(std::move(r));
+    }
     if (auto why = deps_.admit()) {
         r.reason = kReasonSkippedBudget;
         r.detail = *why;
@@ -348,6 +358,7 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     try {
         auto deadline = t0 + SteadyClock::duration(timing.budget);
         if (job.deadline) deadline = std::min(deadline, *job.deadline);
+        const auto bulk = is_bandwidth_kind(job.kind) ? deps_.mark_bulk() : nullptr;
         ProbeResult res = deps_.run(job, *hello, Deadline{deadline, &cancel_});
         deps_.charge(res.bytes);
         if (!res.success && cancel_) {

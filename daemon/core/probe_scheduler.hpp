@@ -64,6 +64,11 @@ struct ProbeSchedulerDeps {
     // counted), else why not; and the payload bytes a run moved.
     std::function<std::optional<std::string>()> admit = [] { return std::optional<std::string>{}; };
     std::function<void(uint64_t bytes)> charge = [](uint64_t) {};
+    // Bandwidth-probe bulk through this node (ProbeBudget::bulk): a mark held while one of our
+    // bandwidth runs moves it, and whether any moves now (ours, or a peer's session on our data
+    // port). A scheduled latency probe is put off while bulk moves: it would measure the queue.
+    std::function<std::shared_ptr<void>()> mark_bulk = [] { return std::shared_ptr<void>(); };
+    std::function<bool()> moving_bulk = [] { return false; };
     std::function<SteadyClock::time_point()> now = [] { return SteadyClock::now(); };
     std::function<TimePoint()> wall_now = [] { return Clock::now(); };
 };

@@ -202,6 +202,13 @@ ProbeSchedulerDeps Probers::scheduler_deps() const {
             [this](uint64_t bytes) {
                 if (ctx_.budget) ctx_.budget->charge(BudgetSide::own, bytes);
             },
+        .mark_bulk =
+            [this] {
+                return ctx_.budget
+                           ? std::static_pointer_cast<void>(std::make_shared<ProbeBudget::Bulk>(ctx_.budget->bulk()))
+                           : std::shared_ptr<void>();
+            },
+        .moving_bulk = [this] { return ctx_.budget && ctx_.budget->moving_bulk(); },
     };
 }
 

@@ -155,6 +155,69 @@ TEST_F(SchedulerTest, APeerBusyProbeIsRetriedSoonNotAnIntervalLater) {
     EXPECT_TRUE(r->success);
 }
 
+// While a bandwidth probe's bulk moves through this node, a scheduled latency probe would
+// measure the queue it builds: it is put off (skipped_busy, not a failure) and tried again
+// within seconds once the bulk is gone. Our own bandwidth runs hold the bulk mark while they run,
+// and only they.
+TEST_F(SchedulerTest, LatencyProbesWaitOutBulkAndBandwidthRunsMarkIt) {
+    auto c = config();
+    c->probes.tcp_lat.interval = 30s;
+    c->probes.tcp_lat.jitter = 0s;
+    int marks = 0;
+    bool bulk_from_peer = true;
+    std::vector<std::pair<ProbeKind, int>> marks_during_run;
+    auto s = [&] {
+        ProbeSchedulerDeps d{
+            .run =
+                [&](const ProbeJob& j, const PeerHello&, Deadline) {
+                    runs.emplace_back(j.kind, now);
+                    marks_during_run.emplace_back(j.kind, marks);
+                    ProbeResult r;
+                    r.success = true;
+                    return r;
+                },
+            .hello = good_hello,
+            .now = [this] { return now; },
+        };
+        d.mark_bulk = [&] {
+            ++marks;
+            return std::shared_ptr<void>(nullptr, [&](void*) { --marks; });
+        };
+        d.moving_bulk = [&] { return bulk_from_peer || marks > 0; };
+        return std::make_unique<ProbeScheduler>(c, std::move(d), store, log, 42);
+    }();
+    for (int i = 0; i < 20; ++i) {
+        s->run_due(now);
+        now += 1s;
+    }
+    EXPECT_EQ(count(ProbeKind::tcp_lat), 0u) << "no latency probe while bulk moves";
+    EXPECT_EQ(count(ProbeKind::tcp_bw), 1u) << "bandwidth probes are not held back by bulk";
+    const ProbeResult* r = store.latest()->latest({"spark-b", "rail0", ProbeKind::tcp_lat});
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->reason, kReasonSkippedBusy);
+    EXPECT_FALSE(probe_ran(*r)) << "put off, not failed";
+    EXPECT_NE(r->detail.find("bulk"), std::string::npos) << r->detail;
+    bulk_from_peer = false;
+    const auto freed = now;
+    for (int i = 0; i < 15 && count(ProbeKind::tcp_lat) == 0; ++i) {
+        s->run_due(now);
+        now += 1s;
+    }
+    ASSERT_EQ(count(ProbeKind::tcp_lat), 1u);
+    EXPECT_LE(runs.back().second - freed, 11s) << "tried again within seconds, not a 30 s interval later";
+    for (const auto& [kind, held] : marks_during_run)
+        EXPECT_EQ(held, is_bandwidth_kind(kind) ? 1 : 0) << to_string(kind) << " run with " << held << " bulk marks";
+    EXPECT_EQ(marks, 0) << "the mark ends with the run";
+    // An on-demand latency probe asked for by a person runs anyway.
+    bulk_from_peer = true;
+    auto job = s->find_job("spark-b", "rail0", ProbeKind::tcp_lat);
+    ASSERT_TRUE(job);
+    auto f = s->submit(*job);
+    ASSERT_TRUE(f);
+    s->run_due(now);
+    EXPECT_TRUE(f->get().success);
+}
+
 TEST_F(SchedulerTest, FailedHelloIsTheProbesReasonAndIsRetried) {
     hello_error = "auth_refused";
     auto s = make(config());

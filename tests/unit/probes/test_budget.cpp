@@ -82,4 +82,25 @@ TEST(BudgetLimits, ComeFromTheProbesSection) {
     EXPECT_EQ(budget_limits(p).bytes_per_minute, 1ull << 40);
 }
 
+// Bulk marks: counted while held, released once whichever way they end (reset, move, scope);
+// a moved-from mark releases nothing.
+TEST_F(BudgetTest, BulkIsMovingWhileAnyMarkIsHeld) {
+    auto b = make(0, 0);
+    EXPECT_FALSE(b.moving_bulk());
+    {
+        auto ours = b.bulk();
+        EXPECT_TRUE(b.moving_bulk());
+        auto peers = b.bulk();
+        ours.reset();
+        EXPECT_TRUE(b.moving_bulk()) << "the other mark still holds";
+        ProbeBudget::Bulk moved = std::move(peers);
+        peers.reset();  // moved from: releases nothing
+        EXPECT_TRUE(b.moving_bulk());
+        ProbeBudget::Bulk other = b.bulk();
+        other = std::move(moved);  // releases other's own mark, takes moved's
+        EXPECT_TRUE(b.moving_bulk());
+    }
+    EXPECT_FALSE(b.moving_bulk()) << "every mark released at the end of its scope";
+}
+
 }  // namespace

@@ -577,6 +577,39 @@ TEST_F(TcpProbeNetns, SlowPeerThatStopsReadingTimesOutAtTheDeadline) {
     expect_server_responsive("slow peers elsewhere");
 }
 
+// Latency measured through a queue of bandwidth-probe bulk measures the queue: while a peer's
+// sink session is open, or this node's own bandwidth probe runs (its mark on the budget), the
+// data port answers an echo request busy; once the bulk is gone it echoes again.
+TEST_F(TcpProbeNetns, EchoIsRefusedBusyWhileBulkMoves) {
+    ProbeBudget budget({});
+    auto limits = test_limits();
+    limits.budget = &budget;
+    server_ = make_server(limits);
+    TcpLatSettings s;
+    s.iterations = 20;
+    TcpBwSettings bw;
+    bw.duration_seconds = 1.0;
+    auto sink = std::async(std::launch::async, [&] { return tcp_bandwidth(target(), bw, Deadline::after(3s)); });
+    for (int i = 0; i < 100 && !budget.moving_bulk(); ++i) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(budget.moving_bulk()) << "a granted sink session marks bulk";
+    const auto during = tcp_latency(target(), s, Deadline::after(2s));
+    EXPECT_EQ(during.reason, reason::peer_busy) << during.detail;
+    const auto bulk = sink.get();
+    EXPECT_TRUE(bulk.success) << bulk.detail;
+    for (int i = 0; i < 100 && budget.moving_bulk(); ++i) std::this_thread::sleep_for(5ms);
+    EXPECT_FALSE(budget.moving_bulk()) << "the mark ends with the sink session";
+    auto after = tcp_latency(target(), s, Deadline::after(2s));
+    EXPECT_TRUE(after.success) << after.reason << " " << after.detail;
+    {
+        const auto ours = budget.bulk();  // our own bandwidth probe, as the scheduler marks it
+        const auto r = tcp_latency(target(), s, Deadline::after(2s));
+        EXPECT_EQ(r.reason, reason::peer_busy) << r.detail;
+    }
+    after = tcp_latency(target(), s, Deadline::after(2s));
+    EXPECT_TRUE(after.success) << after.reason << " " << after.detail;
+    EXPECT_GE(server_->stats().busy, 2u);
+}
+
 TEST_F(TcpProbeNetns, BusyServerSaysSo) {
     auto limits = test_limits();
     limits.max_sessions = 1;
