@@ -38,11 +38,15 @@ for log in sys.argv[1:]:
         counts[r["result"]] = counts.get(r["result"], 0) + 1
         if r["result"] not in ("OK", "EXPECTEDFAIL", "SKIP"):
             failed_names.append(f'{os.path.dirname(os.path.dirname(log))}: {r["name"]} ({r["result"]})')
+            # The failed checks themselves, so the log's tail says why and not only what.
+            out = (r.get("stdout") or "").splitlines()
+            why = [l for l in out if "FAIL" in l or l.startswith("not ok") or "Failure" in l]
+            failed_names += [f'  {l[:300]}' for l in (why or out[-5:])[:12]]
 ok = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
 skipped = counts.get("SKIP", 0)
 failed = sum(v for k, v in counts.items() if k not in ("OK", "EXPECTEDFAIL", "SKIP"))
 for name in failed_names:  # last, so that a reader of the log's tail sees what failed
-    print(f"FAILED {name}")
+    print(name if name.startswith("  ") else f"FAILED {name}")
 print(f"{ok} passed, {failed} failed, {skipped} skipped")
 if os.environ.get("CI") in ("true", "1") and skipped:
     print("CI runs every test: a skipped test is a failure here", file=sys.stderr)
