@@ -762,17 +762,33 @@ daemon_port_view() {
           "up=\($p.up)"'
 }
 
+# wait_counter_read SECONDS: until the daemon has read the ports' counter files again. It reads
+# them within a share of a core (daemon/core/engine.cpp, kCounterShare), not every cycle: under
+# TCG a read of two rxe ports costs enough CPU to space reads seconds apart.
+wait_counter_read() {
+    local r0 r t=0
+    r0=$(query_daemon /api/v1/status | jq -r .counters_read_at) || return 1
+    while :; do
+        r=$(query_daemon /api/v1/status | jq -r .counters_read_at)
+        [[ $r != "$r0" ]] && return 0
+        ((t++ < $1 * 5)) || { fail "rocewatchd read no counters within $1 s (last read $r)"; return 1; }
+        snooze 0.2
+    done
+}
+
 # expect_view_matches KIND ARG WHAT TAG: kernel_KIND_view ARG and daemon_KIND_view ARG agree,
-# key by key (when they differ, judged again on a snapshot made after the kernel's reading:
-# the daemon's may be a collection older than it). Both views are kept as
-# $RES/kernel-TAG.txt and $RES/daemon-TAG.txt.
+# key by key (when they differ, judged again: the kernel read first, then the daemon's view
+# from a snapshot made after that reading, with the port counters read after it too, since the
+# daemon's may be older). Both views are kept as $RES/kernel-TAG.txt and $RES/daemon-TAG.txt.
 expect_view_matches() {
     local kind=$1 arg=$2 what=$3 tag=$4 k dv
     k=$("kernel_${kind}_view" "$arg")
     dv=$("daemon_${kind}_view" "$arg")
     if ! views_agree "$k" "$dv"; then
-        wait_generation 2 10
+        log "rocewatchd and the kernel differ on $what; judged again after a newer snapshot"
         k=$("kernel_${kind}_view" "$arg")
+        wait_generation 2 10
+        [[ $kind == port ]] && wait_counter_read 60
         dv=$("daemon_${kind}_view" "$arg")
     fi
     echo "$k" >"$RES/kernel-$tag.txt"
