@@ -286,6 +286,9 @@ protected:
     }
 
     ProbeToken token_ = token(1);
+    // The node's budget for tests that hand it to the server: the fixture's, so it outlives the
+    // server's echo workers (they charge it as their sessions end, after a test body returns).
+    ProbeBudget budget_{ProbeBudgetLimits{}};
     std::unique_ptr<TcpProbeServer> server_;
 };
 
@@ -431,7 +434,8 @@ TEST_F(TcpProbeNetns, LatencyStopsAtIterationCount) {
 // minute serves two latency probes, refuses the third as busy (the prober's peer_busy, which is
 // not a failure), and charges the bytes it echoed.
 TEST_F(TcpProbeNetns, TheProbeBudgetRefusesPeersOnceSpent) {
-    ProbeBudget budget({.runs_per_minute = 2, .bytes_per_minute = 0});
+    budget_.set_limits({.runs_per_minute = 2, .bytes_per_minute = 0});
+    auto& budget = budget_;
     auto limits = test_limits();
     limits.budget = &budget;
     server_ = make_server(limits);
@@ -581,7 +585,7 @@ TEST_F(TcpProbeNetns, SlowPeerThatStopsReadingTimesOutAtTheDeadline) {
 // sink session is open, or this node's own bandwidth probe runs (its mark on the budget), the
 // data port answers an echo request busy; once the bulk is gone it echoes again.
 TEST_F(TcpProbeNetns, EchoIsRefusedBusyWhileBulkMoves) {
-    ProbeBudget budget({});
+    auto& budget = budget_;
     auto limits = test_limits();
     limits.budget = &budget;
     server_ = make_server(limits);
