@@ -254,6 +254,13 @@ protected:
         return s;
     }
 
+    // The data port anew, admitting its sessions against budget_ (the node's probe budget).
+    void serve_with_budget() {
+        auto limits = test_limits();
+        limits.budget = &budget_;
+        server_ = make_server(limits);
+    }
+
     TcpProbeTarget target(uint16_t port = 0, const char* address = kAddrB) const {
         TcpProbeTarget t;
         t.peer = "peer-b";
@@ -436,9 +443,7 @@ TEST_F(TcpProbeNetns, LatencyStopsAtIterationCount) {
 TEST_F(TcpProbeNetns, TheProbeBudgetRefusesPeersOnceSpent) {
     budget_.set_limits({.runs_per_minute = 2, .bytes_per_minute = 0});
     auto& budget = budget_;
-    auto limits = test_limits();
-    limits.budget = &budget;
-    server_ = make_server(limits);
+    serve_with_budget();
     TcpLatSettings s;
     s.iterations = 20;
     for (int i = 0; i < 2; ++i) {
@@ -586,9 +591,7 @@ TEST_F(TcpProbeNetns, SlowPeerThatStopsReadingTimesOutAtTheDeadline) {
 // data port answers an echo request busy; once the bulk is gone it echoes again.
 TEST_F(TcpProbeNetns, EchoIsRefusedBusyWhileBulkMoves) {
     auto& budget = budget_;
-    auto limits = test_limits();
-    limits.budget = &budget;
-    server_ = make_server(limits);
+    serve_with_budget();
     TcpLatSettings s;
     s.iterations = 20;
     TcpBwSettings bw;
