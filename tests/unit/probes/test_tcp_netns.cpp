@@ -442,7 +442,6 @@ TEST_F(TcpProbeNetns, LatencyStopsAtIterationCount) {
 // not a failure), and charges the bytes it echoed.
 TEST_F(TcpProbeNetns, TheProbeBudgetRefusesPeersOnceSpent) {
     budget_.set_limits({.runs_per_minute = 2, .bytes_per_minute = 0});
-    auto& budget = budget_;
     serve_with_budget();
     TcpLatSettings s;
     s.iterations = 20;
@@ -458,9 +457,9 @@ TEST_F(TcpProbeNetns, TheProbeBudgetRefusesPeersOnceSpent) {
     EXPECT_FALSE(third.success);
     EXPECT_EQ(third.reason, reason::peer_busy) << third.detail;
     // The echo workers charge as their sessions end.
-    for (int i = 0; i < 50 && budget.stats().bytes[1] < 2u * 2 * 20 * s.message_size; ++i)
+    for (int i = 0; i < 50 && budget_.stats().bytes[1] < 2u * 2 * 20 * s.message_size; ++i)
         std::this_thread::sleep_for(20ms);
-    const auto st = budget.stats();
+    const auto st = budget_.stats();
     EXPECT_EQ(st.admitted[1], 2u);
     EXPECT_GE(st.refused[1], 1u);
     EXPECT_EQ(st.runs_last_minute, 2u);
@@ -590,25 +589,24 @@ TEST_F(TcpProbeNetns, SlowPeerThatStopsReadingTimesOutAtTheDeadline) {
 // sink session is open, or this node's own bandwidth probe runs (its mark on the budget), the
 // data port answers an echo request busy; once the bulk is gone it echoes again.
 TEST_F(TcpProbeNetns, EchoIsRefusedBusyWhileBulkMoves) {
-    auto& budget = budget_;
     serve_with_budget();
     TcpLatSettings s;
     s.iterations = 20;
     TcpBwSettings bw;
     bw.duration_seconds = 1.0;
     auto sink = std::async(std::launch::async, [&] { return tcp_bandwidth(target(), bw, Deadline::after(3s)); });
-    for (int i = 0; i < 100 && !budget.moving_bulk(); ++i) std::this_thread::sleep_for(5ms);
-    ASSERT_TRUE(budget.moving_bulk()) << "a granted sink session marks bulk";
+    for (int i = 0; i < 100 && !budget_.moving_bulk(); ++i) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(budget_.moving_bulk()) << "a granted sink session marks bulk";
     const auto during = tcp_latency(target(), s, Deadline::after(2s));
     EXPECT_EQ(during.reason, reason::peer_busy) << during.detail;
     const auto bulk = sink.get();
     EXPECT_TRUE(bulk.success) << bulk.detail;
-    for (int i = 0; i < 100 && budget.moving_bulk(); ++i) std::this_thread::sleep_for(5ms);
-    EXPECT_FALSE(budget.moving_bulk()) << "the mark ends with the sink session";
+    for (int i = 0; i < 100 && budget_.moving_bulk(); ++i) std::this_thread::sleep_for(5ms);
+    EXPECT_FALSE(budget_.moving_bulk()) << "the mark ends with the sink session";
     auto after = tcp_latency(target(), s, Deadline::after(2s));
     EXPECT_TRUE(after.success) << after.reason << " " << after.detail;
     {
-        const auto ours = budget.bulk();  // our own bandwidth probe, as the scheduler marks it
+        const auto ours = budget_.bulk();  // our own bandwidth probe, as the scheduler marks it
         const auto r = tcp_latency(target(), s, Deadline::after(2s));
         EXPECT_EQ(r.reason, reason::peer_busy) << r.detail;
     }
