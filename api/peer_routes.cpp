@@ -12,6 +12,8 @@
 #include "api/metrics.hpp"
 #include "api/probe_view.hpp"
 #include "api/replies.hpp"
+#include "daemon/model/probe.hpp"
+#include "probes/budget.hpp"
 #include "probes/errors.hpp"
 #include "probes/session.hpp"
 
@@ -67,6 +69,12 @@ bool wait_for(const std::shared_future<ProbeResult>& f, std::chrono::millisecond
     return f.wait_for(bound) == std::future_status::ready;
 }
 
+// The session asks for a bandwidth kind (the request was accepted, so it is an object).
+bool moves_bulk(const nlohmann::json& request) {
+    const auto kind = probe_kind_from_string(request.value("kind", std::string()));
+    return kind && is_bandwidth_kind(*kind);
+}
+
 void session(State& st, const std::string& what, const SessionAccept& accept, const Req& req, Res& res) {
     if (st.probing_off(res)) return;
     if (!st.authorized(req)) return send_unauthorized(res);
@@ -99,12 +107,18 @@ void session(State& st, const std::string& what, const SessionAccept& accept, co
         return send_json(res, 422, reply);
     }
     reply["session"] = st.r.sessions.id();
-    st.r.sessions.run([serve = std::move(serve), from = req.remote_addr, what, log = st.r.log, budget = st.r.budget] {
-        auto r = serve();
-        if (budget) budget->charge(BudgetSide::peer, r.bytes);
-        log->debug("{} session ({}) from {}: {} {}", what, to_string(r.kind), from, r.success ? "ok" : r.reason,
-                   log_safe(r.detail, 512));
-    });
+    // A peer's bandwidth session moves bulk through this node as a sink session on the TCP
+    // data port does: while it runs, our own latency probes and the data port's echo wait.
+    auto bulk = std::make_shared<ProbeBudget::Bulk>();
+    if (st.r.budget && moves_bulk(request)) *bulk = st.r.budget->bulk();
+    st.r.sessions.run(
+        [serve = std::move(serve), bulk, from = req.remote_addr, what, log = st.r.log, budget = st.r.budget] {
+            auto r = serve();
+            bulk->reset();
+            if (budget) budget->charge(BudgetSide::peer, r.bytes);
+            log->debug("{} session ({}) from {}: {} {}", what, to_string(r.kind), from, r.success ? "ok" : r.reason,
+                       log_safe(r.detail, 512));
+        });
     send_json(res, 200, reply);
 }
 

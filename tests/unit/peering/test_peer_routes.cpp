@@ -58,6 +58,7 @@ struct PeerRoutesTest : ::testing::Test {
     // No limits unless a test sets them; every session is admitted against it and charged.
     ProbeBudget budget{ProbeBudgetLimits{}};
     std::atomic<int> accepted{0};
+    std::atomic<bool> hold{false};  // serve_bytes' sessions run until it is cleared (5 s at most)
     std::unique_ptr<api::ApiServer> server;
     std::unique_ptr<httplib::Client> cli;
     httplib::Headers auth{{"Authorization", std::string("Bearer ") + kToken}};
@@ -89,7 +90,8 @@ struct PeerRoutesTest : ::testing::Test {
     SessionAccept serve_bytes() {
         return [this](const Config&, const Snapshot&, const json&, const std::atomic<bool>*) {
             ++accepted;
-            return std::make_pair(json{{"rails", json::array()}}, std::function<ProbeResult()>{[] {
+            return std::make_pair(json{{"rails", json::array()}}, std::function<ProbeResult()>{[this] {
+                                      for (int i = 0; i < 500 && hold; ++i) std::this_thread::sleep_for(10ms);
                                       ProbeResult r;
                                       r.success = true;
                                       r.bytes = 1000;
@@ -229,6 +231,27 @@ TEST_F(PeerRoutesTest, SessionsAreAdmittedAgainstTheProbeBudgetAndCharged) {
     EXPECT_EQ(accepted.load(), 1) << "the session kind is not asked once the budget is spent";
     EXPECT_EQ(budget.stats().refused[1], 1u);
     EXPECT_EQ(budget.stats().admitted[0], 0u) << "peers' sessions count on the peer side only";
+}
+
+// A peer's bandwidth session moves bulk through this node: while it runs, the budget says so
+// (our latency probes and the data port's echo wait it out), and stops saying so when it ends.
+// A latency session is no bulk.
+TEST_F(PeerRoutesTest, BandwidthSessionsMarkBulkWhileTheyRun) {
+    source.set(std::make_shared<const Snapshot>());
+    const auto run = [&](const char* kind) {
+        hold = true;
+        auto res = cli->Post("/api/v1/peer/ucx", auth, json{{"kind", kind}}.dump(), "application/json");
+        EXPECT_TRUE(res && res->status == 200) << kind;
+        const bool during = budget.moving_bulk();
+        hold = false;
+        for (int i = 0; i < 500 && sessions.busy(); ++i) std::this_thread::sleep_for(10ms);
+        EXPECT_FALSE(sessions.busy());
+        EXPECT_FALSE(budget.moving_bulk()) << kind << ": the mark ends with the session";
+        return during;
+    };
+    EXPECT_TRUE(run("ucx_put_bw"));
+    EXPECT_FALSE(run("ucx_put_lat"));
+    EXPECT_TRUE(run("rdma_multirail_bw"));
 }
 
 TEST(LogSafe, EscapesAndBounds) {
