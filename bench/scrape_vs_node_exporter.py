@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Side by side on one fixture tree: rocewatchd vs Debian's prometheus-node-exporter (infiniband,
-bonding and netclass collectors): scrape latency p50/p99 and resident memory, with ratios.
+bonding and netclass collectors, netclass over netlink): scrape latency p50/p99, resident memory
+and the bytes of /metrics, with ratios.
 
 Usage (root, for the network namespace that keeps both daemons' netlink view identical):
     bench/scrape_vs_node_exporter.py [--scrapes 400] [--mode prometheus|fresh-conn] [--sysfs DIR]
@@ -121,10 +122,14 @@ def main():
     rw_port, ne_port = 19879, 19100
     with rwtest.Netns("bench") as node, rwtest.Netns("benchpeer") as peer:
         rwtest.dgx_spark_links(node, peer)
+        # netclass over netlink: the fixture trees hold only each netdev's address, so from
+        # sysfs node_exporter would report no MTU, carrier or counters and every link down;
+        # over netlink it reads the namespace's links, as rocewatchd does (and as it reads
+        # /sys/class/net on a real node, with still more series a link).
         ne = subprocess.Popen(["ip", "netns", "exec", node.name, "prometheus-node-exporter",
                                f"--web.listen-address=127.0.0.1:{ne_port}", f"--path.sysfs={sysfs}",
                                f"--path.procfs={os.path.abspath(a.procfs)}", "--collector.disable-defaults",
-                               "--collector.infiniband", "--collector.bonding", "--collector.netclass"],
+                               "--collector.infiniband", "--collector.bonding", "--collector.netclass", "--collector.netclass.netlink"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             with rwtest.Daemon(netns=node, sysfs=sysfs, procfs=os.path.abspath(a.procfs), port=rw_port,
