@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -96,6 +97,13 @@ private:
     std::mutex mu_;  // guards cur_; held while rendering, so a snapshot is rendered once
     Entry cur_;
     std::atomic<bool> gzip_seen_{false};
+    // When the last scrape without gzip came (time_since_epoch); none yet: min.
+    std::atomic<SteadyClock::rep> last_plain_{std::numeric_limits<SteadyClock::rep>::min()};
+    bool plain_wanted(SteadyClock::time_point now) const {
+        const auto last = last_plain_.load();
+        return last != std::numeric_limits<SteadyClock::rep>::min() &&
+               now - SteadyClock::time_point(SteadyClock::duration(last)) < kWarmFor;
+    }
 
     std::mutex warm_mu_;
     std::condition_variable warm_cv_;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api/metrics.hpp"
 #include "api/metrics_cache.hpp"
 
 using namespace rocewatch;
@@ -55,6 +56,23 @@ TEST(MetricsCache, PublishedWakesTheRendererWhileScraped) {
     EXPECT_EQ(cache.renders(), 2u) << "the scrape rendered again";
     EXPECT_FALSE(body.empty());
     cache.stop();
+}
+
+// Prometheus scrapes with gzip only: once deflated, the text is let go (776 KB at 128 NICs).
+// A plain scrape renders it again, and for kWarmFor after one the text is kept.
+TEST(MetricsCache, KeepsTheTextOnlyWhileSomeoneScrapesWithoutGzip) {
+    Source src;
+    MetricsCache cache([&] { return src.latest(); }, std::chrono::hours(1));  // no renderer thread
+    auto s1 = src.publish(1);
+    (void)cache.body(s1, "", true);
+    EXPECT_EQ(cache.renders(), 1u);
+    EXPECT_TRUE(cache.ready(s1, true));
+    EXPECT_FALSE(cache.ready(s1, false)) << "the text is still held after deflating";
+    EXPECT_EQ(cache.body(s1, "tail\n", false), render_snapshot_metrics(*s1) + "tail\n");
+    EXPECT_EQ(cache.renders(), 2u) << "the plain scrape renders the text again";
+    (void)cache.body(s1, "", true);
+    EXPECT_TRUE(cache.ready(s1, false)) << "a plain scrape came within kWarmFor: the text is kept";
+    EXPECT_EQ(cache.renders(), 2u);
 }
 
 // Nobody has scraped: a publish renders nothing.
