@@ -33,6 +33,13 @@ def make_tree(n, out):
         mf.link(f"{root}/class/net/{netdev}", f"../../{pdev}/net/{netdev}")
         ibdev = f"{pdev}/infiniband/{name}"
         mf.write_mlx5_device(f"{root}/{ibdev}", name, guid, mac, netdev, ipv4, 100 + i, 90 + i)
+        # ib_core gives every port these (port_default_attrs); the committed fixture leaves
+        # them out. Without sm_sl, which rocewatchd reads every cycle (a subnet manager may
+        # move it), each port cost a failed open and the opens of its directories a cycle,
+        # which no real node pays.
+        mf.write(f"{root}/{ibdev}/ports/1/sm_sl", "0\n")
+        mf.write(f"{root}/{ibdev}/ports/1/lid_mask_count", "0\n")
+        mf.write(f"{root}/{ibdev}/ports/1/cap_mask", "0x04010000\n")
         mf.link(f"{root}/{ibdev}/device", "../..")
         mf.link(f"{root}/class/infiniband/{name}", f"../../{ibdev}")
     mf.write(f"{proc}/sys/kernel/hostname", f"bench-{n}nic\n")
