@@ -581,8 +581,8 @@ void self_families(Builder& bld, const Snapshot& s) {
                            "Unix time of the collection the snapshot holds.");
     if (s.collected_at != TimePoint{}) add(last, {}, unix_seconds(s.collected_at));
     auto& counters_read = bld.gauge("rocewatch_rdma_counters_read_timestamp_seconds",
-                                    "Unix time the RDMA port counters exported were read. They are read within a fifth "
-                                    "of a percent of a core, so on "
+                                    "Unix time the RDMA port counters exported were read. They are read within a tenth "
+                                    "of a percent of a core and at least every 15 s, so on "
                                     "a node with many ports less often than every collection.");
     if (s.counters_read_at != TimePoint{}) add(counters_read, {}, unix_seconds(s.counters_read_at));
     add(bld.gauge("rocewatch_snapshot_generation", "Sequence number of the snapshot served."), {},

@@ -1,7 +1,9 @@
 // A share of the time for one kind of costly work, as a token bucket of seconds: each run of
 // the work is paid for with its duration, the bucket refills at `share` of a second per
 // second, and holds `burst` runs (as long as the last one took). Pure: the caller gives the
-// time, so that tests need no clock.
+// time, so that tests need no clock. A run the caller starts past the budget (a floor of its
+// own, such as a freshness bound) is paid for too, but the debt stops at one burst: such runs
+// must not hold the work off for ever after.
 #pragma once
 
 #include <algorithm>
@@ -22,7 +24,7 @@ public:
         refill(now);
         before_ = tokens_;
         last_ = took;
-        tokens_ = std::min(tokens_, cap()) - took.count();
+        tokens_ = std::max(std::min(tokens_, cap()) - took.count(), -cap());
     }
     // The run last paid for cost `more` too, found later (work its results caused): paid now,
     // and the run's length is the sum, so the burst holds as many runs of it as of any other.
@@ -30,7 +32,7 @@ public:
         refill(now);
         const double capped_before = std::min(before_, cap());
         last_ += more;
-        tokens_ += std::min(before_, cap()) - capped_before - more.count();
+        tokens_ = std::max(tokens_ + std::min(before_, cap()) - capped_before - more.count(), -cap());
     }
     // Whether a run may start now.
     [[nodiscard]] bool allows(TimePoint now) { return ready_at(now) <= now; }

@@ -87,3 +87,22 @@ TEST(DutyBudget, ARunPaidInTwoPartsIsPacedByTheirSum) {
     EXPECT_GE(runs_two, 95);
     EXPECT_LE(runs_two, 104);
 }
+
+// Runs the caller starts past the budget (the counters' freshness floor) are paid for, but the
+// debt stops at one burst: once they stop, the budget allows again within a burst's refill,
+// however many came before. Unbounded, 100 forced runs would have held it off for 9,000 s.
+TEST(DutyBudget, RunsForcedPastTheBudgetLeaveADebtOfOneBurstAtMost) {
+    DutyBudget b(0.01, 3);
+    auto now = t0;
+    for (int i = 0; i < 100; ++i) {  // 1 s runs every 10 s: ten times the share
+        now += 10s;
+        b.spent(1s, now);
+    }
+    EXPECT_FALSE(b.allows(now));
+    EXPECT_LE(b.ready_at(now) - now, 301s) << "a burst (3 runs of 1 s) at 1% takes 300 s to earn";
+    EXPECT_TRUE(b.allows(now + 301s));
+    // Paid in two parts alike.
+    b.spent(1s, now);
+    b.also_spent(5s, now);
+    EXPECT_LE(b.ready_at(now) - now, 1801s) << "the burst is now 3 runs of 6 s";
+}
