@@ -129,7 +129,8 @@ def main():
         ne = subprocess.Popen(["ip", "netns", "exec", node.name, "prometheus-node-exporter",
                                f"--web.listen-address=127.0.0.1:{ne_port}", f"--path.sysfs={sysfs}",
                                f"--path.procfs={os.path.abspath(a.procfs)}", "--collector.disable-defaults",
-                               "--collector.infiniband", "--collector.bonding", "--collector.netclass", "--collector.netclass.netlink"],
+                               "--collector.infiniband", "--collector.bonding", "--collector.netclass",
+                               "--collector.netclass.netlink"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             with rwtest.Daemon(netns=node, sysfs=sysfs, procfs=os.path.abspath(a.procfs), port=rw_port,
