@@ -8,7 +8,10 @@
 #   BUILD=/tmp/build-probes bench/tcp_probe_vs_iperf3.sh
 #
 # Knobs: BUILD (meson build dir holding tools/tcp_probe_cli), RUNS (3), DURATION
-# (seconds per bandwidth run, an integer because iperf3 -t is one; 1), LAT_SIZE (64 bytes).
+# (seconds per bandwidth run, an integer because iperf3 -t is one; 1), LAT_SIZE (64 bytes),
+# PIN (1: senders on CPU 0, the servers on CPU 1, so that the scheduler's placement is the same
+# for both tools in every run; on the shared 2-core machine iperf3 swung 9-37 Gbit/s unpinned,
+# 35-38 pinned).
 # Bandwidth is what the receiver counted for both tools (iperf3's sum_received; ours is
 # counted by the peer's data port). Latency is half the round trip for both tools.
 # CPU per GB, for each side of each tool: the sender's user+system CPU from its rusage (bash's
@@ -21,6 +24,14 @@ CLI=${CLI:-$BUILD/tools/tcp_probe_cli}
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-1}
 LAT_SIZE=${LAT_SIZE:-64}
+PIN=${PIN:-0}
+SND=()
+RCV=()
+if [ "$PIN" = 1 ]; then
+    [ "$(nproc)" -ge 2 ] || { echo "tcp_probe_vs_iperf3: PIN=1 needs 2 CPUs" >&2; exit 1; }
+    SND=(taskset -c 0)
+    RCV=(taskset -c 1)
+fi
 
 NS_A=rwbench-a-$$
 NS_B=rwbench-b-$$
@@ -66,14 +77,14 @@ TOKEN=$(head -c 32 /dev/urandom | od -v -An -tx1 | tr -d ' \n')
 LOGDIR=$(mktemp -d)
 # Started with `ip netns exec` itself, not through a shell function, so that $! is the
 # server process (ip execs it) and the cleanup's kill reaches it.
-ip netns exec "$NS_B" "$CLI" serve --bind "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" >"$LOGDIR/ours.log" 2>&1 &
+ip netns exec "$NS_B" "${RCV[@]}" "$CLI" serve --bind "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" >"$LOGDIR/ours.log" 2>&1 &
 PIDS+=($!)
 PID_OURS=$!
-ip netns exec "$NS_B" iperf3 -s -B "$ADDR_B" -p "$PORT_IPERF" >"$LOGDIR/iperf3.log" 2>&1 &
+ip netns exec "$NS_B" "${RCV[@]}" iperf3 -s -B "$ADDR_B" -p "$PORT_IPERF" >"$LOGDIR/iperf3.log" 2>&1 &
 PIDS+=($!)
 PID_IPERF=$!
 if [ "$HAVE_SOCKPERF" = 1 ]; then
-    ip netns exec "$NS_B" sockperf server --tcp -i "$ADDR_B" -p "$PORT_SOCKPERF" >"$LOGDIR/sockperf.log" 2>&1 &
+    ip netns exec "$NS_B" "${RCV[@]}" sockperf server --tcp -i "$ADDR_B" -p "$PORT_SOCKPERF" >"$LOGDIR/sockperf.log" 2>&1 &
     PIDS+=($!)
 fi
 wait_listen() {
@@ -98,7 +109,7 @@ per_gb() { awk -v c="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", c / (b / 1
 kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
 
-echo "# rocewatch TCP probe vs reference tools over veth ($ADDR_A -> $ADDR_B), $(uname -r), $(nproc) CPUs"
+echo "# rocewatch TCP probe vs reference tools over veth ($ADDR_A -> $ADDR_B), $(uname -r), $(nproc) CPUs, PIN=$PIN"
 echo "# $(iperf3 --version | head -1); $( [ "$HAVE_SOCKPERF" = 1 ] && sockperf --version 2>&1 | head -1 || echo 'sockperf: not installed')"
 echo
 echo "## bandwidth, ${DURATION} s per run, counted at the receiver (Gbit/s)"
@@ -109,7 +120,7 @@ declare -A RSUM RCOUNT
 for run in $(seq "$RUNS"); do
     for p in 1 4; do
         r0=$(cpu_s "$PID_OURS")
-        timed in_a "$CLI" bw --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --streams "$p" \
+        timed in_a "${SND[@]}" "$CLI" bw --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --streams "$p" \
               --duration "$DURATION" || die "our probe failed: $(cat "$LOGDIR/out")"
         out=$(cat "$LOGDIR/out")
         ours=$(kv gbps "$out")
@@ -117,7 +128,7 @@ for run in $(seq "$RUNS"); do
         osnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$ob")
         orcv=$(per_gb "$(awk -v a="$r0" -v b="$(cpu_s "$PID_OURS")" 'BEGIN { print b - a }')" "$ob")
         r0=$(cpu_s "$PID_IPERF")
-        timed in_a iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J || die "iperf3 failed"
+        timed in_a "${SND[@]}" iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J || die "iperf3 failed"
         ref=$(jq -r '.end.sum_received.bits_per_second / 1e9' "$LOGDIR/out")
         rb=$(jq -r '.end.sum_received.bytes' "$LOGDIR/out")
         rsnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$rb")

@@ -2,7 +2,7 @@
 //
 //   tcp_probe_cli serve --bind ADDR [--port N] --token HEX [--seconds S] [--max-sessions N]
 //   tcp_probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S]
-//                 [--deadline S] [--bind-address A] [--interface IF]
+//                 [--write-size B] [--sndbuf B] [--deadline S] [--bind-address A] [--interface IF]
 //   tcp_probe_cli lat --target ADDR --port N --token HEX [--size B] [--iterations N]
 //                 [--duration S] [--deadline S]
 //
@@ -27,7 +27,8 @@ namespace {
 int usage() {
     std::fprintf(stderr,
                  "usage: tcp_probe_cli serve --bind ADDR [--port N] --token HEX [--seconds S] [--max-sessions N]\n"
-                 "       tcp_probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S]\n"
+                 "       tcp_probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S] "
+                 "[--write-size B] [--sndbuf B]\n"
                  "                     [--deadline S] [--bind-address A] [--interface IF]\n"
                  "       tcp_probe_cli lat --target ADDR --port N --token HEX [--size B] [--iterations N]\n"
                  "                     [--duration S] [--deadline S]\n");
@@ -106,6 +107,8 @@ int main(int argc, char** argv) {
             TcpBwSettings s;
             s.streams = static_cast<uint32_t>(std::stoul(opt(o, "streams", "1")));
             s.duration_seconds = std::stod(opt(o, "duration", "1"));
+            s.write_size = static_cast<uint32_t>(std::stoul(opt(o, "write-size", std::to_string(s.write_size))));
+            s.socket_buffer_bytes = std::stoi(opt(o, "sndbuf", "0"));
             const double deadline = std::stod(opt(o, "deadline", std::to_string(s.duration_seconds + 5)));
             const ProbeResult r = tcp_bandwidth(t, s, Deadline::after_seconds(deadline));
             if (!r.success) return print_failure(r), 1;
