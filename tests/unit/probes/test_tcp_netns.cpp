@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <spdlog/logger.h>
@@ -674,6 +675,50 @@ TEST_F(TcpProbeNetns, ByteBudgetIsEnforced) {
     EXPECT_GE(after.cut - before.cut, 1u);
     EXPECT_LT(pushed, 16u << 20) << "the server cut the connection";
     expect_server_responsive("a greedy client");
+}
+
+// The server answers a sink request at once, which puts its socket in the kernel's interactive
+// ("pingpong") mode: ACKs held back for replies a sink never sends. Granted, the session must
+// ACK as bulk does (TCP_QUICKACK reads 1); in pingpong mode four streams over a veth ran at
+// 0.70 of iperf3's (issue 14). Checked on the server's own socket, which this process holds.
+TEST_F(TcpProbeNetns, SinkSessionsAckAsBulkNotAsInteractive) {
+    const int fd = raw_connect(server_->port());
+    ASSERT_GE(fd, 0);
+    tcpwire::Request req;
+    req.mode = tcpwire::Mode::sink;
+    req.duration_ms = 2000;
+    req.max_bytes = 1 << 20;
+    req.token = token_;
+    const auto hdr = tcpwire::encode(req);
+    ASSERT_EQ(::send(fd, hdr.data(), hdr.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hdr.size()));
+    std::array<uint8_t, tcpwire::kReplySize> rep{};
+    ASSERT_TRUE(read_exact(fd, rep.data(), rep.size()));
+    ASSERT_TRUE(tcpwire::decode_reply(rep.data(), rep.size()));
+    sockaddr_in ours{};
+    socklen_t len = sizeof ours;
+    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&ours), &len), 0);
+    // The server's end: the socket in this process whose peer is our client's address.
+    const auto server_end = [&] {
+        for (int cand = 0; cand < 1024; ++cand) {
+            sockaddr_in peer{};
+            socklen_t plen = sizeof peer;
+            if (cand == fd || ::getpeername(cand, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) continue;
+            if (peer.sin_family == AF_INET && peer.sin_port == ours.sin_port &&
+                peer.sin_addr.s_addr == ours.sin_addr.s_addr)
+                return cand;
+        }
+        return -1;
+    }();
+    ASSERT_GE(server_end, 0) << "no socket here is the server's end of the session";
+    int quickack = 0;
+    for (int i = 0; i < 100; ++i) {  // the grant can reach us before the server sets the option
+        socklen_t qlen = sizeof quickack;
+        ASSERT_EQ(::getsockopt(server_end, IPPROTO_TCP, TCP_QUICKACK, &quickack, &qlen), 0);
+        if (quickack == 1) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(quickack, 1) << "the sink session's socket is in interactive (pingpong) mode";
+    ::close(fd);
 }
 
 TEST_F(TcpProbeNetns, ClientThatNeverSendsTheRequestIsDropped) {
