@@ -11,7 +11,7 @@
 # (seconds per bandwidth run, an integer because iperf3 -t is one; 1), LAT_SIZE (64 bytes),
 # PIN (1: senders on CPU 0, the servers on CPU 1, so that the scheduler's placement is the same
 # for both tools in every run; on the shared 2-core machine iperf3 swung 9-37 Gbit/s unpinned,
-# 35-38 pinned).
+# 30-37 pinned).
 # Bandwidth is what the receiver counted for both tools (iperf3's sum_received; ours is
 # counted by the peer's data port). Latency is half the round trip for both tools.
 # CPU per GB, for each side of each tool: the sender's user+system CPU from its rusage (bash's
