@@ -183,10 +183,8 @@ void DataPortLoop::run() {
                     stop = true;
                 else if (e.data.ptr == &listen_tag_)
                     accept_now = true;
-                else if (auto* s = static_cast<Session*>(e.data.ptr); is_sinking(*s))
-                    sinks_ready_.push_back(s);
                 else
-                    on_ready(*s, e.events);
+                    on_ready(*static_cast<Session*>(e.data.ptr), e.events);
             }
             drain_sinks();
             if (stop) break;
@@ -218,17 +216,17 @@ int DataPortLoop::wait_ms() {
 
 void DataPortLoop::on_ready(Session& s, uint32_t revents) {
     if (s.dead) return;
+    if (is_sinking(s)) {  // read in turns with the others of this wake-up, by drain_sinks
+        sinks_ready_.push_back(&s);
+        return;
+    }
     bool alive = true;
     if (!s.out.empty())
         alive = (revents & EPOLLERR) == 0 && flush(s);
     else if (s.phase == Session::Phase::handshake)
         alive = on_handshake(s);
-    else if (s.phase == Session::Phase::sink) {
-        bool more = false;  // run() hands sink sessions to drain_sinks; this is its read, once
-        alive = sink_once(s, more);
-    } else {
+    else
         alive = false;
-    }
     if (!alive) {
         close(s);
     } else if (s.phase == Session::Phase::echo && s.out.empty()) {
