@@ -138,7 +138,7 @@ double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_s
 
 // mlx5 lists `lifespan` among hw_counters, but it is a setting (how long counter values
 // are cached, in ms), not a count; exporting it as a _total would be a lie.
-bool is_counter_name(const std::string& hw_counter) { return hw_counter != "lifespan"; }
+bool is_counter_name(std::string_view hw_counter) { return hw_counter != "lifespan"; }
 
 void rdma_families(Builder& bld, const Snapshot& s) {
     auto& dev_info = bld.gauge("rocewatch_rdma_device_info",
@@ -215,13 +215,13 @@ void rdma_families(Builder& bld, const Snapshot& s) {
         counter("rocewatch_rdma_port_vl15_dropped_total",
                 "Incoming VL15 packets dropped for lack of buffers (VL15_dropped).", "VL15_dropped"),
     };
-    const auto known_family = [&](const std::string& file) -> Family* {
+    const auto known_family = [&](std::string_view file) -> Family* {
         if (file == "port_xmit_data" || file == "port_rcv_data") return nullptr;  // the byte families
         for (const auto& k : known)
             if (file == k.file) return k.fam;
         return nullptr;
     };
-    const auto is_data_words = [](const std::string& file) {
+    const auto is_data_words = [](std::string_view file) {
         return file == "port_xmit_data" || file == "port_rcv_data";
     };
     // Plural "counters": promtool's lint refuses a type name ("_counter_") inside a metric name.
@@ -263,11 +263,13 @@ void rdma_families(Builder& bld, const Snapshot& s) {
                 if (Family* f = known_family(name))
                     add(*f, dp, static_cast<double>(v));
                 else
-                    add(counters, {{"device", d.name}, {"port", port}, {"counter", name}}, static_cast<double>(v));
+                    add(counters, {{"device", d.name}, {"port", port}, {"counter", std::string(name)}},
+                        static_cast<double>(v));
             }
             for (const auto& [name, v] : p.hw_counters)
                 if (is_counter_name(name))
-                    add(hw, {{"device", d.name}, {"port", port}, {"counter", name}}, static_cast<double>(v));
+                    add(hw, {{"device", d.name}, {"port", port}, {"counter", std::string(name)}},
+                        static_cast<double>(v));
             for (const auto& g : p.gids)
                 add(gid,
                     {{"device", d.name},

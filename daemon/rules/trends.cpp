@@ -10,7 +10,7 @@ namespace rocewatch {
 namespace {
 
 // counters/port_xmit_data and port_rcv_data count 4-byte words (IB PMA convention).
-uint64_t unit_scale(const std::string& name) { return (name == "port_xmit_data" || name == "port_rcv_data") ? 4 : 1; }
+uint64_t unit_scale(std::string_view name) { return (name == "port_xmit_data" || name == "port_rcv_data") ? 4 : 1; }
 
 std::string port_key(const RdmaDevice& d, const RdmaPort& p) { return d.name + "/" + std::to_string(p.port); }
 
@@ -120,8 +120,8 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
                     if (!old->second.stale(now, window)) next.append(std::move(old->first), std::move(old->second));
                 }
             };
-            const auto one = [&](const std::string& name, uint64_t v) {
-                pass_unread([&](const std::string& have) { return !(have < name); });
+            const auto one = [&](std::string_view name, uint64_t v) {
+                pass_unread([&](std::string_view have) { return !(have < name); });
                 const bool known = old != series.end() && old->first == name;
                 CounterSeries counter = known ? std::move(old->second) : CounterSeries{};
                 const auto step = counter.add(now, v, window);
@@ -146,7 +146,7 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
                     ++h;
                 }
             }
-            pass_unread([](const std::string&) { return false; });
+            pass_unread([](std::string_view) { return false; });
             series = std::move(next);
             port.rates = std::move(rates);
             port.window_increase = std::move(increases);

@@ -448,7 +448,8 @@ void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, Flat
     for (const auto& e : *entries) {
         // mlx5 keeps its stats cache lifetime (ms, writable) among the hw_counters.
         if (e.name == "lifespan") continue;
-        if (!rd.take_series()) {
+        // Past the process's table of counter names, a name not seen before is dropped too.
+        if (!CounterNames::has_room(e.name) || !rd.take_series()) {
             ++dropped;  // not even read: the cap bounds the work as well as the series
             continue;
         }

@@ -151,6 +151,27 @@ TEST(SharedMap, EmptyClearedAndComparedAsAMap) {
     EXPECT_FALSE(m == kept);
 }
 
+// Every map holds a name as a view of the one copy in the process's table: the ports of a
+// model, and a port's counters, rates and trend series, share their names.
+TEST(FlatMap, NamesAreHeldOnceForTheProcess) {
+    const std::size_t before = CounterNames::size();
+    FlatMap<uint64_t> a;
+    FlatMap<double> b;
+    {
+        std::string name = "rx_icrc_encapsulated_test";  // past the short-string buffer
+        a.insert_or_assign(name, 1);
+        b[name] = 2.0;
+        name.assign("overwritten_overwritten_x");  // the maps did not keep the caller's string
+    }
+    ASSERT_EQ(a.begin()->first, "rx_icrc_encapsulated_test");
+    EXPECT_EQ(a.begin()->first.data(), b.begin()->first.data()) << "one copy of the name";
+    EXPECT_EQ(a.begin()->first.data(), CounterNames::intern("rx_icrc_encapsulated_test").data());
+    EXPECT_EQ(CounterNames::size(), before + 1);
+    (void)a.find("not_held");  // a lookup adds nothing
+    EXPECT_EQ(CounterNames::size(), before + 1);
+    EXPECT_TRUE(CounterNames::has_room("rx_icrc_encapsulated_test"));
+}
+
 TEST(FlatMap, AppendTakesOnlyANameThatSortsLast) {
     FlatMap<uint64_t> m;
     m.append("b", 1);

@@ -610,6 +610,33 @@ TEST(SysfsRead, SeriesPerPortAreCappedAndTheRestCounted) {
     EXPECT_EQ(r.devices.at(0).ports.at(0).gids_dropped, 0u);
 }
 
+// The table of counter names is the process's and never shrinks: a tree that kept bringing
+// new names stops adding them at its cap, and they are dropped and counted as past the
+// per-port cap are. In a child process, so the full table stays there.
+TEST(SysfsRead, NewCounterNamesPastTheProcessTableAreDroppedAndCounted) {
+    ScratchTree t("names");
+    const std::string port = "class/infiniband/mlx5_0/ports/1/";
+    t.write(port + "counters/port_rcv_data", "1\n");
+    t.write(port + "hw_counters/np_cnp_sent", "2\n");
+    t.write(port + "hw_counters/zz_never_seen_before", "3\n");
+    (void)read_rdma_devices(t.root).devices.at(0);  // holds every name now
+    t.write(port + "hw_counters/zz_new_name", "4\n");
+    EXPECT_EXIT(
+        {
+            for (std::size_t i = 0; CounterNames::size() < CounterNames::kMax; ++i)
+                (void)CounterNames::intern("filler_" + std::to_string(i));
+            const auto r = read_rdma_devices(t.root);
+            const auto& p = r.devices.at(0).ports.at(0);
+            const bool ok = p.counters.contains("port_rcv_data") && p.hw_counters.contains("np_cnp_sent") &&
+                            p.hw_counters.contains("zz_never_seen_before") && !p.hw_counters.contains("zz_new_name") &&
+                            p.counters_dropped == 1 && r.read_errors == 0 && CounterNames::size() == CounterNames::kMax;
+            std::fprintf(stderr, "kept %zu + %zu, dropped %llu\n", p.counters.size(), p.hw_counters.size(),
+                         static_cast<unsigned long long>(p.counters_dropped));
+            std::_Exit(ok ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "kept 1 \\+ 2, dropped 1");
+}
+
 // ---------------------------------------------------------------- no RDMA at all
 
 // A hot-unplug can leave a device symlink (or a port link) pointing at nothing, and a tree
