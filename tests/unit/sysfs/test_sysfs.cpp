@@ -612,8 +612,10 @@ TEST(SysfsRead, SeriesPerPortAreCappedAndTheRestCounted) {
 
 // The table of counter names is the process's and never shrinks: a tree that kept bringing
 // new names stops adding them at its cap, and they are dropped and counted as past the
-// per-port cap are. In a child process, so the full table stays there.
+// per-port cap are. In a child process, so the full table stays there (re-executed rather than
+// forked: the sanitizer builds run this binary too, with threads of their own).
 TEST(SysfsRead, NewCounterNamesPastTheProcessTableAreDroppedAndCounted) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
     ScratchTree t("names");
     const std::string port = "class/infiniband/mlx5_0/ports/1/";
     t.write(port + "counters/port_rcv_data", "1\n");
