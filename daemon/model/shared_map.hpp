@@ -19,10 +19,10 @@ namespace rocewatch {
 // The names counters are kept under, each held once for the whole process. Every port of a
 // model names the same counters (53 on mlx5), and its counters, rates, window increases and
 // trend series each held a std::string copy of every name: 40 bytes an entry and a heap
-// block for names past 15 characters, ~1.2 MiB of a daemon's 21 at 128 NICs (issue 14). An
-// interned name is a string_view into this table, 16 bytes, and is never freed: the names
-// come from sysfs listings, a driver's fixed vocabulary, and the one reader of them stops
-// taking new names at kMax (see has_room).
+// block for names past 15 characters, 1.4 MiB of the daemon's anonymous memory at 128 NICs
+// (issue 14). An interned name is a string_view into this table, 16 bytes, and is never
+// freed: the names come from sysfs listings, a driver's fixed vocabulary, and the one reader
+// of them stops taking new names at kMax (see has_room).
 class CounterNames {
 public:
     // Far above any driver's vocabulary (mlx5 ~80 names, bnxt_re ~100, all drivers < 1,000).

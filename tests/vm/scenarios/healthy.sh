@@ -59,15 +59,12 @@ for rail in "${RAILS[@]}"; do
         tag=bw-$rail-again
         perftest_run ib_write_bw "$rail" "$tag"
     fi
-    if perftest_result_line "$RES/$tag.node$NODE.txt" >/dev/null; then
-        line=$(perftest_result_line "$RES/$tag.node$NODE.txt")
-        read -r bytes iters peak avg _ <<<"$line"
-        if [[ $iters == "$PERF_ITERS_BW" ]] && fgt "$avg" 0; then
-            pass "ib_write_bw on $rail ($dev): $iters x $bytes B, average $avg MB/s"
-            record "ib_write_bw $rail $dev: ${bytes}B x $iters, peak $peak MB/s, average $avg MB/s"
-        else
-            fail "ib_write_bw on $rail: no usable figures: $line"
-        fi
+    if bw_usable "$tag"; then
+        read -r bytes iters peak avg _ <<<"$(perftest_result_line "$RES/$tag.node$NODE.txt")"
+        pass "ib_write_bw on $rail ($dev): $iters x $bytes B, average $avg MB/s"
+        record "ib_write_bw $rail $dev: ${bytes}B x $iters, peak $peak MB/s, average $avg MB/s"
+    elif line=$(perftest_result_line "$RES/$tag.node$NODE.txt"); then
+        fail "ib_write_bw on $rail: no usable figures: $line"
     else
         fail "ib_write_bw on $rail printed no result: $(tail -3 "$RES/$tag.node$NODE.txt")"
     fi
