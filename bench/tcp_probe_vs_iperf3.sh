@@ -12,6 +12,8 @@
 # PIN (1: senders on CPU 0, the servers on CPU 1, so that the scheduler's placement is the same
 # for both tools in every run; on the shared 2-core machine iperf3 swung 9-37 Gbit/s unpinned,
 # 30-37 pinned).
+# OURS_ARGS and IPERF_ARGS are added to each bandwidth run's command line, e.g.
+# OURS_ARGS="--write-size 262144" IPERF_ARGS="-l 256K" to compare both at another block size.
 # Bandwidth is what the receiver counted for both tools (iperf3's sum_received; ours is
 # counted by the peer's data port). Latency is half the round trip for both tools.
 # CPU per GB, for each side of each tool: the sender's user+system CPU from its rusage (bash's
@@ -25,6 +27,8 @@ RUNS=${RUNS:-3}
 DURATION=${DURATION:-1}
 LAT_SIZE=${LAT_SIZE:-64}
 PIN=${PIN:-0}
+read -r -a OURS_EXTRA <<<"${OURS_ARGS:-}"
+read -r -a IPERF_EXTRA <<<"${IPERF_ARGS:-}"
 SND=()
 RCV=()
 if [ "$PIN" = 1 ]; then
@@ -109,7 +113,7 @@ per_gb() { awk -v c="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", c / (b / 1
 kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
 
-echo "# rocewatch TCP probe vs reference tools over veth ($ADDR_A -> $ADDR_B), $(uname -r), $(nproc) CPUs, PIN=$PIN"
+echo "# rocewatch TCP probe vs reference tools over veth ($ADDR_A -> $ADDR_B), $(uname -r), $(nproc) CPUs, PIN=$PIN${OURS_ARGS:+, ours: $OURS_ARGS}${IPERF_ARGS:+, iperf3: $IPERF_ARGS}"
 echo "# $(iperf3 --version | head -1); $( [ "$HAVE_SOCKPERF" = 1 ] && sockperf --version 2>&1 | head -1 || echo 'sockperf: not installed')"
 echo
 echo "## bandwidth, ${DURATION} s per run, counted at the receiver (Gbit/s)"
@@ -121,14 +125,14 @@ for run in $(seq "$RUNS"); do
     for p in 1 4; do
         r0=$(cpu_s "$PID_OURS")
         timed in_a "${SND[@]}" "$CLI" bw --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --streams "$p" \
-              --duration "$DURATION" || die "our probe failed: $(cat "$LOGDIR/out")"
+              --duration "$DURATION" "${OURS_EXTRA[@]}" || die "our probe failed: $(cat "$LOGDIR/out")"
         out=$(cat "$LOGDIR/out")
         ours=$(kv gbps "$out")
         ob=$(kv bytes "$out")
         osnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$ob")
         orcv=$(per_gb "$(awk -v a="$r0" -v b="$(cpu_s "$PID_OURS")" 'BEGIN { print b - a }')" "$ob")
         r0=$(cpu_s "$PID_IPERF")
-        timed in_a "${SND[@]}" iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J || die "iperf3 failed"
+        timed in_a "${SND[@]}" iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J "${IPERF_EXTRA[@]}" || die "iperf3 failed"
         ref=$(jq -r '.end.sum_received.bits_per_second / 1e9' "$LOGDIR/out")
         rb=$(jq -r '.end.sum_received.bytes' "$LOGDIR/out")
         rsnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$rb")
