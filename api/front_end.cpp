@@ -120,6 +120,7 @@ struct FrontEnd::Impl {
     void send_now(Conn& c, const std::string& bytes);
     void read_ready(Conn& c, SteadyClock::time_point now);
     void advance(Conn& c, SteadyClock::time_point now);
+    [[nodiscard]] bool advance_alive(Conn& c, SteadyClock::time_point now);
     void hand_over(Conn& c, size_t need, SteadyClock::time_point now);
     void reject(Conn& c, const HeadCheck& why, SteadyClock::time_point now);
     void begin_write(Conn& c, std::string bytes, bool close, SteadyClock::time_point now);
@@ -376,11 +377,18 @@ void FrontEnd::Impl::read_ready(Conn& c, SteadyClock::time_point now) {
     c.recheck = c.recheck || std::memchr(buf, '\n', static_cast<size_t>(n)) != nullptr ||
                 c.in.size() + static_cast<size_t>(n) > opts.max_header_bytes;
     c.in.append(buf, static_cast<size_t>(n));
-    advance(c, now);
+    if (!advance_alive(c, now)) return;
     // TLS keeps decrypted bytes of a record beyond `want` to itself, where epoll does not
     // see them: read on while it has some and the connection still reads.
-    if (c.ssl && SSL_pending(c.ssl) > 0 && (c.state == State::head || c.state == State::body) && conns.contains(c.id))
-        read_ready(c, now);
+    if (c.ssl && SSL_pending(c.ssl) > 0 && (c.state == State::head || c.state == State::body)) read_ready(c, now);
+}
+
+// advance(), then whether `c` still exists: a refusal or a 503 that cannot be written (the
+// client reset the connection) closes it, and `c` is then freed; nothing may touch it after.
+bool FrontEnd::Impl::advance_alive(Conn& c, SteadyClock::time_point now) {
+    const uint64_t id = c.id;
+    advance(c, now);
+    return conns.contains(id);
 }
 
 // Judges what is buffered: rejects, keeps reading, or hands a complete request over.
@@ -550,7 +558,7 @@ void FrontEnd::Impl::after_write(Conn& c, SteadyClock::time_point now) {
     // An idle kept-alive connection may wait keep_alive_timeout for its next request; once
     // that request has begun, it has `timeout` to finish, as on a new connection.
     set_deadline(c, now + (c.in.empty() ? opts.keep_alive_timeout : opts.timeout));
-    if (!c.in.empty()) advance(c, now);
+    if (!c.in.empty() && !advance_alive(c, now)) return;
     if (c.ssl && SSL_pending(c.ssl) > 0 && c.state == State::head) read_ready(c, now);
 }
 

@@ -187,6 +187,30 @@ TEST_F(TlsServerTest, PipelinedRequestsInOneRecordAreBothAnswered) {
     ::close(fd);
 }
 
+// A request refused at its head, from a client that resets the connection as it sends it: the
+// refusal cannot be written, so the connection is closed while its read is being handled, and
+// nothing may touch it after (the front end read the closed connection's TLS session, freed:
+// a crash within a few dozen such clients, no credentials needed).
+TEST_F(TlsServerTest, ClientsThatResetUnderARefusedRequestLeaveTheServerUp) {
+    std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+    const std::string bad = "GET / HTTP/1.1\r\nbad header line\r\n" + std::string(16000, 'X');  // one record
+    for (int i = 0; i < 200; ++i) {
+        const int fd = connect_raw();
+        SSL* ssl = SSL_new(ctx.get());
+        SSL_set_fd(ssl, fd);
+        if (SSL_connect(ssl) == 1) (void)SSL_write(ssl, bad.data(), static_cast<int>(bad.size()));
+        const linger reset{1, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+        SSL_free(ssl);
+        ::close(fd);
+        std::this_thread::sleep_for(1ms);
+    }
+    auto c = client();
+    auto r = c->Get("/healthz", {{"Authorization", kAuth}});
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 200);
+}
+
 TEST_F(TlsServerTest, StalledHandshakeIsCutOffAndCounted) {
     const int fd = connect_raw();  // says nothing: no ClientHello
     pollfd p{fd, POLLIN, 0};
