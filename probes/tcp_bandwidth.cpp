@@ -113,7 +113,7 @@ Wrote write_once(Stream& st, size_t index, std::span<const uint8_t> block, Sent&
 }
 
 // Sends on every stream until send_end or every grant is used, then FINs them all.
-bool send_until(std::vector<Stream>& streams, const TcpBwSettings& s, SteadyClock::time_point send_end,
+bool send_until(std::vector<Stream>& streams, const TcpBwSettings& s, SteadyClock::time_point send_end, Deadline d,
                 const std::string& where, Sent& out, Failure& f) {
     PageBuffer buf(s.write_size);
     const std::span<uint8_t> block = buf.bytes();
@@ -134,7 +134,13 @@ bool send_until(std::vector<Stream>& streams, const TcpBwSettings& s, SteadyCloc
             }
         now = SteadyClock::now();
         if (pfds.empty() || now >= send_end) break;
-        const timespec ts = tcpsock::to_timespec(send_end - now);
+        // Pulled in (the daemon stopping): no figure from a run cut short.
+        if (d.cancelled()) {
+            f = {reason::timeout, "cancelled while sending to " + where};
+            return false;
+        }
+        // To the end of sending, in slices when the deadline can be pulled in.
+        const timespec ts = tcpsock::to_timespec(std::min(send_end - now, d.wait_slice()));
         const int rc = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
         if (rc < 0 && errno != EINTR) {
             f = errno_failure("poll while sending", errno);
@@ -278,7 +284,7 @@ void run_bandwidth(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, 
     if (send_for <= 0)
         return fail(r, {reason::timeout, "the deadline leaves no time to send (" + std::to_string(left) + " s left)"});
     Sent sent;
-    if (!send_until(streams, s, send_start + from_seconds(send_for), where, sent, f)) return fail(r, f);
+    if (!send_until(streams, s, send_start + from_seconds(send_for), d, where, sent, f)) return fail(r, f);
     uint64_t bytes = 0;
     for (const auto& st : streams) bytes += st.sent;
     r.info["sent_bytes"] = std::to_string(bytes);

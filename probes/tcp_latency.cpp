@@ -22,7 +22,8 @@ using namespace tcpclient;
 std::optional<Failure> ping_pong(int fd, std::vector<uint8_t>& out, std::vector<uint8_t>& in,
                                  tcpsock::CallTimeout& timeout, const std::string& where, size_t done) {
     const auto timed_out = [&](const char* phase) {
-        return Failure{reason::timeout, where + ": " + phase + " not done before the deadline, after " +
+        return Failure{reason::timeout, where + ": " + phase + " not done before the deadline" +
+                                            (timeout.cancelled() ? " (cancelled)" : "") + ", after " +
                                             std::to_string(done) + " ping-pongs"};
     };
     for (size_t off = 0; off < out.size();) {
@@ -86,6 +87,10 @@ void run_latency(const TcpProbeTarget& t, const TcpLatSettings& s, Deadline d, P
     while (rtts.size() < max_iters) {
         const auto t0 = SteadyClock::now();
         if (t0 >= run_end) break;
+        // Pulled in (the daemon stopping): what was measured so far is not the run asked for.
+        if (d.cancelled())
+            return fail(r,
+                        {reason::timeout, where + ": cancelled after " + std::to_string(rtts.size()) + " ping-pongs"});
         if (auto bad = ping_pong(fd->get(), out, in, timeout, where, rtts.size())) return fail(r, *bad);
         rtts.push_back(seconds_between(t0, SteadyClock::now()));
     }

@@ -79,10 +79,13 @@ uint32_t to_ms(double seconds) {
 }
 
 bool CallTimeout::arm(SteadyClock::time_point now) {
-    if (now >= d_.at) return false;
+    if (d_.expired(now)) return false;
     if (armed_ && now + armed_for_ <= d_.at) return true;
     const auto left = d_.at - now;
-    const auto t = std::min(left >= std::chrono::milliseconds(2) ? left / 2 : left, cap_);
+    // A deadline that may be pulled in (the daemon stopping) bounds each call to a slice, so
+    // a call blocked on a peer that went quiet comes back to see it.
+    const auto cap = d_.cancel ? std::min<SteadyClock::duration>(cap_, Deadline::kCancelSlice) : cap_;
+    const auto t = std::min(left >= std::chrono::milliseconds(2) ? left / 2 : left, cap);
     const int64_t us = std::max<int64_t>(1, duration_cast<std::chrono::microseconds>(t).count());
     const timeval tv{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
     if (::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||

@@ -45,8 +45,10 @@ public:
     // `cap` bounds each wait too (an idle limit), on top of the deadline.
     CallTimeout(int fd, Deadline d, SteadyClock::duration cap = SteadyClock::duration::max())
         : fd_(fd), d_(d), cap_(cap) {}
-    // False once the deadline has passed.
+    // False once the deadline has passed or was pulled in. Each call is bounded to
+    // Deadline::kCancelSlice when the deadline can be pulled in.
     bool arm(SteadyClock::time_point now);
+    [[nodiscard]] bool cancelled() const { return d_.cancelled(); }
 
 private:
     int fd_;

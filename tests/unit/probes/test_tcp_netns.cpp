@@ -547,43 +547,91 @@ TEST_F(TcpProbeNetns, SilentPeerTimesOutAtTheDeadline) {
     expect_within(lat, 0.6);
 }
 
+// A peer that grants every session it is asked for, then never reads or writes again.
+class GrantThenFreeze {
+public:
+    GrantThenFreeze()
+        : thread_([this] {
+              std::vector<int> conns;
+              while (!done_) {
+                  pollfd p{raw_.fd, POLLIN, 0};
+                  if (::poll(&p, 1, 50) <= 0) continue;
+                  const int c = ::accept(raw_.fd, nullptr, nullptr);
+                  if (c < 0) continue;
+                  std::array<uint8_t, tcpwire::kRequestSize> req{};
+                  if (read_exact(c, req.data(), req.size())) {
+                      tcpwire::Reply rep;
+                      rep.duration_ms = 10000;
+                      rep.message_size = 64;
+                      rep.max_bytes = 1ull << 40;
+                      const auto b = tcpwire::encode(rep);
+                      (void)::send(c, b.data(), b.size(), MSG_NOSIGNAL);
+                  }
+                  conns.push_back(c);  // held open, never read again
+              }
+              for (int c : conns) ::close(c);
+          }) {}
+    ~GrantThenFreeze() {
+        done_ = true;
+        thread_.join();
+    }
+    [[nodiscard]] uint16_t port() const { return raw_.port; }
+
+private:
+    RawPeer raw_;
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
 // A peer that grants the session, then stops reading: the sender fills its window and
 // must still give up at the deadline; the latency probe gets no echo and does the same.
 TEST_F(TcpProbeNetns, SlowPeerThatStopsReadingTimesOutAtTheDeadline) {
-    RawPeer slow;
-    std::atomic<bool> done{false};
-    std::thread peer([&] {
-        std::vector<int> conns;
-        while (!done) {
-            pollfd p{slow.fd, POLLIN, 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            const int c = ::accept(slow.fd, nullptr, nullptr);
-            if (c < 0) continue;
-            std::array<uint8_t, tcpwire::kRequestSize> req{};
-            if (read_exact(c, req.data(), req.size())) {
-                tcpwire::Reply rep;
-                rep.duration_ms = 10000;
-                rep.message_size = 64;
-                rep.max_bytes = 1ull << 40;
-                const auto b = tcpwire::encode(rep);
-                (void)::send(c, b.data(), b.size(), MSG_NOSIGNAL);
-            }
-            conns.push_back(c);  // held open, never read again
-        }
-        for (int c : conns) ::close(c);
-    });
+    GrantThenFreeze slow;
     TcpBwSettings s;
     s.duration_seconds = 0.5;
-    const auto bw = tcp_bandwidth(target(slow.port), s, Deadline::after(1200ms));
+    const auto bw = tcp_bandwidth(target(slow.port()), s, Deadline::after(1200ms));
     EXPECT_EQ(bw.reason, reason::timeout) << bw.detail;
     expect_within(bw, 1.2);
-    const auto lat = tcp_latency(target(slow.port), TcpLatSettings{}, Deadline::after(800ms));
+    const auto lat = tcp_latency(target(slow.port()), TcpLatSettings{}, Deadline::after(800ms));
     EXPECT_EQ(lat.reason, reason::timeout) << lat.detail;
     EXPECT_GE(lat.duration_seconds, 0.75);
     expect_within(lat, 0.8);
-    done = true;
-    peer.join();
     expect_server_responsive("slow peers elsewhere");
+}
+
+// The daemon stopping pulls the running probe's deadline in (the scheduler's cancel flag): a
+// bandwidth run against a healthy peer and a latency run against a peer gone quiet both end
+// within a slice of it, not at their 5 s deadlines (they ran on: a stop then waited for them).
+TEST_F(TcpProbeNetns, APulledInDeadlineEndsRunningProbesPromptly) {
+    GrantThenFreeze frozen;
+    const auto cancel_after = [](std::atomic<bool>& flag) {
+        return std::thread([&flag] {
+            std::this_thread::sleep_for(300ms);
+            flag = true;
+        });
+    };
+    std::atomic<bool> stop_bw{false};
+    TcpBwSettings s;
+    s.duration_seconds = 4;
+    auto t = cancel_after(stop_bw);
+    const auto bw = tcp_bandwidth(target(), s, Deadline{SteadyClock::now() + 5s, &stop_bw});
+    t.join();
+    EXPECT_FALSE(bw.success);
+    EXPECT_EQ(bw.reason, reason::timeout) << bw.detail;
+    EXPECT_NE(bw.detail.find("cancelled"), std::string::npos) << bw.detail;
+    expect_within(bw, 0.3, 0.4);
+
+    std::atomic<bool> stop_lat{false};
+    TcpLatSettings l;
+    l.max_duration_seconds = 4;
+    l.iterations = 1'000'000;
+    t = cancel_after(stop_lat);
+    const auto lat = tcp_latency(target(frozen.port()), l, Deadline{SteadyClock::now() + 5s, &stop_lat});
+    t.join();
+    EXPECT_EQ(lat.reason, reason::timeout) << lat.detail;
+    EXPECT_NE(lat.detail.find("cancelled"), std::string::npos) << lat.detail;
+    expect_within(lat, 0.3, 0.4);
+    expect_server_responsive("a cancelled bandwidth run");
 }
 
 // Latency measured through a queue of bandwidth-probe bulk measures the queue: while a peer's
