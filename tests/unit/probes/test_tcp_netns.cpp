@@ -725,6 +725,59 @@ TEST_F(TcpProbeNetns, ByteBudgetIsEnforced) {
     expect_server_responsive("a greedy client");
 }
 
+// A sink session past its grant and grace keeps reading while bytes still come (what a slow
+// path held when the sender stopped), and the report counts them all; one that goes on past
+// one more of the longest grant is cut. Before, the cut came at grant + grace whatever still
+// arrived, and the prober reported a slow path as "peer closed".
+TEST_F(TcpProbeNetns, ASinkDrainsWhatASlowPathStillHoldsAfterTheGrant) {
+    auto limits = test_limits();
+    limits.max_session_seconds = 1;
+    limits.grace_seconds = 0.5;
+    auto server = make_server(limits);
+    // Sends a chunk every 300 ms for `for_s`, then FIN; the report, or nullopt when cut.
+    const auto trickle = [&](double for_s, uint64_t& sent) -> std::optional<tcpwire::Report> {
+        const int fd = raw_connect(server->port());
+        EXPECT_GE(fd, 0);
+        tcpwire::Request req;
+        req.mode = tcpwire::Mode::sink;
+        req.duration_ms = 200;  // cut at 0.7 s before; kept to 1.7 s (deadline + 1 s) now
+        req.max_bytes = 1ull << 40;
+        req.token = token_;
+        const auto hdr = tcpwire::encode(req);
+        EXPECT_EQ(::send(fd, hdr.data(), hdr.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hdr.size()));
+        std::array<uint8_t, tcpwire::kReplySize> rep{};
+        EXPECT_TRUE(read_exact(fd, rep.data(), rep.size()));
+        const std::vector<uint8_t> chunk(16 * 1024, 7);
+        const auto end = SteadyClock::now() + from_seconds(for_s);
+        while (SteadyClock::now() < end) {
+            if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(chunk.size())) break;
+            sent += chunk.size();
+            std::this_thread::sleep_for(300ms);
+        }
+        ::shutdown(fd, SHUT_WR);
+        std::array<uint8_t, tcpwire::kReportSize> buf{};
+        const bool got = read_exact(fd, buf.data(), buf.size());
+        ::close(fd);
+        if (!got) return std::nullopt;
+        return tcpwire::decode_report(buf.data(), buf.size());
+    };
+    uint64_t sent = 0;
+    const auto drained = trickle(1.3, sent);
+    ASSERT_TRUE(drained);
+    EXPECT_EQ(drained->code, tcpwire::Code::ok);
+    EXPECT_EQ(drained->bytes, sent) << "every byte that came after the grant counted";
+
+    sent = 0;
+    const auto t0 = SteadyClock::now();
+    const auto cut = trickle(3.0, sent);
+    ASSERT_TRUE(cut) << "a session cut for time still gets the count";
+    EXPECT_EQ(cut->code, tcpwire::Code::limit_reached);
+    EXPECT_LT(cut->bytes, sent);
+    const double took = seconds_between(t0, SteadyClock::now());
+    EXPECT_GE(took, 1.6) << "not cut before the grant's end + one more grant";
+    EXPECT_LT(took, 2.9) << "cut before the trickle ended (its sends then failed)";
+}
+
 // The server answers a sink request at once, which puts its socket in the kernel's interactive
 // ("pingpong") mode: ACKs held back for replies a sink never sends. Granted, the session must
 // ACK as bulk does (TCP_QUICKACK reads 1); in pingpong mode four streams over a veth ran at
