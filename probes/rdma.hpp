@@ -43,8 +43,9 @@ struct RdmaLatSettings {
 // first post). Ends with an RDMA write with immediate (imm = WRs posted) that the
 // passive side's rdma_write_bw_serve waits for. Never throws.
 ProbeResult rdma_write_bw(RdmaEndpoint& ep, const RdmaEndpointInfo& remote, const RdmaBwSettings& s, Deadline deadline);
-// Passive side: waits for the closing write with immediate; iterations = the peer's WRs.
-ProbeResult rdma_write_bw_serve(RdmaEndpoint& ep, Deadline deadline);
+// Passive side: waits for the closing write with immediate; iterations = the peer's WRs,
+// bytes = WRs x message_size (the size the peer asked for).
+ProbeResult rdma_write_bw_serve(RdmaEndpoint& ep, uint32_t message_size, Deadline deadline);
 
 // Ping-pong as ib_write_lat: writes `message_size` bytes into the peer's buffer, whose
 // last byte carries the iteration number, and spins on the last byte of its own buffer
@@ -73,7 +74,8 @@ struct RdmaRail {
 // port_xmit_data deltas (x 4 bytes); Soft-RoCE has no port_xmit_data, so the VM test
 // and rdma_probe_cli fall back to the netdev's tx_bytes.
 ProbeResult rdma_multirail_bw(std::vector<RdmaRail>& rails, const RdmaBwSettings& s, Deadline deadline);
-// Passive side: waits for every endpoint's closing write with immediate.
-ProbeResult rdma_multirail_bw_serve(std::vector<RdmaRail>& rails, Deadline deadline);
+// Passive side: waits for every endpoint's closing write with immediate; bytes and
+// bytes_per_stream (one a rail) as rdma_write_bw_serve's.
+ProbeResult rdma_multirail_bw_serve(std::vector<RdmaRail>& rails, uint32_t message_size, Deadline deadline);
 
 }  // namespace rocewatch

@@ -346,7 +346,7 @@ ProbeResult rdma_multirail_bw(std::vector<RdmaRail>& rails, const RdmaBwSettings
     return r;
 }
 
-ProbeResult rdma_multirail_bw_serve(std::vector<RdmaRail>& rails, Deadline deadline) {
+ProbeResult rdma_multirail_bw_serve(std::vector<RdmaRail>& rails, uint32_t message_size, Deadline deadline) {
     return guarded_run(begin_result(ProbeKind::rdma_multirail_bw, ""), [&](ProbeResult& r) {
         for (auto& rail : rails) {
             uint64_t rail_wrs = 0;
@@ -362,19 +362,22 @@ ProbeResult rdma_multirail_bw_serve(std::vector<RdmaRail>& rails, Deadline deadl
                 rail_wrs += wrs;
                 ++r.streams;
             }
+            // The payload the peer wrote, which the node's probe budget is charged: every WR
+            // carries message_size bytes (it was charged nothing while this held WR counts).
             r.iterations += rail_wrs;
-            r.bytes_per_stream.push_back(rail_wrs);
+            r.bytes += rail_wrs * message_size;
+            r.bytes_per_stream.push_back(rail_wrs * message_size);
             if (!r.reason.empty()) break;
         }
         if (rails.size() == 1) r.rail = rails[0].name;
     });
 }
 
-ProbeResult rdma_write_bw_serve(RdmaEndpoint& ep, Deadline deadline) {
+ProbeResult rdma_write_bw_serve(RdmaEndpoint& ep, uint32_t message_size, Deadline deadline) {
     std::vector<RdmaRail> rails(1);
     rails[0].endpoints = {&ep};
     rails[0].remotes = {ep.remote()};
-    auto r = rdma_multirail_bw_serve(rails, deadline);
+    auto r = rdma_multirail_bw_serve(rails, message_size, deadline);
     r.kind = ProbeKind::rdma_write_bw;
     r.bytes_per_stream.clear();
     r.info["device"] = ep.info().device;

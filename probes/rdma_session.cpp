@@ -292,7 +292,7 @@ RdmaSessionAccept rdma_session_accept(const json& req, const RdmaServeLimits& li
         a.serve = [owned, rails, k, ls, deadline]() {
             ProbeResult r = k == ProbeKind::rdma_write_lat
                                 ? rdma_write_lat_serve(*(*rails)[0].endpoints[0], (*rails)[0].remotes[0], ls, deadline)
-                                : rdma_multirail_bw_serve(*rails, deadline);
+                                : rdma_multirail_bw_serve(*rails, ls.message_size, deadline);
             r.kind = k;
             if (rails->size() == 1) r.rail = (*rails)[0].name;
             if (!r.success && deadline.cancelled()) {

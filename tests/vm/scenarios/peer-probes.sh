@@ -113,6 +113,16 @@ for rail in "${RAILS[@]}"; do
 done
 sync_point scheduled-done 120
 
+# Payload node 1's probe budget has charged its peers' sessions (side peer). The RDMA
+# bandwidth runs node 2 makes below must add at least what they wrote: the serving side once
+# charged them nothing (its result held WR counts, not bytes).
+peer_bytes_charged() {
+    query_daemon /metrics | awk '/^rocewatch_probe_budget_bytes_total\{side="peer"\} / { printf "%.0f\n", $2 }'
+}
+if ((NODE == 1)); then PEER_BYTES0=$(peer_bytes_charged); fi
+sync_point budget-before 60
+
+RDMA_BW_BYTES=0
 if ((NODE == 2)); then
     for rail in "${RAILS[@]}"; do
         section "write bandwidth on $rail through the daemons"
@@ -132,6 +142,7 @@ if ((NODE == 2)); then
         wire_ok "rdma_write_bw $rail: the daemon's own $rail counter (data phase)" "$(jf ".bytes_per_rail.$rail // 0")" "$bytes" $((k1 - k0))
         wire_ok "rdma_write_bw $rail: kernel $rail tx_bytes around the call" $((a1 - a0)) "$bytes" $((k1 - k0))
         record "daemon rdma_write_bw node2 -> node1 $rail: $gbps Gb/s, $bytes bytes in $(jf .duration_seconds) s (POST answered in $PROBE_MS ms)"
+        RDMA_BW_BYTES=$((RDMA_BW_BYTES + bytes))
     done
 
     section "write bandwidth on both rails at once through the daemons"
@@ -156,6 +167,9 @@ if ((NODE == 2)); then
     record "daemon rdma_multirail_bw node2 -> node1: $(jf '.bandwidth_bytes_per_second * 8 / 1e9') Gb/s; railA $(jf '.bytes_per_rail.railA') bytes, railB $(jf '.bytes_per_rail.railB') bytes"
     # Both rails carried their share, so no rail carried almost all of it.
     expect_no_alert rail_imbalance "node1:rdma_multirail_bw"
+    RDMA_BW_BYTES=$((RDMA_BW_BYTES + $(jf .bytes)))
+    echo "$RDMA_BW_BYTES" >"$SHARE/marks/rdma-bw-bytes"
+    mark rdma-bw-counted
 
     section "probe metrics"
     metrics=$(query_daemon /metrics)
@@ -194,6 +208,21 @@ if ((NODE == 2)); then
     fi
     mark bw-done
 else
+    if wait_mark rdma-bw-counted 300; then
+        section "the probe budget charges the RDMA bandwidth sessions served"
+        sent=$(cat "$SHARE/marks/rdma-bw-bytes")
+        charged=0
+        for _ in $(seq 50); do  # each serving session is charged as it ends
+            charged=$(($(peer_bytes_charged) - PEER_BYTES0))
+            ((charged >= sent)) && break
+            snooze 0.2
+        done
+        if ((sent > 0 && charged >= sent)); then
+            pass "node1's budget charged peers $charged bytes since, the RDMA bandwidth runs $sent of them"
+        else
+            fail "node1's budget charged peers $charged bytes since; node 2's RDMA bandwidth runs wrote $sent"
+        fi
+    fi
     wait_mark bw-done 300
 fi
 sync_point bw-done 300
