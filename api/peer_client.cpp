@@ -227,6 +227,34 @@ PeerState fetch_hello(const PeerConfig& peer, const std::string& token, std::chr
     }
 }
 
+namespace {
+
+// Why a peer answered 503, in its words: the detail or error of its JSON (another session
+// running, its probe budget spent, peer probing off, no snapshot yet), else its text (its
+// front end saturated), and when it asks to be tried again.
+std::string unavailable_detail(const httplib::Response& res) {
+    std::string why = "the peer is unavailable (HTTP 503)";
+    const auto body = nlohmann::json::parse(res.body, nullptr, false);
+    if (body.is_object()) {
+        for (const char* key : {"detail", "error"})
+            if (const auto it = body.find(key);
+                it != body.end() && it->is_string() && !it->get<std::string>().empty()) {
+                why = "the peer says " + it->get<std::string>();
+                break;
+            }
+    } else {
+        const auto first = res.body.find_first_not_of(" \t\r\n");
+        const auto last = res.body.find_last_not_of(" \t\r\n");
+        if (first != std::string::npos && last - first < 200)
+            why = "the peer says " + res.body.substr(first, last - first + 1);
+    }
+    if (const auto after = res.get_header_value("Retry-After"); !after.empty() && after.size() <= 32)
+        why += " (retry after " + after + " s)";
+    return why;
+}
+
+}  // namespace
+
 SessionReply post_session(const PeerConfig& peer, const std::string& token, const std::string& path,
                           const nlohmann::json& request, Deadline deadline, const PeerTransport& transport) {
     SessionReply r;
@@ -249,7 +277,7 @@ SessionReply post_session(const PeerConfig& peer, const std::string& token, cons
                         where + ": " + (out.detail.empty() ? httplib::to_string(out.res.error()) : out.detail));
         const auto& res = out.res;
         if (res->status == 401 || res->status == 403) return fail("auth_refused", where + ": our token was refused");
-        if (res->status == 503) return fail("peer_busy", where + ": the peer runs another probe session");
+        if (res->status == 503) return fail("peer_busy", where + ": " + unavailable_detail(*res));
         if (res->status == 404)
             return fail("version_mismatch", where + ": the peer has no such endpoint (older version?)");
         if (res->status != 200 && res->status != 422)

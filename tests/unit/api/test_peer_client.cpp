@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include <httplib.h>
+
 #include "api/peer_client.hpp"
 
 namespace rocewatch {
@@ -84,6 +86,46 @@ TEST(PeerClient, CancelEndsASessionPostAtOnce) {
     EXPECT_EQ(r.reason, "cancelled") << r.detail;
     // The deadline was 30 s away: the request ended within a cancel slice or two of the flag.
     EXPECT_LT(took, 5.0) << "the POST waited for the peer after the daemon began to stop";
+}
+
+// A peer answers 503 for several reasons (another session running, its probe budget spent,
+// peer probing off, no snapshot yet, its front end saturated): the result says which, in the
+// peer's words, and when it asks to be tried again, not always "another probe session".
+TEST(PeerClient, APeersRefusalSaysWhyInItsWords) {
+    httplib::Server server;
+    std::string body, type;
+    std::string retry_after;
+    server.Post("/api/v1/peer/rdma", [&](const httplib::Request&, httplib::Response& res) {
+        res.status = 503;
+        if (!retry_after.empty()) res.set_header("Retry-After", retry_after);
+        res.set_content(body, type);
+    });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread t([&] { server.listen_after_bind(); });  // bound and listening: calls queue until it runs
+    const auto refusal = [&](std::string b, std::string ct, std::string after = "") {
+        body = std::move(b);
+        type = std::move(ct);
+        retry_after = std::move(after);
+        auto r = api::post_session(peer_at(static_cast<uint16_t>(port)), "t", "/api/v1/peer/rdma", {{"x", 1}},
+                                   Deadline::after(3s));
+        EXPECT_FALSE(r.body);
+        EXPECT_EQ(r.reason, "peer_busy") << r.detail;
+        return r.detail;
+    };
+    const auto spent = refusal(R"({"reason":"peer_busy","detail":"probe budget spent: 60 runs in the last minute"})",
+                               "application/json", "30");
+    EXPECT_NE(spent.find("the peer says probe budget spent: 60 runs in the last minute (retry after 30 s)"),
+              std::string::npos)
+        << spent;
+    const auto off = refusal(R"({"error":"peer probing is off: no token file","status":503})", "application/json");
+    EXPECT_NE(off.find("the peer says peer probing is off: no token file"), std::string::npos) << off;
+    const auto saturated = refusal("server busy, retry\n", "text/plain");
+    EXPECT_NE(saturated.find("the peer says server busy, retry"), std::string::npos) << saturated;
+    const auto bare = refusal("", "text/plain");
+    EXPECT_NE(bare.find("the peer is unavailable (HTTP 503)"), std::string::npos) << bare;
+    server.stop();
+    t.join();
 }
 
 }  // namespace
