@@ -411,7 +411,8 @@ void FrontEnd::Impl::hand_over(Conn& c, size_t need, SteadyClock::time_point now
     r.ticket = c.id;
     r.bytes = c.in.substr(0, need);
     c.in.erase(0, need);  // a pipelined next request, judged after this answer
-    r.last = c.served + 1 >= opts.keep_alive_max_requests || stopping;
+    r.last = c.served + 1 >= opts.keep_alive_max_requests || stopping ||
+             wants_close(header_value(r.bytes, "Connection"));
     r.priority = is_priority_request(r.bytes);
     r.remote_ip = c.source;
     r.remote_port = c.remote_port;

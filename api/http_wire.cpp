@@ -8,6 +8,7 @@
 
 #include "api/http_text.hpp"
 #include "api/json_view.hpp"
+#include "api/metrics_cache.hpp"
 #include "api/request_gate.hpp"
 
 namespace rocewatch::api {
@@ -59,6 +60,43 @@ bool is_priority_request(std::string_view head) {
 }
 
 bool is_metrics_request(std::string_view head) { return get_path(head) == "/metrics"; }
+
+bool wants_close(std::string_view connection) {
+    while (!connection.empty()) {
+        const size_t comma = connection.find(',');
+        if (iequals(trim_ows(connection.substr(0, comma)), "close")) return true;
+        connection = comma == std::string_view::npos ? std::string_view{} : connection.substr(comma + 1);
+    }
+    return false;
+}
+
+std::string request_for_httplib(std::string bytes) {
+    const size_t head_end = bytes.find("\r\n\r\n");
+    if (head_end == std::string::npos) return bytes;
+    const size_t first = bytes.find("\r\n");
+    std::string out = bytes.substr(0, first + 2);
+    std::string accept;  // every Accept-Encoding line, joined (RFC 9110 5.3)
+    bool saw_accept = false;
+    for (size_t at = first + 2; at < head_end + 2;) {
+        const size_t end = bytes.find("\r\n", at);
+        const std::string_view line(bytes.data() + at, end - at);
+        at = end + 2;
+        const size_t colon = line.find(':');
+        const auto name = colon == std::string_view::npos ? line : line.substr(0, colon);
+        if (iequals(name, "Range")) continue;
+        if (iequals(name, "Accept-Encoding")) {
+            if (saw_accept) accept += ',';
+            accept += trim_ows(line.substr(colon + 1));
+            saw_accept = true;
+            continue;
+        }
+        out.append(line);
+        out += "\r\n";
+    }
+    if (saw_accept && accepts_gzip(accept)) out += "Accept-Encoding: gzip\r\n";
+    out.append(bytes, head_end + 2);  // the blank line and the body
+    return out;
+}
 
 std::string header_value(std::string_view head, std::string_view name) {
     size_t at = head.find("\r\n");

@@ -28,4 +28,15 @@ bool is_metrics_request(std::string_view head);
 // "" when absent.
 std::string header_value(std::string_view head, std::string_view name);
 
+// Whether a Connection header's value asks to close: "close" among its comma-separated
+// options, in any case (RFC 9110 7.6.1). httplib 0.11 honours the exact "close" only.
+bool wants_close(std::string_view connection);
+
+// A request the gate accepted, as httplib is to parse it: Range lines dropped (ranges are
+// ignored, RFC 9110 14.2: httplib 0.11 builds any number of overlapping ranges into one
+// multipart body), and Accept-Encoding made "gzip" where the client accepts gzip
+// (accepts_gzip: q-values, an explicit refusal over "*") and dropped where it does not:
+// httplib 0.11 compresses an answer when the value merely contains "gzip" or "br", q=0 too.
+std::string request_for_httplib(std::string bytes);
+
 }  // namespace rocewatch::api

@@ -175,6 +175,7 @@ bool q_is_zero(std::string_view params) {
 
 bool accepts_gzip(const std::string& accept_encoding) {
     std::string_view rest = accept_encoding;
+    std::optional<bool> gzip, star;  // what the client said of gzip by name, and of "*"
     while (!rest.empty()) {
         const size_t comma = rest.find(',');
         const auto item = rest.substr(0, comma);
@@ -182,9 +183,11 @@ bool accepts_gzip(const std::string& accept_encoding) {
         const size_t semi = item.find(';');
         const auto coding = trim_ows(item.substr(0, semi));
         const auto params = semi == std::string_view::npos ? std::string_view{} : item.substr(semi + 1);
-        if ((iequals(coding, "gzip") || coding == "*") && !q_is_zero(params)) return true;
+        if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) gzip = !q_is_zero(params);
+        if (coding == "*") star = !q_is_zero(params);
     }
-    return false;
+    // A coding named outright wins over "*" (RFC 9110 12.5.3): "gzip;q=0, *" refuses gzip.
+    return gzip.value_or(star.value_or(false));
 }
 
 }  // namespace rocewatch::api

@@ -112,11 +112,6 @@ HeadCheck check_header_line(std::string_view line, SeenHeaders& seen, const ApiO
     if (iequals(name, "Content-Encoding"))
         return reject(415, RejectReason::content_encoding, "compressed request bodies are not accepted");
 
-    // httplib 0.11 serves any number of (overlapping) ranges as one multipart body: a
-    // 3 KiB "bytes=0-,0-,..." header turns a 19 KB /metrics into 10 MB built in memory.
-    // Nothing here is large enough to want ranges.
-    if (iequals(name, "Range")) return reject(416, RejectReason::range, "range requests are not supported");
-
     // httplib hands handlers the first of several, a proxy may check the last: a request
     // must not carry one credential for the proxy and another for us.
     if (iequals(name, "Authorization")) {
@@ -156,7 +151,6 @@ const char* to_string(RejectReason r) {
         case RejectReason::content_encoding: return "content_encoding";
         case RejectReason::body_too_large: return "body_too_large";
         case RejectReason::spoofed_header: return "spoofed_header";
-        case RejectReason::range: return "range";
         case RejectReason::method: return "method";
         case RejectReason::version: return "version";
         case RejectReason::malformed: return "malformed";
@@ -169,21 +163,11 @@ const char* to_string(RejectReason r) {
 
 const std::vector<RejectReason>& all_reject_reasons() {
     static const std::vector<RejectReason> all = {
-        RejectReason::header_too_large,
-        RejectReason::too_many_headers,
-        RejectReason::timeout,
-        RejectReason::transfer_encoding,
-        RejectReason::length_required,
-        RejectReason::content_encoding,
-        RejectReason::body_too_large,
-        RejectReason::spoofed_header,
-        RejectReason::range,
-        RejectReason::method,
-        RejectReason::version,
-        RejectReason::malformed,
-        RejectReason::overload,
-        RejectReason::shutting_down,
-        RejectReason::tls_handshake,
+        RejectReason::header_too_large,  RejectReason::too_many_headers, RejectReason::timeout,
+        RejectReason::transfer_encoding, RejectReason::length_required,  RejectReason::content_encoding,
+        RejectReason::body_too_large,    RejectReason::spoofed_header,   RejectReason::method,
+        RejectReason::version,           RejectReason::malformed,        RejectReason::overload,
+        RejectReason::shutting_down,     RejectReason::tls_handshake,
     };
     return all;
 }

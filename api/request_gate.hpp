@@ -21,7 +21,6 @@ enum class RejectReason {
     content_encoding,   // 415: no compressed bodies (decompression bombs)
     body_too_large,     // 413: Content-Length above max_body_bytes
     spoofed_header,     // 400: REMOTE_ADDR & co., which httplib 0.11 would trust
-    range,              // 416: Range requests (multi-range amplification)
     method,             // 405: not GET, HEAD or POST
     version,            // 505: not HTTP/1.0 or HTTP/1.1
     malformed,          // 400: not a well-formed HTTP/1.x head

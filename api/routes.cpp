@@ -241,6 +241,11 @@ void ApiServer::Impl::install_handlers() {
         return httplib::Server::HandlerResponse::Handled;
     });
     s.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+        // Answers differ by Accept-Encoding (httplib compresses JSON for clients that take
+        // gzip), and ranges are ignored (request_for_httplib), not served.
+        if (!res.has_header("Vary")) res.set_header("Vary", "Accept-Encoding");
+        res.headers.erase("Accept-Ranges");  // httplib offers bytes on HEAD
+        res.set_header("Accept-Ranges", "none");
         for (const auto& [name, value] : web->current()->config.headers) {
             res.headers.erase(name);
             res.set_header(name, value);

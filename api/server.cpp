@@ -19,7 +19,8 @@ void ApiServer::Impl::serve(GatedRequest& r) {
     std::string response;
     bool keep = false;
     try {
-        MemStream strm(std::move(r.bytes), std::move(r.remote_ip), r.remote_port, std::move(r.local_ip), r.local_port);
+        MemStream strm(request_for_httplib(std::move(r.bytes)), std::move(r.remote_ip), r.remote_port,
+                       std::move(r.local_ip), r.local_port);
         keep = server.serve_one(strm, r.last);
         response = strm.take_output();
     } catch (const std::exception& e) {

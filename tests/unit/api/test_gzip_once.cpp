@@ -83,4 +83,10 @@ TEST(GzipOnce, AcceptEncoding) {
     EXPECT_FALSE(accepts_gzip("gzip;q=0"));
     EXPECT_FALSE(accepts_gzip("gzip; q=0.000"));
     EXPECT_FALSE(accepts_gzip("x-gzip2"));
+    EXPECT_TRUE(accepts_gzip("x-gzip"));
+    // A coding named outright wins over "*", in either order.
+    EXPECT_FALSE(accepts_gzip("gzip;q=0, *"));
+    EXPECT_FALSE(accepts_gzip("*, gzip;q=0"));
+    EXPECT_TRUE(accepts_gzip("*;q=0, gzip"));
+    EXPECT_FALSE(accepts_gzip("*;q=0"));
 }
