@@ -38,13 +38,18 @@ inline std::shared_ptr<const Snapshot> snapshot_or_503(const SnapshotSource& src
     return s;
 }
 
-// True when every query parameter is one the route knows; otherwise answers 400 naming the
-// first unknown one and returns false. A filter that is not applied must not look applied.
+// True when every query parameter is one the route knows, given once; otherwise answers 400
+// naming the first unknown or repeated one and returns false. A filter that is not applied
+// must not look applied, nor the second of two values (httplib hands routes the first).
 inline bool only_params(const httplib::Request& req, httplib::Response& res,
                         std::initializer_list<std::string_view> known) {
     for (const auto& [name, value] : req.params) {
         (void)value;
-        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+        if (std::find(known.begin(), known.end(), name) != known.end()) {
+            if (req.get_param_value_count(name) <= 1) continue;
+            send_json(res, 400, error_json(400, name + " given more than once"));
+            return false;
+        }
         std::string allowed;
         for (auto k : known) allowed += (allowed.empty() ? "" : ", ") + std::string(k);
         send_json(res, 400,

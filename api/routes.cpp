@@ -102,11 +102,6 @@ void ApiServer::Impl::register_rest_routes() {
               [this](const httplib::Request& req, httplib::Response& res) {
                   if (!only_params(req, res, {"severity", "state", "scope", "rule", "object"})) return;
                   AlertFilter f;
-                  for (const auto& [name, value] : req.params)
-                      if (req.get_param_value_count(name) > 1) {
-                          send_json(res, 400, error_json(400, name + " given more than once"));
-                          return;
-                      }
                   if (req.has_param("severity")) {
                       const auto v = req.get_param_value("severity");
                       f.severity = severity_from_string(v);

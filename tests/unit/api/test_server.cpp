@@ -267,10 +267,10 @@ TEST_F(ApiServerTest, AlertFiltersWorkOrAnswer400) {
     r = c.Get("/api/v1/alerts?severity=critical&state=firing&rule=" + every[0]["rule"].get<std::string>());
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
-    for (const char* bad :
-         {"/api/v1/alerts?severity=urgent", "/api/v1/alerts?state=resolved", "/api/v1/alerts?sevrity=critical",
-          "/api/v1/alerts?severity=info&severity=critical", "/api/v1/alerts/history?limit=1&rule=x",
-          "/api/v1/status?verbose=1", "/api/v1/devices?name=x", "/api/v1/config?x=1"}) {
+    for (const char* bad : {"/api/v1/alerts?severity=urgent", "/api/v1/alerts?state=resolved",
+                            "/api/v1/alerts?sevrity=critical", "/api/v1/alerts?severity=info&severity=critical",
+                            "/api/v1/alerts/history?limit=1&rule=x", "/api/v1/alerts/history?limit=0&limit=5",
+                            "/api/v1/status?verbose=1", "/api/v1/devices?name=x", "/api/v1/config?x=1"}) {
         r = c.Get(bad);
         ASSERT_TRUE(r) << bad;
         EXPECT_EQ(r->status, 400) << bad;
@@ -279,6 +279,9 @@ TEST_F(ApiServerTest, AlertFiltersWorkOrAnswer400) {
     r = c.Get("/api/v1/alerts?sevrity=critical");
     ASSERT_TRUE(r);
     EXPECT_NE(r->body.find("sevrity"), std::string::npos) << "the error names the unknown parameter";
+    r = c.Get("/api/v1/alerts/history?limit=0&limit=5");
+    ASSERT_TRUE(r);
+    EXPECT_NE(r->body.find("limit given more than once"), std::string::npos) << r->body;
 }
 
 TEST_F(ApiServerTest, MetricsEndpoint) {
