@@ -884,6 +884,15 @@ std::optional<std::pair<int, std::string>> nesting_problem(std::string_view text
 
 }  // namespace
 
+// The probe data port must not be the HTTP port: the daemon would fail to start on it, while
+// --check-config said ok. Empty when they differ (or the listen address is not valid).
+std::string port_clash(const Config& c) {
+    const auto listen = parse_listen_address(c.daemon.listen);
+    if (!listen || listen->port != c.probes.data_port) return {};
+    return "is the port the HTTP API listens on (daemon.listen = " + in_quotes(c.daemon.listen) +
+           "); the probe data port needs a port of its own";
+}
+
 ConfigResult parse_config(std::string_view text, const std::string& source_name) {
     ConfigResult result;
     Errors errors(source_name);
@@ -925,6 +934,17 @@ ConfigResult parse_config(std::string_view text, const std::string& source_name)
         }
         section->load(*t, name, errors, c);
     }
+    if (errors.empty()) {
+        if (auto clash = port_clash(c); !clash.empty()) {
+            if (const auto* port = doc.at_path("probes.data_port").node())
+                errors.add(port->source(), "probes.data_port", std::move(clash));
+            else if (const auto* listen = doc.at_path("daemon.listen").node())
+                errors.add(listen->source(), "daemon.listen",
+                           "port " + std::to_string(c.probes.data_port) +
+                               " is the probe data port's (probes.data_port, default 9880); the HTTP API needs "
+                               "a port of its own");
+        }
+    }
 
     if (errors.empty())
         result.config = std::move(c);
@@ -950,6 +970,10 @@ ConfigResult load_config(const std::optional<std::string>& path, const ConfigOve
         if (!config_detail::parse_listen_address(*o.listen, 0, why))
             flag_error("--listen", in_quotes(*o.listen) + " is not a listen address: " + why);
         d.listen = *o.listen;
+        if (auto clash = port_clash(*r.config); !clash.empty())
+            flag_error("--listen",
+                       "port " + std::to_string(r.config->probes.data_port) +
+                           " is probes.data_port's; the HTTP API and the probe data port need ports of their own");
     }
     nonempty("--sysfs-root", o.sysfs_root, d.sysfs_root);
     nonempty("--procfs-root", o.procfs_root, d.procfs_root);

@@ -519,6 +519,26 @@ TEST(ConfigErrors, FieldsOfAnError) {
     EXPECT_EQ(r.errors[0].problem, "expected an integer, got a string");
 }
 
+// The probe data port on the HTTP port: --check-config said ok and the daemon then failed to
+// bind. Refused at the line that set it, whichever of the two it was, and from the command line.
+TEST(ConfigErrors, ProbeDataPortOnTheHttpPort) {
+    auto r = parse_config("[daemon]\nlisten = \"127.0.0.1:19993\"\n[probes]\ndata_port = 19993\n", "c.toml");
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_EQ(r.errors[0].line, 4);
+    EXPECT_EQ(r.errors[0].key, "probes.data_port");
+    EXPECT_NE(r.errors[0].problem.find("the HTTP API listens on"), std::string::npos) << r.errors[0].problem;
+    r = parse_config("[daemon]\nlisten = \":9880\"\n", "c.toml");  // the data port's default
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_EQ(r.errors[0].line, 2);
+    EXPECT_EQ(r.errors[0].key, "daemon.listen");
+    EXPECT_EQ(errors_of("[probes]\ndata_port = 9879\n").size(), 1u) << "the listen default";
+    EXPECT_TRUE(errors_of("[daemon]\nlisten = \":19993\"\n[probes]\ndata_port = 19994\n").empty());
+    const auto flag = load_config(std::nullopt, ConfigOverrides{.listen = "127.0.0.1:9880"});
+    EXPECT_FALSE(flag.config);
+    ASSERT_EQ(flag.errors.size(), 1u);
+    EXPECT_EQ(flag.errors[0].key, "--listen");
+}
+
 TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
               (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, metrics, "
