@@ -86,6 +86,13 @@ public:
                              ": " + what);
     }
 
+    // A mapping's key, which must be a plain string (a list or a mapping as a key made yaml-cpp
+    // throw its own "bad conversion", without file or key).
+    std::string key_of(const YAML::Node& k, const std::string& where) const {
+        if (!k.IsScalar()) fail(k, where, "a key must be a plain string");
+        return k.as<std::string>();
+    }
+
     std::string scalar(const YAML::Node& n, const std::string& key) const {
         if (!n.IsScalar()) fail(n, key, "must be a string");
         return n.as<std::string>();
@@ -126,7 +133,7 @@ public:
         if (!n.IsMap()) fail(n, "tls_server_config", "must be a mapping");
         bool auth_set = false;
         for (const auto& kv : n) {
-            const std::string k = kv.first.as<std::string>();
+            const std::string k = key_of(kv.first, "tls_server_config");
             const std::string key = "tls_server_config." + k;
             const auto& v = kv.second;
             if (k == "cert_file")
@@ -174,7 +181,7 @@ public:
         if (n.IsNull()) return;
         if (!n.IsMap()) fail(n, "http_server_config", "must be a mapping");
         for (const auto& kv : n) {
-            const std::string k = kv.first.as<std::string>();
+            const std::string k = key_of(kv.first, "http_server_config");
             const std::string key = "http_server_config." + k;
             if (k == "http2") {
                 (void)boolean(kv.second, key);  // rocewatch serves HTTP/1.1 only; clients fall back to it
@@ -182,7 +189,7 @@ public:
                 if (kv.second.IsNull()) continue;
                 if (!kv.second.IsMap()) fail(kv.second, key, "must be a mapping of header to value");
                 for (const auto& h : kv.second) {
-                    const std::string name = h.first.as<std::string>();
+                    const std::string name = key_of(h.first, key);
                     const auto known = std::find_if(kHeaders.begin(), kHeaders.end(), [&](std::string_view x) {
                         return x.size() == name.size() &&
                                std::equal(x.begin(), x.end(), name.begin(), [](char a, char b) {
@@ -209,7 +216,7 @@ public:
         if (n.IsNull()) return;
         if (!n.IsMap()) fail(n, "basic_auth_users", "must be a mapping of user name to bcrypt hash");
         for (const auto& kv : n) {
-            const std::string name = kv.first.as<std::string>();
+            const std::string name = key_of(kv.first, "basic_auth_users");
             const std::string key = "basic_auth_users." + name;
             if (name.empty() || name.find(':') != std::string::npos)
                 fail(kv.first, key, "a user name is not empty and has no ':'");
@@ -237,7 +244,7 @@ public:
         if (root.IsNull()) return c;  // an empty file: plain HTTP, no auth
         if (!root.IsMap()) fail(root, "(top level)", "must be a mapping");
         for (const auto& kv : root) {
-            const std::string k = kv.first.as<std::string>();
+            const std::string k = key_of(kv.first, "(top level)");
             if (k == "tls_server_config") {
                 auto t = tls(kv.second);
                 if (!t.cert_file.empty()) c.tls = std::move(t);

@@ -93,6 +93,12 @@ TEST(WebConfig, ErrorsNameFileLineAndKey) {
     EXPECT_NE(error_of("basic_auth_users: [alice]\n").find("basic_auth_users: must be a mapping"), std::string::npos);
     EXPECT_NE(error_of("web:\n  x: 1\n").find("web.yml:1: web: unknown key"), std::string::npos);
     EXPECT_NE(error_of("tls_server_config: [unclosed\n").find("/etc/rocewatch/web.yml:"), std::string::npos);
+    // A list or a mapping as a key: yaml-cpp's "bad conversion" escaped, without file or key.
+    EXPECT_EQ(error_of("? [a, b]\n: 1\n"), "/etc/rocewatch/web.yml:1: (top level): a key must be a plain string");
+    EXPECT_EQ(error_of("basic_auth_users:\n  ? {x: 1}\n  : y\n"),
+              "/etc/rocewatch/web.yml:2: basic_auth_users: a key must be a plain string");
+    EXPECT_EQ(error_of("http_server_config:\n  headers:\n    ? [X-Frame-Options]\n    : DENY\n"),
+              "/etc/rocewatch/web.yml:3: http_server_config.headers: a key must be a plain string");
 }
 
 std::string basic(const std::string& user_colon_password) { return "Basic " + base64_encode(user_colon_password); }
