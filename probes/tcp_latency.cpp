@@ -68,6 +68,7 @@ void run_latency(const TcpProbeTarget& t, const TcpLatSettings& s, Deadline d, P
     const auto reply = handshake(fd->get(), req, d, where, f);
     if (!reply) return fail(r, f);
     r.info["local_address"] = tcpsock::local_address(fd->get());
+    r.info["granted_duration_ms"] = std::to_string(reply->duration_ms);
     tcpsock::set_int_opt(fd->get(), IPPROTO_TCP, TCP_NODELAY, 1);
     // Blocking calls with SO_RCVTIMEO: one syscall per send and per recv, as perftest does.
     if (!tcpsock::make_blocking(fd->get())) return fail(r, errno_failure("make socket blocking", errno));

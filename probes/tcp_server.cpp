@@ -363,7 +363,8 @@ bool DataPortLoop::on_handshake(Session& s) {
 bool DataPortLoop::grant(Session& s, const tcpwire::Request& req) {
     const bool echo = req.mode == tcpwire::Mode::echo;
     s.grant.code = tcpwire::Code::ok;
-    s.grant.duration_ms = std::min<uint32_t>(req.duration_ms, to_ms(limits_.max_session_seconds));
+    s.grant.duration_ms = std::min<uint32_t>(req.duration_ms,
+                                             to_ms(echo ? limits_.max_echo_seconds : limits_.max_session_seconds));
     s.grant.max_bytes = std::min(req.max_bytes, limits_.max_bytes_per_session);
     s.grant.message_size = echo ? req.message_size : 0;
     leave_pending(s);

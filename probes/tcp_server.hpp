@@ -28,7 +28,8 @@ struct TcpServerLimits {
     uint32_t max_pending = 64;
     uint32_t max_pending_per_source = 8;
     uint64_t max_bytes_per_session = 16ull << 30;  // payload bytes received or echoed
-    double max_session_seconds = 10;               // the longest duration granted
+    double max_session_seconds = 10;               // the longest sink (bandwidth) duration granted
+    double max_echo_seconds = 10;                  // the longest echo (latency) duration granted
     double grace_seconds = 2;                      // after the granted duration, for FIN and report
     uint32_t max_message_size = 64 * 1024;         // echo message size limit
     double handshake_timeout_seconds = 2;          // to send the 64-byte request, counted from accept

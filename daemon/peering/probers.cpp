@@ -145,7 +145,11 @@ Probing start_probing(const Config& cfg, const std::string& listen_host, const s
     Probing p{found.token, found.why, nullptr};
     if (p.token) {
         TcpServerLimits limits;
+        // A peer may ask for no longer than we would run: a sink for our bandwidth probe's
+        // duration, an echo for our latency probe's whole deadline (an echo capped at the
+        // bandwidth duration cut latency runs short, silently).
         limits.max_session_seconds = std::chrono::duration<double>(cfg.probes.tcp_bw.duration).count();
+        limits.max_echo_seconds = std::chrono::duration<double>(cfg.probes.tcp_lat.timeout).count();
         limits.max_sessions = std::max<uint32_t>(limits.max_sessions, cfg.probes.tcp_bw.streams);
         limits.max_message_size = std::max<uint32_t>(cfg.probes.tcp_lat.size, 64);
         limits.budget = budget;

@@ -664,6 +664,32 @@ TEST_F(TcpProbeNetns, ASlowPathGivesItsLowFigureWithinTheDeadline) {
                 r.duration_seconds);
 }
 
+// Echo sessions have a cap of their own: a data port whose bandwidth sessions are capped short
+// still grants a latency run the time it asks for within its echo cap (capped at the
+// bandwidth duration, latency runs were cut short and said nothing of it).
+TEST_F(TcpProbeNetns, EchoSessionsAreCappedApartFromSinks) {
+    auto limits = test_limits();
+    limits.max_session_seconds = 0.2;
+    limits.max_echo_seconds = 2;
+    auto server = make_server(limits);
+    TcpLatSettings l;
+    l.iterations = 10'000'000;
+    l.max_duration_seconds = 1;
+    const auto lat = tcp_latency(target(server->port()), l, Deadline::after(3s));
+    ASSERT_TRUE(lat.success) << lat.reason << ": " << lat.detail;
+    EXPECT_EQ(lat.info.at("granted_duration_ms"), "1000");
+    EXPECT_GE(lat.duration_seconds, 0.9);
+    l.max_duration_seconds = 5;
+    const auto capped = tcp_latency(target(server->port()), l, Deadline::after(8s));
+    ASSERT_TRUE(capped.success) << capped.reason << ": " << capped.detail;
+    EXPECT_EQ(capped.info.at("granted_duration_ms"), "2000") << "the echo cap";
+    TcpBwSettings s;
+    s.duration_seconds = 1;
+    const auto bw = tcp_bandwidth(target(server->port()), s, Deadline::after(3s));
+    ASSERT_TRUE(bw.success) << bw.reason << ": " << bw.detail;
+    EXPECT_EQ(bw.info.at("granted_duration_ms"), "200") << "the sink cap";
+}
+
 // The daemon stopping pulls the running probe's deadline in (the scheduler's cancel flag): a
 // bandwidth run against a healthy peer and a latency run against a peer gone quiet both end
 // within a slice of it, not at their 5 s deadlines (they ran on: a stop then waited for them).
