@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/http_text.hpp"
 #include "api/http_wire.hpp"
 #include "api/log_safe.hpp"
 #include "api/request_gate.hpp"
@@ -401,6 +402,12 @@ void FrontEnd::Impl::advance(Conn& c, SteadyClock::time_point now) {
         if (verdict.verdict == HeadCheck::Verdict::reject) return reject(c, verdict, now);
         c.head = verdict;
         c.state = State::body;
+        // A client that waits for "100 Continue" before its body (curl does for a POST, up to
+        // a second) gets it now; httplib would send it only once it had the body, after the
+        // wait. Best effort: a full socket leaves the client to its own timeout.
+        if (c.head.content_length > 0 && c.in.size() < c.head.head_bytes + c.head.content_length &&
+            iequals(header_value(std::string_view(c.in).substr(0, c.head.head_bytes), "Expect"), "100-continue"))
+            send_now(c, "HTTP/1.1 100 Continue\r\n\r\n");
     }
     const size_t need = c.head.head_bytes + c.head.content_length;
     if (c.state == State::body && c.in.size() >= need) hand_over(c, need, now);

@@ -464,6 +464,27 @@ TEST_F(ApiServerTest, RangesAreIgnoredAndTheWholeAnswerServed) {
     expect_healthy();
 }
 
+// A client that sends "Expect: 100-continue" waits for the interim answer before its body:
+// it comes as soon as the head is in, and the final answer follows the body with no second
+// "100 Continue" in it (before, both came after the body, once curl had waited a second).
+TEST_F(ApiServerTest, ExpectContinueIsAnsweredBeforeTheBody) {
+    const int fd = connect_to(server->port());
+    send_best_effort(fd, "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                         "Content-Type: application/json\r\nContent-Length: 7\r\nConnection: close\r\n\r\n");
+    const auto interim = read_all(fd, 200ms);  // nothing else comes until the body does
+    EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+    send_best_effort(fd, R"({"x":1})");
+    const auto r = read_all(fd);
+    ::close(fd);
+    EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK") << r;
+    EXPECT_EQ(r.find("100 Continue"), std::string::npos) << r;
+    // The whole request at once: no interim answer, only the final one.
+    const auto whole = raw_request(server->port(), "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                                                   "Content-Length: 7\r\nConnection: close\r\n\r\n{\"x\":1}");
+    EXPECT_EQ(status_line(whole), "HTTP/1.1 200 OK") << whole;
+    EXPECT_EQ(whole.find("100 Continue"), std::string::npos) << whole;
+}
+
 // "Connection: close" in any case, or among other options, ends the connection after the
 // answer (httplib 0.11 honoured the exact "close" only, and the connection idled on).
 TEST_F(ApiServerTest, ConnectionCloseInAnyCaseEndsTheConnection) {
