@@ -65,6 +65,7 @@ struct Conn {
     bool recheck = true;  // State::head: new bytes may change the verdict
     std::string out;
     size_t out_off = 0;
+    std::string unsent;  // the part of a "100 Continue" the socket did not take: sent first
     bool close_after = false;
     unsigned served = 0;                    // answers written on this connection
     SteadyClock::time_point waiting_since;  // start of the current wait for a request (eviction order)
@@ -121,6 +122,7 @@ struct FrontEnd::Impl {
     void send_now(Conn& c, const std::string& bytes);
     void read_ready(Conn& c, SteadyClock::time_point now);
     void advance(Conn& c, SteadyClock::time_point now);
+    void maybe_continue(Conn& c);
     [[nodiscard]] bool advance_alive(Conn& c, SteadyClock::time_point now);
     void hand_over(Conn& c, size_t need, SteadyClock::time_point now);
     void reject(Conn& c, const HeadCheck& why, SteadyClock::time_point now);
@@ -392,6 +394,19 @@ bool FrontEnd::Impl::advance_alive(Conn& c, SteadyClock::time_point now) {
     return conns.contains(id);
 }
 
+// A client that waits for "100 Continue" before its body (curl does for a POST, up to a
+// second) gets it as the head arrives; httplib would send it only once it had the body. Only
+// to HTTP/1.1 (RFC 9110 10.1.1). What the socket does not take now goes before the answer
+// (begin_write): TLS keeps a record it could not send and counts it into the next write.
+void FrontEnd::Impl::maybe_continue(Conn& c) {
+    const std::string_view head = std::string_view(c.in).substr(0, c.head.head_bytes);
+    const std::string_view request_line = head.substr(0, head.find("\r\n"));
+    if (!request_line.ends_with(" HTTP/1.1") || !iequals(header_value(head, "Expect"), "100-continue")) return;
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    const ssize_t n = conn_send(c, kContinue.data(), kContinue.size());
+    if (n < static_cast<ssize_t>(kContinue.size())) c.unsent = kContinue.substr(n > 0 ? static_cast<size_t>(n) : 0);
+}
+
 // Judges what is buffered: rejects, keeps reading, or hands a complete request over.
 void FrontEnd::Impl::advance(Conn& c, SteadyClock::time_point now) {
     if (c.state == State::head) {
@@ -402,12 +417,7 @@ void FrontEnd::Impl::advance(Conn& c, SteadyClock::time_point now) {
         if (verdict.verdict == HeadCheck::Verdict::reject) return reject(c, verdict, now);
         c.head = verdict;
         c.state = State::body;
-        // A client that waits for "100 Continue" before its body (curl does for a POST, up to
-        // a second) gets it now; httplib would send it only once it had the body, after the
-        // wait. Best effort: a full socket leaves the client to its own timeout.
-        if (c.head.content_length > 0 && c.in.size() < c.head.head_bytes + c.head.content_length &&
-            iequals(header_value(std::string_view(c.in).substr(0, c.head.head_bytes), "Expect"), "100-continue"))
-            send_now(c, "HTTP/1.1 100 Continue\r\n\r\n");
+        if (c.head.content_length > 0 && c.in.size() < c.head.head_bytes + c.head.content_length) maybe_continue(c);
     }
     const size_t need = c.head.head_bytes + c.head.content_length;
     if (c.state == State::body && c.in.size() >= need) hand_over(c, need, now);
@@ -419,7 +429,7 @@ void FrontEnd::Impl::hand_over(Conn& c, size_t need, SteadyClock::time_point now
     r.bytes = c.in.substr(0, need);
     c.in.erase(0, need);  // a pipelined next request, judged after this answer
     r.last = c.served + 1 >= opts.keep_alive_max_requests || stopping ||
-             wants_close(header_value(r.bytes, "Connection"));
+             wants_close(header_list(r.bytes, "Connection"));
     r.priority = is_priority_request(r.bytes);
     r.remote_ip = c.source;
     r.remote_port = c.remote_port;
@@ -525,7 +535,8 @@ void FrontEnd::Impl::send_now(Conn& c, const std::string& bytes) {
 
 void FrontEnd::Impl::begin_write(Conn& c, std::string bytes, bool close, SteadyClock::time_point now) {
     c.state = State::writing;
-    c.out = std::move(bytes);
+    c.out = c.unsent.empty() ? std::move(bytes) : std::move(c.unsent) + bytes;
+    c.unsent.clear();
     c.out_off = 0;
     c.close_after = close;
     set_deadline(c, now + opts.timeout);

@@ -75,7 +75,6 @@ std::string request_for_httplib(std::string bytes) {
     if (head_end == std::string::npos) return bytes;
     const size_t first = bytes.find("\r\n");
     std::string out = bytes.substr(0, first + 2);
-    std::string accept;  // every Accept-Encoding line, joined (RFC 9110 5.3)
     bool saw_accept = false;
     for (size_t at = first + 2; at < head_end + 2;) {
         const size_t end = bytes.find("\r\n", at);
@@ -85,16 +84,33 @@ std::string request_for_httplib(std::string bytes) {
         const auto name = colon == std::string_view::npos ? line : line.substr(0, colon);
         if (iequals(name, "Range") || iequals(name, "Expect")) continue;
         if (iequals(name, "Accept-Encoding")) {
-            if (saw_accept) accept += ',';
-            accept += trim_ows(line.substr(colon + 1));
             saw_accept = true;
             continue;
         }
         out.append(line);
         out += "\r\n";
     }
-    if (saw_accept && accepts_gzip(accept)) out += "Accept-Encoding: gzip\r\n";
+    if (saw_accept && accepts_gzip(header_list(std::string_view(bytes).substr(0, head_end + 2), "Accept-Encoding")))
+        out += "Accept-Encoding: gzip\r\n";
     out.append(bytes, head_end + 2);  // the blank line and the body
+    return out;
+}
+
+std::string header_list(std::string_view head, std::string_view name) {
+    std::string out;
+    size_t at = head.find("\r\n");
+    while (at != std::string_view::npos && at + 2 < head.size()) {
+        const size_t start = at + 2;
+        const size_t end = head.find("\r\n", start);
+        const auto line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+        if (line.empty()) break;  // the blank line: no more headers
+        const size_t colon = line.find(':');
+        if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
+            if (!out.empty()) out += ',';
+            out += trim_ows(line.substr(colon + 1));
+        }
+        at = end;
+    }
     return out;
 }
 

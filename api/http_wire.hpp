@@ -28,6 +28,10 @@ bool is_metrics_request(std::string_view head);
 // "" when absent.
 std::string header_value(std::string_view head, std::string_view name);
 
+// Every header `name` (any case) of a head, their values joined by commas: one list, as
+// RFC 9110 5.3 reads repeated list headers (Accept-Encoding, Connection).
+std::string header_list(std::string_view head, std::string_view name);
+
 // Whether a Connection header's value asks to close: "close" among its comma-separated
 // options, in any case (RFC 9110 7.6.1). httplib 0.11 honours the exact "close" only.
 bool wants_close(std::string_view connection);

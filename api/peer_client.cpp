@@ -239,7 +239,7 @@ std::string unavailable_detail(const httplib::Response& res) {
         for (const char* key : {"detail", "error"})
             if (const auto it = body.find(key);
                 it != body.end() && it->is_string() && !it->get<std::string>().empty()) {
-                why = "the peer says " + it->get<std::string>();
+                why = "the peer says " + it->get<std::string>().substr(0, 200);  // bounded
                 break;
             }
     } else {

@@ -44,7 +44,7 @@ void ApiServer::Impl::serve(GatedRequest& r) {
 bool ApiServer::Impl::serve_on_front_end(const GatedRequest& r) {
     if (!is_metrics_request(r.bytes) || web->current()->auth->enabled()) return false;
     const auto s = src.latest();
-    return s && metrics.ready(s, accepts_gzip(header_value(r.bytes, "Accept-Encoding")));
+    return s && metrics.ready(s, accepts_gzip(header_list(r.bytes, "Accept-Encoding")));
 }
 
 ApiServer::ApiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
