@@ -885,8 +885,11 @@ std::optional<std::pair<int, std::string>> nesting_problem(std::string_view text
 }  // namespace
 
 // The probe data port must not be the HTTP port: the daemon would fail to start on it, while
-// --check-config said ok. Empty when they differ (or the listen address is not valid).
+// --check-config said ok. Empty when they differ, when the listen address is not valid, or
+// when no token_file asks for peer probing (the data port is then not opened; a config that
+// ran before must still load).
 std::string port_clash(const Config& c) {
+    if (c.probes.token_file.empty()) return {};
     const auto listen = parse_listen_address(c.daemon.listen);
     if (!listen || listen->port != c.probes.data_port) return {};
     return "is the port the HTTP API listens on (daemon.listen = " + in_quotes(c.daemon.listen) +

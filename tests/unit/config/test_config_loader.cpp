@@ -1,6 +1,10 @@
 // TOML -> Config: defaults, every key, every class of error with its file:line: key: problem.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -522,18 +526,29 @@ TEST(ConfigErrors, FieldsOfAnError) {
 // The probe data port on the HTTP port: --check-config said ok and the daemon then failed to
 // bind. Refused at the line that set it, whichever of the two it was, and from the command line.
 TEST(ConfigErrors, ProbeDataPortOnTheHttpPort) {
-    auto r = parse_config("[daemon]\nlisten = \"127.0.0.1:19993\"\n[probes]\ndata_port = 19993\n", "c.toml");
+    auto r = parse_config("[daemon]\nlisten = \"127.0.0.1:19993\"\n[probes]\ndata_port = 19993\ntoken_file = \"/t\"\n",
+                          "c.toml");
     ASSERT_EQ(r.errors.size(), 1u);
     EXPECT_EQ(r.errors[0].line, 4);
     EXPECT_EQ(r.errors[0].key, "probes.data_port");
     EXPECT_NE(r.errors[0].problem.find("the HTTP API listens on"), std::string::npos) << r.errors[0].problem;
-    r = parse_config("[daemon]\nlisten = \":9880\"\n", "c.toml");  // the data port's default
+    r = parse_config("[daemon]\nlisten = \":9880\"\n[probes]\ntoken_file = \"/t\"\n", "c.toml");  // its default
     ASSERT_EQ(r.errors.size(), 1u);
     EXPECT_EQ(r.errors[0].line, 2);
     EXPECT_EQ(r.errors[0].key, "daemon.listen");
-    EXPECT_EQ(errors_of("[probes]\ndata_port = 9879\n").size(), 1u) << "the listen default";
-    EXPECT_TRUE(errors_of("[daemon]\nlisten = \":19993\"\n[probes]\ndata_port = 19994\n").empty());
-    const auto flag = load_config(std::nullopt, ConfigOverrides{.listen = "127.0.0.1:9880"});
+    EXPECT_EQ(errors_of("[probes]\ndata_port = 9879\ntoken_file = \"/t\"\n").size(), 1u) << "the listen default";
+    EXPECT_TRUE(errors_of("[daemon]\nlisten = \":19993\"\n[probes]\ndata_port = 19994\ntoken_file = \"/t\"\n").empty());
+    // Without a token file the data port is not opened: a config that ran before still loads.
+    EXPECT_TRUE(errors_of("[daemon]\nlisten = \":9880\"\n").empty());
+    r = parse_config("[probes]\ntoken_file = \"/t\"\n", "c.toml");
+    ASSERT_TRUE(r.config);
+    EXPECT_TRUE(load_config(std::nullopt, ConfigOverrides{.listen = "127.0.0.1:9880"}).config)
+        << "no token file, no data port";
+    // --listen onto the data port of a file that asks for probing.
+    const auto path = std::filesystem::temp_directory_path() / ("rw-clash-" + std::to_string(::getpid()) + ".toml");
+    std::ofstream(path) << "[probes]\ntoken_file = \"/t\"\n";
+    const auto flag = load_config(path.string(), ConfigOverrides{.listen = "127.0.0.1:9880"});
+    std::filesystem::remove(path);
     EXPECT_FALSE(flag.config);
     ASSERT_EQ(flag.errors.size(), 1u);
     EXPECT_EQ(flag.errors[0].key, "--listen");
