@@ -96,37 +96,46 @@ std::string request_for_httplib(std::string bytes) {
     return out;
 }
 
-std::string header_list(std::string_view head, std::string_view name) {
-    std::string out;
+namespace {
+
+// Calls f(name, value) for each header line of a head the gate accepted (value trimmed),
+// until f returns false or the blank line.
+template <class F>
+void for_each_header(std::string_view head, F&& f) {
     size_t at = head.find("\r\n");
     while (at != std::string_view::npos && at + 2 < head.size()) {
         const size_t start = at + 2;
         const size_t end = head.find("\r\n", start);
         const auto line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-        if (line.empty()) break;  // the blank line: no more headers
+        if (line.empty()) return;  // the blank line: no more headers
         const size_t colon = line.find(':');
-        if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
-            if (!out.empty()) out += ',';
-            out += trim_ows(line.substr(colon + 1));
-        }
+        if (colon != std::string_view::npos && !f(line.substr(0, colon), trim_ows(line.substr(colon + 1)))) return;
         at = end;
     }
+}
+
+}  // namespace
+
+std::string header_list(std::string_view head, std::string_view name) {
+    std::string out;
+    for_each_header(head, [&](std::string_view n, std::string_view v) {
+        if (iequals(n, name)) {
+            if (!out.empty()) out += ',';
+            out += v;
+        }
+        return true;
+    });
     return out;
 }
 
 std::string header_value(std::string_view head, std::string_view name) {
-    size_t at = head.find("\r\n");
-    while (at != std::string_view::npos && at + 2 < head.size()) {
-        const size_t start = at + 2;
-        const size_t end = head.find("\r\n", start);
-        const auto line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-        if (line.empty()) break;  // the blank line: no more headers
-        const size_t colon = line.find(':');
-        if (colon != std::string_view::npos && iequals(line.substr(0, colon), name))
-            return std::string(trim_ows(line.substr(colon + 1)));
-        at = end;
-    }
-    return {};
+    std::string out;
+    for_each_header(head, [&](std::string_view n, std::string_view v) {
+        if (!iequals(n, name)) return true;
+        out = v;
+        return false;
+    });
+    return out;
 }
 
 }  // namespace rocewatch::api
