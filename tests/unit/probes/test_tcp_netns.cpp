@@ -240,6 +240,21 @@ bool read_exact(int fd, uint8_t* p, size_t n) {
     return true;
 }
 
+// Asks for a sink session on a connected raw socket, as the bandwidth probe's handshake does:
+// the grant, or nullopt when the request did not go out or no valid reply came back.
+std::optional<tcpwire::Reply> request_sink(int fd, const ProbeToken& token, uint32_t duration_ms, uint64_t max_bytes) {
+    tcpwire::Request req;
+    req.mode = tcpwire::Mode::sink;
+    req.duration_ms = duration_ms;
+    req.max_bytes = max_bytes;
+    req.token = token;
+    const auto hdr = tcpwire::encode(req);
+    if (::send(fd, hdr.data(), hdr.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hdr.size())) return std::nullopt;
+    std::array<uint8_t, tcpwire::kReplySize> rep{};
+    if (!read_exact(fd, rep.data(), rep.size())) return std::nullopt;
+    return tcpwire::decode_reply(rep.data(), rep.size());
+}
+
 class TcpProbeNetns : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -791,16 +806,7 @@ TEST_F(TcpProbeNetns, ByteBudgetIsEnforced) {
 
     const int fd = raw_connect(server_->port());
     ASSERT_GE(fd, 0);
-    tcpwire::Request req;
-    req.mode = tcpwire::Mode::sink;
-    req.duration_ms = 1000;
-    req.max_bytes = 1ull << 40;
-    req.token = token_;
-    const auto hdr = tcpwire::encode(req);
-    ASSERT_EQ(::send(fd, hdr.data(), hdr.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hdr.size()));
-    std::array<uint8_t, tcpwire::kReplySize> rep{};
-    ASSERT_TRUE(read_exact(fd, rep.data(), rep.size()));
-    const auto grant = tcpwire::decode_reply(rep.data(), rep.size());
+    const auto grant = request_sink(fd, token_, 1000, 1ull << 40);
     ASSERT_TRUE(grant);
     EXPECT_EQ(grant->max_bytes, 1u << 20);
     const auto before = server_->stats();
@@ -834,15 +840,8 @@ TEST_F(TcpProbeNetns, ASinkDrainsWhatASlowPathStillHoldsAfterTheGrant) {
     const auto trickle = [&](double for_s, uint64_t& sent) -> std::optional<tcpwire::Report> {
         const int fd = raw_connect(server->port());
         EXPECT_GE(fd, 0);
-        tcpwire::Request req;
-        req.mode = tcpwire::Mode::sink;
-        req.duration_ms = 200;  // cut at 1.2 s (grant + grace) before; kept to 3.2 s now
-        req.max_bytes = 1ull << 40;
-        req.token = token_;
-        const auto hdr = tcpwire::encode(req);
-        EXPECT_EQ(::send(fd, hdr.data(), hdr.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hdr.size()));
-        std::array<uint8_t, tcpwire::kReplySize> rep{};
-        EXPECT_TRUE(read_exact(fd, rep.data(), rep.size()));
+        // 200 ms: cut at 1.2 s (grant + grace) before; kept to 3.2 s now.
+        EXPECT_TRUE(request_sink(fd, token_, 200, 1ull << 40));
         const std::vector<uint8_t> chunk(16 * 1024, 7);
         const auto end = SteadyClock::now() + from_seconds(for_s);
         while (SteadyClock::now() < end) {
@@ -881,16 +880,7 @@ TEST_F(TcpProbeNetns, ASinkDrainsWhatASlowPathStillHoldsAfterTheGrant) {
 TEST_F(TcpProbeNetns, SinkSessionsAckAsBulkNotAsInteractive) {
     const int fd = raw_connect(server_->port());
     ASSERT_GE(fd, 0);
-    tcpwire::Request req;
-    req.mode = tcpwire::Mode::sink;
-    req.duration_ms = 2000;
-    req.max_bytes = 1 << 20;
-    req.token = token_;
-    const auto hdr = tcpwire::encode(req);
-    ASSERT_EQ(::send(fd, hdr.data(), hdr.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hdr.size()));
-    std::array<uint8_t, tcpwire::kReplySize> rep{};
-    ASSERT_TRUE(read_exact(fd, rep.data(), rep.size()));
-    ASSERT_TRUE(tcpwire::decode_reply(rep.data(), rep.size()));
+    ASSERT_TRUE(request_sink(fd, token_, 2000, 1 << 20));
     sockaddr_in ours{};
     socklen_t len = sizeof ours;
     ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&ours), &len), 0);
