@@ -896,6 +896,12 @@ std::string port_clash(const Config& c) {
            "); the probe data port needs a port of its own";
 }
 
+// The same clash told from the listen address's side (its line in the file, or --listen).
+std::string listen_on_data_port(const Config& c) {
+    return "port " + std::to_string(c.probes.data_port) +
+           " is the probe data port's (probes.data_port, default 9880); the HTTP API needs a port of its own";
+}
+
 ConfigResult parse_config(std::string_view text, const std::string& source_name) {
     ConfigResult result;
     Errors errors(source_name);
@@ -942,10 +948,7 @@ ConfigResult parse_config(std::string_view text, const std::string& source_name)
             if (const auto* port = doc.at_path("probes.data_port").node())
                 errors.add(port->source(), "probes.data_port", std::move(clash));
             else if (const auto* listen = doc.at_path("daemon.listen").node())
-                errors.add(listen->source(), "daemon.listen",
-                           "port " + std::to_string(c.probes.data_port) +
-                               " is the probe data port's (probes.data_port, default 9880); the HTTP API needs "
-                               "a port of its own");
+                errors.add(listen->source(), "daemon.listen", listen_on_data_port(c));
         }
     }
 
@@ -973,10 +976,7 @@ ConfigResult load_config(const std::optional<std::string>& path, const ConfigOve
         if (!config_detail::parse_listen_address(*o.listen, 0, why))
             flag_error("--listen", in_quotes(*o.listen) + " is not a listen address: " + why);
         d.listen = *o.listen;
-        if (auto clash = port_clash(*r.config); !clash.empty())
-            flag_error("--listen",
-                       "port " + std::to_string(r.config->probes.data_port) +
-                           " is probes.data_port's; the HTTP API and the probe data port need ports of their own");
+        if (!port_clash(*r.config).empty()) flag_error("--listen", listen_on_data_port(*r.config));
     }
     nonempty("--sysfs-root", o.sysfs_root, d.sysfs_root);
     nonempty("--procfs-root", o.procfs_root, d.procfs_root);
