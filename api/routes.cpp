@@ -264,8 +264,7 @@ void ApiServer::Impl::serve_metrics(const httplib::Request& req, httplib::Respon
     if (!s) return;
     const bool gzip = accepts_gzip(req.get_header_value("Accept-Encoding"));
     auto body = std::make_shared<const std::string>(metrics.body(s, render_http_metrics(*stats), gzip));
-    res.set_header("Vary", "Accept-Encoding");
-    if (gzip) res.set_header("Content-Encoding", "gzip");
+    if (gzip) res.set_header("Content-Encoding", "gzip");  // Vary: the post-routing handler
     // A content provider, not set_content: httplib compresses a set_content body per
     // request when the client accepts gzip, and would compress ours a second time.
     res.set_content_provider(body->size(), kMetricsContentType,

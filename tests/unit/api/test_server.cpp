@@ -533,6 +533,10 @@ TEST_F(ApiServerTest, JsonIsCompressedOnlyAsTheClientAccepts) {
     const auto r = get("br, gzip");
     EXPECT_NE(r.find("Content-Encoding: gzip"), std::string::npos) << r.substr(0, 300);
     EXPECT_NE(r.find("Vary: Accept-Encoding"), std::string::npos);
+    const auto m = raw_request(
+        server->port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
+    EXPECT_NE(m.find("Content-Encoding: gzip"), std::string::npos) << m.substr(0, 300);
+    EXPECT_NE(m.find("Vary: Accept-Encoding"), std::string::npos) << "/metrics too";
 }
 
 TEST_F(ApiServerTest, PostWithoutLengthRefused) {
