@@ -9,10 +9,15 @@ Scrapes alternate A, B, A, B ... so drift in machine speed hits both alike. --mo
 (the default) scrapes as Prometheus does: one kept-alive connection per target,
 Accept-Encoding: gzip, and a fresh snapshot before every rocewatchd scrape (it collects every
 100 ms and each round waits 120 ms; node_exporter collects on every scrape anyway).
---mode fresh-conn opens a new connection per scrape and asks for no compression."""
+--mode fresh-conn opens a new connection per scrape and asks for no compression.
+--links tree makes every netdev of the tree a link of the namespace (a veth with the tree's MAC
+and an address of its own /24), as on a real node, where both exporters report each link; the
+default, spark, makes the DGX Spark fixture's three."""
 import argparse
 import http.client
+import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -112,6 +117,8 @@ def main():
     ap.add_argument("--procfs", default="tests/fixtures/procfs/dgx-spark")
     ap.add_argument("--mode", choices=["prometheus", "fresh-conn"], default="prometheus")
     ap.add_argument("--no-fresh", action="store_true", help="do not wait for a fresh snapshot between scrapes")
+    ap.add_argument("--links", choices=["spark", "tree"], default="spark",
+                    help="which links the namespace holds: the DGX Spark's three, or one for each netdev of the tree")
     ap.add_argument("--dump", metavar="DIR", help="write both /metrics bodies there (rocewatchd.txt, node_exporter.txt)")
     a = ap.parse_args()
     sysfs = os.path.abspath(a.sysfs)
@@ -121,7 +128,10 @@ def main():
     fresh_wait = 0.12 if a.mode == "prometheus" and not a.no_fresh else 0
     rw_port, ne_port = 19879, 19100
     with rwtest.Netns("bench") as node, rwtest.Netns("benchpeer") as peer:
-        rwtest.dgx_spark_links(node, peer)
+        if a.links == "tree":
+            tree_links(node, peer, sysfs)
+        else:
+            rwtest.dgx_spark_links(node, peer)
         # netclass over netlink: the fixture trees hold only each netdev's address, so from
         # sysfs node_exporter would report no MTU, carrier or counters and every link down;
         # over netlink it reads the namespace's links, as rocewatchd does (and as it reads
@@ -186,6 +196,26 @@ def main():
     print(f"{'body bytes uncompressed':28}{rw_plain:>14}{ne_plain:>16}{ne_plain / rw_plain:>13.2f}x")
     rw_shared, ne_shared = shared_bytes(rw_text), shared_bytes(ne_text, NE_SELF)
     print(f"{'  of which both know':28}{rw_shared:>14}{ne_shared:>16}{ne_shared / rw_shared:>13.2f}x")
+
+
+def tree_links(node, peer, sysfs):
+    """One veth for each netdev under sysfs/class/net, named and addressed as the tree has it, its
+    far end in peer. The address is the one bench/make_nic_tree.py put in the port's GID table
+    (NIC i: 10.i/250.i%250.11), so each link is in a subnet of its own and its RoCE GIDs match."""
+    names = sorted(os.listdir(os.path.join(sysfs, "class", "net")))
+    for name in names:
+        bus, fn = map(int, re.fullmatch(r"enp(\d+)s0f(\d)np\d", name).groups())
+        i = (bus - 1) * 2 + fn
+        with open(os.path.join(sysfs, "class", "net", name, "address")) as f:
+            mac = f.read().strip()
+        far = f"p{i}"
+        node.ip("link", "add", name, "type", "veth", "peer", "name", far, "netns", peer.name)
+        node.ip("link", "set", name, "address", mac, "mtu", "9000")
+        peer.ip("link", "set", far, "mtu", "9000", "up")
+        node.ip("addr", "add", f"10.{i // 250}.{i % 250}.11/24", "dev", name)
+        node.ip("link", "set", name, "up")
+    rwtest.wait_for(lambda: all(l["operstate"] == "UP" for l in json.loads(node.ip("-j", "link", "show").stdout)
+                                if l["ifname"] != "lo"), 30, "veth links to come up")
 
 
 # Families only rocewatch has (node_exporter 1.5 reads no hw_counters, GID tables, verdicts or
