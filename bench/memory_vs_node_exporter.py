@@ -6,6 +6,9 @@ among the processes that map them, so it is what one more daemon really costs a 
 
     bench/memory_vs_node_exporter.py [--scrapes 12] [--interval 5s] TREE...    # root
 TREE is "spark" (the committed DGX Spark fixture) or a directory from bench/make_nic_tree.py.
+Every netdev of the tree is a link of the namespace (a veth, its far end in a second one), as on
+a real node, and both read the links over netlink (node_exporter's netclass.netlink); --no-links
+leaves the namespace with loopback only, as this bench had it until stop 31.
 Goal (issue 14): rocewatchd's RSS below node_exporter's and its PSS at most a third of it.
 ROCEWATCHD names the binary (default build/daemon/rocewatchd); extra daemon environment, such as
 MALLOC_ARENA_MAX, passes through."""
@@ -53,11 +56,15 @@ def tree_paths(tree):
 def measure(tree, a, cfg):
     sysfs, procfs = tree_paths(tree)
     n = len(os.listdir(f"{sysfs}/class/infiniband"))
-    with rwtest.Netns("mem") as ns:
+    with rwtest.Netns("mem") as ns, rwtest.Netns("mempeer") as peer:
+        if a.links and tree == "spark":
+            rwtest.dgx_spark_links(ns, peer)
+        elif a.links:
+            rwtest.tree_links(ns, peer, sysfs)
         rw_port, ne_port = rwtest.free_port(), rwtest.free_port()
         ne = subprocess.Popen(["ip", "netns", "exec", ns.name, "prometheus-node-exporter", "--collector.disable-defaults",
                                "--collector.infiniband", "--collector.bonding", "--collector.netclass",
-                               f"--path.sysfs={sysfs}", f"--path.procfs={procfs}",
+                               "--collector.netclass.netlink", f"--path.sysfs={sysfs}", f"--path.procfs={procfs}",
                                f"--web.listen-address=127.0.0.1:{ne_port}"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -82,6 +89,8 @@ def main():
     ap.add_argument("--scrapes", type=int, default=12)
     ap.add_argument("--gap", type=float, default=1.0, help="seconds between scrape rounds")
     ap.add_argument("--interval", default="5s", help="rocewatchd's collection interval")
+    ap.add_argument("--no-links", dest="links", action="store_false",
+                    help="no links in the namespace but loopback (the fixture's netdevs are links of nothing)")
     ap.add_argument("trees", nargs="+")
     a = ap.parse_args()
     cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
@@ -95,6 +104,7 @@ def main():
         os.unlink(cfg.name)
     mib = lambda k: f"{k / 1024:.1f}"  # noqa: E731
     print(f"after {a.scrapes} gzip scrapes each, {a.gap} s apart; rocewatchd interval {a.interval}; "
+          f"{'links as the tree has them' if a.links else 'loopback only'}; "
           f"load {os.getloadavg()[0]:.1f}; MiB; ratios ours/node_exporter")
     print("| NICs | RSS ours / ne | ratio | PSS ours / ne | ratio | PSS ours / RSS ne (goal <= 0.33) "
           "| anon RSS ours / ne | gzip body bytes ours / ne |")

@@ -15,9 +15,7 @@ and an address of its own /24), as on a real node, where both exporters report e
 default, spark, makes the DGX Spark fixture's three."""
 import argparse
 import http.client
-import json
 import os
-import re
 import socket
 import statistics
 import subprocess
@@ -129,7 +127,7 @@ def main():
     rw_port, ne_port = 19879, 19100
     with rwtest.Netns("bench") as node, rwtest.Netns("benchpeer") as peer:
         if a.links == "tree":
-            tree_links(node, peer, sysfs)
+            rwtest.tree_links(node, peer, sysfs)
         else:
             rwtest.dgx_spark_links(node, peer)
         # netclass over netlink: the fixture trees hold only each netdev's address, so from
@@ -196,26 +194,6 @@ def main():
     print(f"{'body bytes uncompressed':28}{rw_plain:>14}{ne_plain:>16}{ne_plain / rw_plain:>13.2f}x")
     rw_shared, ne_shared = shared_bytes(rw_text), shared_bytes(ne_text, NE_SELF)
     print(f"{'  of which both know':28}{rw_shared:>14}{ne_shared:>16}{ne_shared / rw_shared:>13.2f}x")
-
-
-def tree_links(node, peer, sysfs):
-    """One veth for each netdev under sysfs/class/net, named and addressed as the tree has it, its
-    far end in peer. The address is the one bench/make_nic_tree.py put in the port's GID table
-    (NIC i: 10.i/250.i%250.11), so each link is in a subnet of its own and its RoCE GIDs match."""
-    names = sorted(os.listdir(os.path.join(sysfs, "class", "net")))
-    for name in names:
-        bus, fn = map(int, re.fullmatch(r"enp(\d+)s0f(\d)np\d", name).groups())
-        i = (bus - 1) * 2 + fn
-        with open(os.path.join(sysfs, "class", "net", name, "address")) as f:
-            mac = f.read().strip()
-        far = f"p{i}"
-        node.ip("link", "add", name, "type", "veth", "peer", "name", far, "netns", peer.name)
-        node.ip("link", "set", name, "address", mac, "mtu", "9000")
-        peer.ip("link", "set", far, "mtu", "9000", "up")
-        node.ip("addr", "add", f"10.{i // 250}.{i % 250}.11/24", "dev", name)
-        node.ip("link", "set", name, "up")
-    rwtest.wait_for(lambda: all(l["operstate"] == "UP" for l in json.loads(node.ip("-j", "link", "show").stdout)
-                                if l["ifname"] != "lo"), 30, "veth links to come up")
 
 
 # Families only rocewatch has (node_exporter 1.5 reads no hw_counters, GID tables, verdicts or

@@ -1,6 +1,7 @@
 """Shared plumbing for rocewatch's end-to-end tests: network namespaces, the real daemon, HTTP."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -86,6 +87,26 @@ def dgx_spark_links(node, peer, mtu=9000, p2p_addr=None):
         links = json.loads(node.ip("-j", "link", "show").stdout)
         return all(l["operstate"] == "UP" for l in links if l["ifname"] != "lo")
     wait_for(all_up, 5, "veth links to come up")
+
+
+def tree_links(node, peer, sysfs):
+    """One veth for each netdev under sysfs/class/net, named and addressed as the tree has it, its
+    far end in peer. The address is the one bench/make_nic_tree.py puts in the port's GID table
+    (NIC i: 10.i/250.i%250.11), so each link is in a subnet of its own and its RoCE GIDs match."""
+    names = sorted(os.listdir(os.path.join(sysfs, "class", "net")))
+    for name in names:
+        bus, fn = map(int, re.fullmatch(r"enp(\d+)s0f(\d)np\d", name).groups())
+        i = (bus - 1) * 2 + fn
+        with open(os.path.join(sysfs, "class", "net", name, "address")) as f:
+            mac = f.read().strip()
+        far = f"p{i}"
+        node.ip("link", "add", name, "type", "veth", "peer", "name", far, "netns", peer.name)
+        node.ip("link", "set", name, "address", mac, "mtu", "9000")
+        peer.ip("link", "set", far, "mtu", "9000", "up")
+        node.ip("addr", "add", f"10.{i // 250}.{i % 250}.11/24", "dev", name)
+        node.ip("link", "set", name, "up")
+    wait_for(lambda: all(l["operstate"] == "UP" for l in json.loads(node.ip("-j", "link", "show").stdout)
+                                if l["ifname"] != "lo"), 30, "veth links to come up")
 
 
 def enter_netns(ns):
