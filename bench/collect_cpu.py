@@ -9,6 +9,9 @@ attached to each rocewatchd in turn.
     sudo ROCEWATCHD_BASE=/work/main/build/daemon/rocewatchd ROCEWATCHD=build/daemon/rocewatchd \\
          bench/collect_cpu.py [--window 60] [--strace 5] [--interval 1s] TREE...
 TREE is "spark" (the committed DGX Spark fixture) or a directory from bench/make_nic_tree.py.
+Every netdev of the tree is a link of the namespace (a veth), as on a real node, and both read
+links over netlink (node_exporter's netclass.netlink); --no-links leaves loopback only, as this
+bench had it until stop 31.
 """
 import argparse
 import os
@@ -96,11 +99,15 @@ def nic_count(sysfs):
 def measure(tree, builds, a, cfg):  # noqa: C901 (one bench run, read top to bottom)
     sysfs, procfs = tree_paths(tree)
     n = nic_count(sysfs)
-    with rwtest.Netns("cpu") as ns:
+    with rwtest.Netns("cpu") as ns, rwtest.Netns("cpupeer") as peer:
+        if a.links and tree == "spark":
+            rwtest.dgx_spark_links(ns, peer)
+        elif a.links:
+            rwtest.tree_links(ns, peer, sysfs)
         ne_port = 9970
         ne = subprocess.Popen(["ip", "netns", "exec", ns.name, "prometheus-node-exporter", "--collector.disable-defaults",
                                "--collector.infiniband", "--collector.bonding", "--collector.netclass",
-                               f"--path.sysfs={sysfs}", f"--web.listen-address=127.0.0.1:{ne_port}"],
+                               "--collector.netclass.netlink", f"--path.sysfs={sysfs}", f"--web.listen-address=127.0.0.1:{ne_port}"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         daemons, cpus = {}, {}
         try:
@@ -138,7 +145,7 @@ def measure(tree, builds, a, cfg):  # noqa: C901 (one bench run, read top to bot
             ne.wait()
             for c in cpus.values():
                 c.close()
-    print(f"\n{tree}: {n} NICs, {wall:.0f} s window, each scraped {scrapes}x (every 15 s)")
+    print(f"\n{tree}: {n} NICs, {'its links' if a.links else 'loopback only'}, {wall:.0f} s window, each scraped {scrapes}x (every 15 s)")
     print(f"  node_exporter          {ne_cpu * 60 / wall:6.3f} CPU-s/min")
     for k, (cpu, cycles) in rows.items():
         per = cpu / max(1, cycles)
@@ -159,6 +166,8 @@ def main():
     ap.add_argument("--window", type=float, default=60)
     ap.add_argument("--interval", default="1s", help="rocewatchd's collection interval")
     ap.add_argument("--strace", type=float, default=5, help="seconds of strace per build (0: none)")
+    ap.add_argument("--no-links", dest="links", action="store_false",
+                    help="no links in the namespace but loopback (the tree's netdevs are links of nothing)")
     ap.add_argument("trees", nargs="+")
     a = ap.parse_args()
     builds = {}
