@@ -7,7 +7,9 @@
 #include <chrono>
 #include <exception>
 #include <set>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "daemon/core/procfs_net.hpp"
@@ -578,6 +580,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     // netlink: links, addresses, bonds (the watcher keeps them current between cycles).
     auto t0 = SteadyClock::now();
     CollectorStatus nl_status{.name = "netlink"};
+    bool link_counters_carried = false;
     try {
         snap->links = src_.links();
         // What rtnetlink leaves out: ARP sysctls per link and the ARP table (cabling checks).
@@ -617,29 +620,64 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         } else {
             lldp_answer_.reset();
         }
-        // The driver's pause, pause-storm and discard counters of the same netdevs (ethtool -S).
-        if (src_.driver_stats)
-            for (auto& l : snap->links)
-                if (roce.count(l.name))
-                    for (auto& [name, v] : src_.driver_stats(l.name).values) l.driver_stats.emplace(std::move(name), v);
-        // The physical link through ethtool netlink; its standard counters join the driver's.
-        if (src_.phy)
+        // The driver's counters and ethtool netlink's are counters as the ports' are: read when
+        // those are (within their share of a core, at least every kCounterMaxAge), after a link
+        // event (with the GID tables) and for a RoCE netdev the last snapshot did not have; in
+        // between, the last values are carried over with their rates. At 128 NICs they cost as
+        // much a cycle as the ports' counter files (two ioctls and four ethtool round trips a
+        // netdev), and every cycle they made the daemon 1.8x node_exporter's CPU.
+        bool link_counters_read = !last_ || files.counters_read || read_gids;
+        std::vector<std::pair<Link*, const Link*>> carry;
+        if (!link_counters_read && (src_.driver_stats || src_.phy)) {
+            std::unordered_map<std::string_view, const Link*> before;
+            for (const auto& l : last_->links) before.emplace(l.name, &l);
             for (auto& l : snap->links) {
                 if (!roce.count(l.name)) continue;
-                l.phy = src_.phy(l.name);
-                const PhyLink& p = *l.phy;
-                const auto put = [&](const char* name, const std::optional<uint64_t>& v) {
-                    if (v) l.driver_stats.emplace(name, *v);
-                };
-                put("fec_corrected_blocks", p.fec_corrected_blocks);
-                put("fec_uncorrectable_blocks", p.fec_uncorrectable_blocks);
-                put("fec_corrected_bits", p.fec_corrected_bits);
-                // The IEEE 802.3 / RMON counters by their group/name ("eth-mac/FrameCheckSequenceErrors").
-                for (const auto& [name, v] : p.standard_stats) l.driver_stats.emplace(name, v);
-                // The driver's own port-wide pause counters, where it has them, say the same.
-                if (!l.driver_stats.count("rx_pause_ctrl_phy")) put("rx_pause_frames", p.pause_rx_frames);
-                if (!l.driver_stats.count("tx_pause_ctrl_phy")) put("tx_pause_frames", p.pause_tx_frames);
+                const auto it = before.find(l.name);
+                if (it == before.end() || it->second->ifindex != l.ifindex || (src_.phy && !it->second->phy)) {
+                    link_counters_read = true;  // a new netdev: read them all now
+                    break;
+                }
+                carry.emplace_back(&l, it->second);
             }
+        }
+        const auto link_counters_started = thread_cpu_time();
+        if (link_counters_read) {
+            // The driver's pause, pause-storm and discard counters of the same netdevs (ethtool -S).
+            if (src_.driver_stats)
+                for (auto& l : snap->links)
+                    if (roce.count(l.name))
+                        for (auto& [name, v] : src_.driver_stats(l.name).values)
+                            l.driver_stats.emplace(std::move(name), v);
+            // The physical link through ethtool netlink; its standard counters join the driver's.
+            if (src_.phy)
+                for (auto& l : snap->links) {
+                    if (!roce.count(l.name)) continue;
+                    l.phy = src_.phy(l.name);
+                    const PhyLink& p = *l.phy;
+                    const auto put = [&](const char* name, const std::optional<uint64_t>& v) {
+                        if (v) l.driver_stats.emplace(name, *v);
+                    };
+                    put("fec_corrected_blocks", p.fec_corrected_blocks);
+                    put("fec_uncorrectable_blocks", p.fec_uncorrectable_blocks);
+                    put("fec_corrected_bits", p.fec_corrected_bits);
+                    // The IEEE 802.3 / RMON counters by their group/name ("eth-mac/FrameCheckSequenceErrors").
+                    for (const auto& [name, v] : p.standard_stats) l.driver_stats.emplace(name, v);
+                    // The driver's own port-wide pause counters, where it has them, say the same.
+                    if (!l.driver_stats.count("rx_pause_ctrl_phy")) put("rx_pause_frames", p.pause_rx_frames);
+                    if (!l.driver_stats.count("tx_pause_ctrl_phy")) put("tx_pause_frames", p.pause_tx_frames);
+                }
+            if (last_ && (src_.driver_stats || src_.phy))
+                counter_budget_.also_spent(thread_cpu_time() - link_counters_started, SteadyClock::now());
+        } else {
+            for (auto& [l, was] : carry) {
+                l->driver_stats = was->driver_stats;
+                l->driver_stat_rates = was->driver_stat_rates;
+                l->driver_stat_increase = was->driver_stat_increase;
+                l->phy = was->phy;
+            }
+        }
+        link_counters_carried = !link_counters_read;
         snap->neighbours = read_arp_table(cfg->daemon.procfs_root);
         nl_status.success = true;
     } catch (const std::exception& e) {
@@ -680,6 +718,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         snap->counters_read_at = last_->counters_read_at;
     else if (files.counters_read)
         snap->counters_read_at = now;
+    snap->link_counters_read_at = link_counters_carried ? last_->link_counters_read_at : now;
     const auto trends_started = thread_cpu_time();
     trends_->apply(*snap, now, cfg->thresholds);
     // Rates and window increases are made when counters were read: what they cost (a third of

@@ -337,6 +337,9 @@ struct Snapshot {
     // collector reads the counter files within a share of a core, so on a node with many
     // ports this is older than collected_at. Unset while no counters were read.
     TimePoint counters_read_at{};
+    // The same for the RoCE netdevs' driver and ethtool counters (Link::driver_stats, phy),
+    // read on the same schedule, and after link events.
+    TimePoint link_counters_read_at{};
     std::string version;
     HostInfo host;
     std::vector<RdmaDevice> devices;

@@ -156,6 +156,10 @@ void TrendTracker::apply_ports(Snapshot& s, TimePoint now) {
 }
 
 void TrendTracker::apply_links(Snapshot& s, TimePoint now) {
+    // Driver counters carried over from the read before are no new sample, as for ports.
+    const bool link_counters_new = s.link_counters_read_at == TimePoint{} ||
+                                   s.link_counters_read_at != link_counters_read_at_;
+    link_counters_read_at_ = s.link_counters_read_at;
     std::set<std::string> seen_links;
     std::set<std::string> seen_slaves;
     for (auto& link : s.links) {
@@ -172,17 +176,19 @@ void TrendTracker::apply_links(Snapshot& s, TimePoint now) {
         } else {
             track.carrier_changes.miss();
         }
-        link.driver_stat_rates.clear();
-        link.driver_stat_increase.clear();
-        for (const auto& [name, v] : link.driver_stats) {
-            const auto step = track.driver_stats[name].add(now, v, thresholds_.counter_window);
-            if (step.delta && step.seconds > 0)
-                link.driver_stat_rates[name] = static_cast<double>(*step.delta) / step.seconds;
-            if (step.window_increase) link.driver_stat_increase[name] = *step.window_increase;
+        if (link_counters_new) {
+            link.driver_stat_rates.clear();
+            link.driver_stat_increase.clear();
+            for (const auto& [name, v] : link.driver_stats) {
+                const auto step = track.driver_stats[name].add(now, v, thresholds_.counter_window);
+                if (step.delta && step.seconds > 0)
+                    link.driver_stat_rates[name] = static_cast<double>(*step.delta) / step.seconds;
+                if (step.window_increase) link.driver_stat_increase[name] = *step.window_increase;
+            }
+            forget_unread(
+                track.driver_stats, [&](const std::string& n) { return link.driver_stats.contains(n); }, now,
+                thresholds_.counter_window);
         }
-        forget_unread(
-            track.driver_stats, [&](const std::string& n) { return link.driver_stats.contains(n); }, now,
-            thresholds_.counter_window);
 
         if (!link.slave) continue;
         seen_slaves.insert(link.name);

@@ -97,6 +97,7 @@ private:
     std::map<std::string, LinkTrack> links_;               // by netdev name
     std::map<std::string, CounterSeries> slave_failures_;  // by slave name
     TimePoint counters_read_at_{};                         // of the port counters last taken as a sample
+    TimePoint link_counters_read_at_{};                    // of the links' driver counters likewise
 };
 
 }  // namespace rocewatch

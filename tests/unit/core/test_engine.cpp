@@ -324,6 +324,75 @@ TEST_F(EngineTest, CounterReadsKeepToTheirShareAndTheLastValuesAreCarriedOver) {
     EXPECT_GT(port(*s).rates.at("port_rcv_errors"), 0.0) << "the rate since the read before, not since a carried cycle";
 }
 
+// The RoCE netdevs' driver and ethtool counters are read with the ports' counters: in between
+// they are carried over with their rates; a link event has them read again.
+TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
+    const fs::path tree = private_tree();
+    auto cfg = config_on(tree);
+    auto stats_asked = std::make_shared<std::atomic<int>>(0);
+    auto phy_asked = std::make_shared<std::atomic<int>>(0);
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    src.read_sysfs = [](const fs::path& root, const SysfsReadOptions& o) {
+        SysfsReadResult r = read_rdma_devices(root, o);
+        if (o.counters) r.counter_seconds = 0.002;  // 2 s of the share a read
+        return r;
+    };
+    src.driver_stats = [stats_asked](const std::string& n) {
+        const int k = n == "enp1s0f0np0" ? ++*stats_asked : 0;
+        return DriverStats{.values = {{"rx_prio3_pause", uint64_t(100 * k)}}};
+    };
+    src.phy = [phy_asked](const std::string& n) {
+        if (n == "enp1s0f0np0") ++*phy_asked;
+        return PhyLink{.speed_mbps = 200000, .fec_uncorrectable_blocks = 3};
+    };
+    Engine engine(cfg, std::move(src), store, log);
+    const auto rail = [](const Snapshot& s) -> const Link& { return *find_link(s, "enp1s0f0np0"); };
+
+    std::shared_ptr<const Snapshot> read = engine.collect_once();
+    ASSERT_EQ(*stats_asked, 1);
+    EXPECT_EQ(read->link_counters_read_at, read->collected_at);
+    int carried = 0;
+    for (int i = 1; i <= 20; ++i) {
+        now += std::chrono::seconds(1);
+        const int asked_before = *stats_asked;
+        const auto s = engine.collect_once();
+        const bool ports_read = s->counters_read_at == s->collected_at;
+        EXPECT_EQ(*stats_asked - asked_before, ports_read ? 1 : 0) << "cycle " << i;
+        EXPECT_EQ(*phy_asked, *stats_asked) << "cycle " << i;
+        if (ports_read) {
+            EXPECT_EQ(s->link_counters_read_at, s->collected_at) << "cycle " << i;
+            EXPECT_TRUE(rail(*s).driver_stat_rates.contains("rx_prio3_pause")) << "cycle " << i;
+            read = s;
+            continue;
+        }
+        ++carried;
+        EXPECT_EQ(s->link_counters_read_at, read->link_counters_read_at) << "cycle " << i;
+        EXPECT_EQ(rail(*s).driver_stats, rail(*read).driver_stats) << "cycle " << i;
+        EXPECT_EQ(rail(*s).driver_stat_rates, rail(*read).driver_stat_rates) << "cycle " << i;
+        EXPECT_EQ(rail(*s).driver_stat_increase, rail(*read).driver_stat_increase) << "cycle " << i;
+        ASSERT_TRUE(rail(*s).phy) << "cycle " << i;
+        EXPECT_EQ(rail(*s).phy->speed_mbps, 200000u);
+    }
+    EXPECT_GE(carried, 10) << *stats_asked << " reads in 21 cycles";
+
+    // A link event: link state at once, then the GID tables and these counters right after.
+    const int asked_before = *stats_asked;
+    engine.wake();
+    for (int i = 0; i < 3 && *stats_asked == asked_before; ++i) {
+        now += std::chrono::milliseconds(100);
+        (void)engine.collect_once();
+    }
+    EXPECT_EQ(*stats_asked, asked_before + 1) << "read again after the event";
+
+    // A RoCE netdev recreated (a new ifindex) is not carried over from the one it replaces.
+    links[0].ifindex = 42;
+    now += std::chrono::seconds(1);
+    const int before_new = *stats_asked;
+    const auto s = engine.collect_once();
+    EXPECT_EQ(*stats_asked, before_new + 1);
+    EXPECT_EQ(s->link_counters_read_at, s->collected_at);
+}
+
 // The run loop: the first link event of a quiet spell gets its cycle at once; events that keep
 // coming get one a second, and the last of them is served.
 TEST_F(EngineTest, LinkEventsInAStormGetACycleASecondAndTheLastIsServed) {
