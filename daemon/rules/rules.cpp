@@ -1140,6 +1140,11 @@ void rule_bond_mode_reorders(const Context& ctx, Severity sev, Findings& out) {
 }
 
 void rule_subnet_overlap(const Context& ctx, Severity sev, Findings& out) {
+    // Every link's addresses parsed once: each RDMA netdev is held against all of them.
+    std::vector<std::pair<const Link*, std::vector<V4>>> v4;
+    for (const auto& other : ctx.s.links)
+        if (other.name != "lo")
+            if (auto a = ipv4_of(other); !a.empty()) v4.emplace_back(&other, std::move(a));
     std::set<std::string> done;
     for (const auto& jp : ctx.ports) {
         if (!jp.ethernet || jp.netdev.empty() || !done.insert(jp.netdev).second) continue;
@@ -1151,11 +1156,11 @@ void rule_subnet_overlap(const Context& ctx, Severity sev, Findings& out) {
         std::vector<std::string> conflicts;
         std::string first_cmd;
         bool other_rail = false;
-        for (const auto& other : ctx.s.links) {
+        for (const auto& [o, addrs] : v4) {
+            const Link& other = *o;
             // The bond that holds the netdev (or, for RoCE LAG, its slaves) is the same path.
-            if (other.name == l->name || other.name == "lo" || other.name == l->master || other.master == l->name)
-                continue;
-            for (const auto& theirs : ipv4_of(other)) {
+            if (other.name == l->name || other.name == l->master || other.master == l->name) continue;
+            for (const auto& theirs : addrs) {
                 const bool hit = std::any_of(mine.begin(), mine.end(), [&](const V4& m) {
                     return ipv4::overlap(m.address, m.prefixlen, theirs.address, theirs.prefixlen);
                 });
