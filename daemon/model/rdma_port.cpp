@@ -40,10 +40,14 @@ NicFamily nic_family(const RdmaDevice& d, const RdmaPort& p) {
 std::optional<bool> port_up(const RdmaPort& p) {
     const bool state_known = p.state || !p.state_name.empty();
     const bool phys_known = p.phys_state || !p.phys_state_name.empty();
-    if (!state_known && !phys_known) return std::nullopt;
-    const bool active = p.state ? *p.state == 4 : (!state_known || p.state_name == "ACTIVE");
-    const bool link_up = p.phys_state ? *p.phys_state == 5 : (!phys_known || p.phys_state_name == "LinkUp");
-    return active && link_up;
+    const bool active = p.state ? *p.state == 4 : p.state_name == "ACTIVE";
+    const bool link_up = p.phys_state ? *p.phys_state == 5 : p.phys_state_name == "LinkUp";
+    // Down where either readable part says so.
+    if ((state_known && !active) || (phys_known && !link_up)) return false;
+    // Not called up when the logical state cannot be read; a driver without a readable
+    // phys_state is judged by its state alone.
+    if (!state_known) return std::nullopt;
+    return true;
 }
 
 const char* kernel_phys_state_name(int code) {

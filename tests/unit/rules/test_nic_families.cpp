@@ -124,6 +124,12 @@ TEST(PortUp, ActiveAndLinkUpOnly) {
     p.phys_state = 5;
     p.state = 2;
     EXPECT_EQ(port_up(p), false);
+    // A state that cannot be read (a garbled file) is not taken for ACTIVE.
+    p.state.reset();
+    p.state_name.clear();
+    EXPECT_FALSE(port_up(p).has_value()) << "LinkUp, state unknown: unknown";
+    p.phys_state = 3;
+    EXPECT_EQ(port_up(p), false) << "Disabled is down whatever the state";
 }
 
 TEST(PortUp, KernelPhysStateNames) {
