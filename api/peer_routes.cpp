@@ -132,6 +132,7 @@ void run_now(State& st, const Req& req, Res& res) {
         return send_json(res, 429, error_json(429, "a probe run is already in progress"));
     }
     Release release{st.run_busy};
+    if (!only_params(req, res, {})) return;
     const char* kShape =
         "body must be a JSON object: {\"peer\": \"<name>\", \"rail\": \"<name>\", \"kind\": \"<kind>\"}";
     auto body = nlohmann::json::parse(req.body, nullptr, false);
@@ -139,12 +140,18 @@ void run_now(State& st, const Req& req, Res& res) {
     for (const char* key : {"peer", "rail", "kind"})
         if (body.contains(key) && !body[key].is_string())
             return send_json(res, 400, error_json(400, std::string(key) + " must be a string; " + kShape));
-    std::string peer = body.value("peer", ""), rail = body.value("rail", ""), kind_name = body.value("kind", "tcp_lat");
+    for (const char* key : {"peer", "kind"})
+        if (!body.contains(key))
+            return send_json(res, 400, error_json(400, std::string(key) + " is missing; " + kShape));
+    std::string peer = body.value("peer", ""), rail = body.value("rail", ""), kind_name = body.value("kind", "");
     auto kind = probe_kind_from_string(kind_name);
     if (!kind || !st.r.scheduler.runnable(*kind))
         return send_json(res, 400, error_json(400, "kind " + kind_name + " is not a probe this daemon runs"));
     auto job = st.r.scheduler.find_job(peer, rail, *kind);
     if (!job) return send_json(res, 404, error_json(404, "no configured peer/rail " + peer + "/" + rail));
+    // A per-rail kind says which rail: the first is not picked for the caller.
+    if (job->rail && rail.empty())
+        return send_json(res, 400, error_json(400, "rail is missing: " + kind_name + " runs over one rail of " + peer));
     auto f = st.r.scheduler.submit(*job);
     if (!f) {
         res.set_header("Retry-After", "5");
@@ -174,6 +181,10 @@ ProbeResult not_run(const ProbeJob& job, bool queued, std::chrono::steady_clock:
 void blackbox(State& st, const Req& req, Res& res) {
     if (st.probing_off(res)) return;
     if (!st.authorized(req)) return send_unauthorized(res);
+    // Other parameters are let through, as blackbox_exporter does (a scrape config's `params`);
+    // one of ours given twice is a job misconfigured, not a choice for us to make.
+    if (const auto twice = repeated_param(req, {"target", "module", "rail"}); !twice.empty())
+        return send_json(res, 400, error_json(400, twice + " given more than once"));
     const std::string module = req.get_param_value("module");
     auto kind = probe_kind_from_string(module);
     if (!kind || !st.r.scheduler.runnable(*kind))

@@ -448,13 +448,13 @@ PeerHello hello_from_json(const nlohmann::json& j) {
 
 bool bearer_matches(const std::string& header, const std::string& token) {
     static constexpr std::string_view kPrefix = "Bearer ";
-    if (token.empty() || !header.starts_with(kPrefix)) return false;
+    if (token.empty() || !has_auth_scheme(header, kPrefix)) return false;
     return constant_time_equal(std::string_view(header).substr(kPrefix.size()), token);
 }
 
 bool credentials_match(const std::string& header, const std::string& token) {
     if (token.empty()) return false;
-    if (!header.starts_with("Basic ")) return bearer_matches(header, token);
+    if (!has_auth_scheme(header, "Basic ")) return bearer_matches(header, token);
     const auto c = parse_basic_authorization(header);
     return c && constant_time_equal(c->password, token);
 }

@@ -38,6 +38,47 @@ inline std::shared_ptr<const Snapshot> snapshot_or_503(const SnapshotSource& src
     return s;
 }
 
+// How often `name` is given in the request's query, counted in the raw target (keys
+// percent-decoded): httplib keeps one of two identical `k=v` pairs, so its own count cannot
+// tell `limit=1&limit=1` from `limit=1`.
+inline size_t raw_param_count(const httplib::Request& req, std::string_view name) {
+    const auto q = req.target.find('?');
+    if (q == std::string::npos) return 0;
+    const std::string_view query = std::string_view(req.target).substr(q + 1);
+    const auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    size_t n = 0;
+    for (size_t at = 0; at <= query.size();) {
+        size_t end = query.find('&', at);
+        if (end == std::string_view::npos) end = query.size();
+        std::string_view pair = query.substr(at, end - at);
+        std::string key;
+        for (size_t i = 0; i < pair.size() && pair[i] != '='; ++i) {
+            if (pair[i] == '%' && i + 2 < pair.size() && hex(pair[i + 1]) >= 0 && hex(pair[i + 2]) >= 0) {
+                key += static_cast<char>(hex(pair[i + 1]) * 16 + hex(pair[i + 2]));
+                i += 2;
+            } else {
+                key += pair[i] == '+' ? ' ' : pair[i];
+            }
+        }
+        if (key == name) ++n;
+        at = end + 1;
+    }
+    return n;
+}
+
+// The first of `names` given more than once in the query, or "".
+inline std::string repeated_param(const httplib::Request& req, std::initializer_list<std::string_view> names) {
+    for (auto name : names)
+        if (std::max(req.get_param_value_count(std::string(name)), raw_param_count(req, name)) > 1)
+            return std::string(name);
+    return "";
+}
+
 // True when every query parameter is one the route knows, given once; otherwise answers 400
 // naming the first unknown or repeated one and returns false. A filter that is not applied
 // must not look applied, nor the second of two values (httplib hands routes the first).
@@ -46,7 +87,7 @@ inline bool only_params(const httplib::Request& req, httplib::Response& res,
     for (const auto& [name, value] : req.params) {
         (void)value;
         if (std::find(known.begin(), known.end(), name) != known.end()) {
-            if (req.get_param_value_count(name) <= 1) continue;
+            if (std::max(req.get_param_value_count(name), raw_param_count(req, name)) <= 1) continue;
             send_json(res, 400, error_json(400, name + " given more than once"));
             return false;
         }

@@ -58,9 +58,20 @@ struct BasicCredentials {
     std::string user;
     std::string password;
 };
+// Whether an Authorization header's scheme is `scheme` (given with its trailing space): the
+// name is matched case-insensitively (RFC 9110, 11.1), "bearer x" as "Bearer x".
+inline bool has_auth_scheme(std::string_view header, std::string_view scheme) {
+    if (header.size() < scheme.size()) return false;
+    for (size_t i = 0; i < scheme.size(); ++i) {
+        const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+        if (lower(header[i]) != lower(scheme[i])) return false;
+    }
+    return true;
+}
+
 inline std::optional<BasicCredentials> parse_basic_authorization(std::string_view header) {
     static constexpr std::string_view kBasic = "Basic ";
-    if (!header.starts_with(kBasic)) return std::nullopt;
+    if (!has_auth_scheme(header, kBasic)) return std::nullopt;
     const auto decoded = base64_decode(header.substr(kBasic.size()));
     if (!decoded) return std::nullopt;
     const size_t colon = decoded->find(':');

@@ -110,9 +110,30 @@ TEST_F(PeerRoutesTest, ProbeRunRefusesJsonThatIsNotAnObjectWith400) {
         EXPECT_EQ(res->status, 400) << body << ": " << res->body;
         EXPECT_NE(res->body.find("JSON object"), std::string::npos) << res->body;
     }
-    auto res = cli->Post("/api/v1/probes/run", auth, R"({"peer": "nobody"})", "application/json");
+    auto res = cli->Post("/api/v1/probes/run", auth, R"({"peer": "nobody", "kind": "tcp_lat"})", "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 404) << "a well-formed request still reaches the lookup";
+}
+
+// The body names the peer and the kind, and the rail where the kind runs over one: nothing is
+// filled in for the caller (a missing kind ran tcp_lat, a missing rail the first rail).
+TEST_F(PeerRoutesTest, ProbeRunWantsPeerKindAndTheRailOfAPerRailKind) {
+    source.set(std::make_shared<const Snapshot>());
+    cfg->peers = {PeerConfig{.name = "b", .address = "127.0.0.1:1", .rails = {PeerRailConfig{.name = "rail0"}}}};
+    for (const auto& [body, says] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"peer": "b", "rail": "rail0"})", "kind is missing"},
+             {R"({"rail": "rail0", "kind": "tcp_lat"})", "peer is missing"},
+             {R"({"peer": "b", "kind": "tcp_lat"})", "rail is missing"},
+             {R"({"peer": "b", "rail": "", "kind": "tcp_lat"})", "rail is missing"}}) {
+        auto res = cli->Post("/api/v1/probes/run", auth, body, "application/json");
+        ASSERT_TRUE(res) << body;
+        EXPECT_EQ(res->status, 400) << body << ": " << res->body;
+        EXPECT_NE(res->body.find(says), std::string::npos) << body << ": " << res->body;
+    }
+    auto res = cli->Post("/api/v1/probes/run?x=1", auth, R"({"peer": "b", "rail": "rail0", "kind": "tcp_lat"})",
+                         "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << "an unknown query parameter: " << res->body;
 }
 
 // GET /probe wants the peer token (issue 11: it ran probes for anyone); an unknown target is
@@ -129,6 +150,14 @@ TEST_F(PeerRoutesTest, BlackboxProbeWantsTheTokenAndAnswersUnknownTargetsAsAFail
     EXPECT_EQ(res->status, 200) << res->body;
     EXPECT_NE(res->body.find("\nprobe_success 0\n"), std::string::npos) << res->body;
     EXPECT_NE(res->body.find("probe_failure_info{reason=\"unknown_target\"} 1"), std::string::npos) << res->body;
+    for (const char* twice :
+         {"/probe?target=nobody&module=tcp_lat&target=b", "/probe?target=b&module=tcp_lat&target=b",
+          "/probe?target=b&module=tcp_lat&%74arget=b", "/probe?target=b&module=tcp_lat&module=tcp_lat"}) {
+        res = cli->Get(twice, auth);
+        ASSERT_TRUE(res) << twice;
+        EXPECT_EQ(res->status, 400) << twice << ": " << res->body;
+        EXPECT_NE(res->body.find("given more than once"), std::string::npos) << res->body;
+    }
     // Enabled by default: queued (the scheduler is not running here) until the 0.1 s bound.
     auto quick = auth;
     quick.emplace("X-Prometheus-Scrape-Timeout-Seconds", "0.6");
@@ -152,6 +181,11 @@ TEST(Credentials, TheTokenAsBearerOrAsBasicAuthPassword) {
     // base64("prometheus:<token>") and base64(":<token>"): any user name, the token as password.
     EXPECT_TRUE(api::credentials_match("Basic " + b64("prometheus:" + tok), tok));
     EXPECT_TRUE(api::credentials_match("Basic " + b64(":" + tok), tok));
+    // The scheme's name is case-insensitive (RFC 9110, 11.1).
+    EXPECT_TRUE(api::credentials_match("bearer " + tok, tok));
+    EXPECT_TRUE(api::credentials_match("BEARER " + tok, tok));
+    EXPECT_TRUE(api::credentials_match("basic " + b64("prometheus:" + tok), tok));
+    EXPECT_FALSE(api::credentials_match("bearer" + tok, tok));
     EXPECT_FALSE(api::credentials_match("Basic " + b64("prometheus:" + tok + "x"), tok));
     EXPECT_FALSE(api::credentials_match("Basic " + b64(tok), tok)) << "no colon";
     EXPECT_FALSE(api::credentials_match("Basic !!!!", tok));
