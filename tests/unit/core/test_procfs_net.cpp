@@ -45,12 +45,18 @@ TEST(ProcfsNet, SysctlsAreTheEffectiveOnes) {
     write(conf / "eth0/rp_filter", "2\n");
     write(root / "net/arp",
           "IP address HW type Flags HW address Mask Device\n10.0.0.2 0x1 0x2 aa:bb:cc:dd:ee:ff * eth0\n");
-    std::vector<Link> links{Link{.name = "eth0"}, Link{.name = "eth1"}};
+    write(conf / "eth2/arp_ignore", "1x\n");  // garbled: that file alone is skipped
+    write(conf / "eth2/arp_announce", "");
+    write(conf / "eth2/rp_filter", "1\n");
+    std::vector<Link> links{Link{.name = "eth0"}, Link{.name = "eth1"}, Link{.name = "eth2"}};
     read_ipv4_conf(links, root);
     EXPECT_EQ(links[0].arp_ignore, 1);
     EXPECT_EQ(links[0].arp_announce, 2);
     EXPECT_EQ(links[0].rp_filter, 2);
     EXPECT_FALSE(links[1].arp_ignore) << "no directory for eth1";
+    EXPECT_FALSE(links[2].arp_ignore) << "garbled";
+    EXPECT_FALSE(links[2].arp_announce) << "empty";
+    EXPECT_EQ(links[2].rp_filter, 1);
     EXPECT_EQ(read_arp_table(root).size(), 1u);
     EXPECT_TRUE(read_arp_table(root / "nowhere").empty());
     fs::remove_all(root);
