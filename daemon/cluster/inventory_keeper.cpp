@@ -3,8 +3,11 @@
 #include "daemon/cluster/inventory_keeper.hpp"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -39,6 +42,7 @@ InventoryKeeper::InventoryKeeper(std::string path, uint16_t listen_port, std::fu
     s->path = path_;
     state_ = std::move(s);
     inotify_.reset(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    stop_event_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!inotify_) log_->warn("inventory: inotify unavailable ({}); changes are read on SIGHUP only", errno);
     if (!path_.empty()) {
         arm_watch_locked();
@@ -129,11 +133,15 @@ std::shared_ptr<const ClusterState> InventoryKeeper::latest() const {
 void InventoryKeeper::start() {
     if (thread_.joinable()) return;
     stopping_ = false;
+    uint64_t drained = 0;
+    if (stop_event_) (void)!read(stop_event_.get(), &drained, sizeof drained);  // a stop() before
     thread_ = std::thread([this] { loop(); });
 }
 
 void InventoryKeeper::stop() {
     stopping_ = true;
+    const uint64_t one = 1;
+    if (stop_event_) (void)!write(stop_event_.get(), &one, sizeof one);
     if (thread_.joinable()) thread_.join();
 }
 
@@ -142,29 +150,31 @@ void InventoryKeeper::loop() {
     alignas(inotify_event) char buf[16 * 1024];
     while (!stopping_) {
         bool ours = false;
-        if (inotify_) {
-            // A short poll: stop() is seen within 200 ms without a wake-up pipe.
-            pollfd p{.fd = inotify_.get(), .events = POLLIN, .revents = 0};
-            if (poll(&p, 1, 200) > 0) {
-                std::string name;
-                {
-                    std::lock_guard lock(mu_);
-                    name = std::filesystem::path(path_).filename().string();
-                }
-                for (;;) {
-                    const ssize_t n = read(inotify_.get(), buf, sizeof(buf));
-                    if (n <= 0) break;
-                    for (ssize_t off = 0; off < n;) {
-                        const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
-                        if ((ev->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) ||
-                            (ev->len > 0 && name == ev->name))
-                            ours = true;
-                        off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
-                    }
+        // Asleep until the file's directory changes, stop() is called or the next recheck is
+        // due: no wake-ups in between (without an eventfd, every 200 ms to see a stop).
+        const auto until_check = std::chrono::ceil<std::chrono::milliseconds>(next_check - SteadyClock::now());
+        const int timeout = stop_event_ ? static_cast<int>(std::clamp<int64_t>(until_check.count(), 0, 60'000)) : 200;
+        pollfd p[2] = {{.fd = stop_event_ ? stop_event_.get() : -1, .events = POLLIN, .revents = 0},
+                       {.fd = inotify_ ? inotify_.get() : -1, .events = POLLIN, .revents = 0}};
+        const int ready = poll(p, 2, timeout);
+        if (stopping_) break;
+        if (inotify_ && ready > 0 && (p[1].revents & POLLIN)) {
+            std::string name;
+            {
+                std::lock_guard lock(mu_);
+                name = std::filesystem::path(path_).filename().string();
+            }
+            for (;;) {
+                const ssize_t n = read(inotify_.get(), buf, sizeof(buf));
+                if (n <= 0) break;
+                for (ssize_t off = 0; off < n;) {
+                    const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+                    if ((ev->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) ||
+                        (ev->len > 0 && name == ev->name))
+                        ours = true;
+                    off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
                 }
             }
-        } else {
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
         if (ours) {
             std::this_thread::sleep_for(kSettle);

@@ -61,6 +61,7 @@ private:
     std::string path_;
     std::shared_ptr<const ClusterState> state_;
     Fd inotify_;
+    Fd stop_event_;  // an eventfd stop() writes: the thread sleeps in poll() until there is work
     int watch_ = -1;
     std::atomic<uint64_t> generation_{0};
     std::atomic<bool> stopping_{false};

@@ -1,0 +1,79 @@
+// The inventory file's watcher thread: follows the file, and sleeps while nothing happens.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "daemon/cluster/inventory_keeper.hpp"
+
+namespace fs = std::filesystem;
+using namespace rocewatch;
+
+namespace {
+
+std::set<std::string> tasks() {
+    std::set<std::string> out;
+    for (const auto& e : fs::directory_iterator("/proc/self/task")) out.insert(e.path().filename().string());
+    return out;
+}
+
+long voluntary_switches(const std::string& tid) {
+    std::ifstream f("/proc/self/task/" + tid + "/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(line.find(':') + 1));
+    return -1;
+}
+
+void write_atomically(const fs::path& p, const std::string& text) {
+    const fs::path tmp = p.string() + ".tmp";
+    std::ofstream(tmp) << text;
+    fs::rename(tmp, p);
+}
+
+}  // namespace
+
+// Between file changes and its 5 s recheck the thread sleeps in poll(): it woke every 200 ms
+// to look for a stop, and stop() now wakes it through an eventfd.
+TEST(InventoryKeeper, FollowsTheFileAndSleepsWhileNothingHappens) {
+    const fs::path dir = fs::temp_directory_path() / ("rw-inventory-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path file = dir / "inventory.json";
+    write_atomically(file, R"([{"targets": ["node01:9879"]}])");
+    auto log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+    InventoryKeeper keeper(
+        file.string(), 9879, [] { return LocalIdentity{.hostname = "node01", .addresses = {}}; }, log);
+    ASSERT_EQ(keeper.latest()->inventory.entries.size(), 1u);
+
+    const auto before = tasks();
+    keeper.start();
+    std::string tid;
+    for (int i = 0; i < 100 && tid.empty(); ++i) {
+        for (const auto& t : tasks())
+            if (!before.count(t)) tid = t;
+        if (tid.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_FALSE(tid.empty()) << "the watcher thread";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const long woke = voluntary_switches(tid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_LE(voluntary_switches(tid) - woke, 1) << "woken while nothing happened (the 5 s recheck at most)";
+
+    write_atomically(file, R"([{"targets": ["node01:9879", "node02:9879"]}])");
+    for (int i = 0; i < 100 && keeper.latest()->inventory.entries.size() != 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(keeper.latest()->inventory.entries.size(), 2u) << "the change is read";
+
+    const auto t0 = std::chrono::steady_clock::now();
+    keeper.stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "stop() wakes the thread";
+    fs::remove_all(dir);
+}
