@@ -583,13 +583,43 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     bool link_counters_carried = false;
     try {
         snap->links = src_.links();
-        // What rtnetlink leaves out: ARP sysctls per link and the ARP table (cabling checks).
-        read_ipv4_conf(snap->links, cfg->daemon.procfs_root);
-        // DCB (PFC, ETS, APP) of the netdevs RoCE runs over: one dcbnl round trip each.
-        std::set<std::string> roce;
+        std::set<std::string> roce;  // the netdevs RoCE runs over
         for (const auto& d : snap->devices)
             for (const auto& p : d.ports)
                 if (!p.netdev.empty() && nic_family(d, p) == NicFamily::roce) roce.insert(p.netdev);
+        // What a link has beyond rtnetlink's view and moves without an event: the RoCE netdevs'
+        // driver counters and ethtool netlink's (link modes, FEC, pause, standard statistics:
+        // two ioctls and four round trips a netdev) and every link's ARP sysctls (three procfs
+        // files). Read with the ports' counters (within their share of a core, at least every
+        // kCounterMaxAge), after a link event (with the GID tables) and when a link is new or
+        // was recreated; in between, carried over with the driver counters' rates. Read every
+        // cycle, at 128 NICs whose netdevs are links they cost a third of the daemon's CPU.
+        bool link_files_read = !last_ || files.counters_read || read_gids;
+        std::vector<std::pair<Link*, const Link*>> carry;
+        if (!link_files_read) {
+            std::unordered_map<std::string_view, const Link*> before;
+            for (const auto& l : last_->links) before.emplace(l.name, &l);
+            for (auto& l : snap->links) {
+                const auto it = before.find(l.name);
+                if (it == before.end() || it->second->ifindex != l.ifindex ||
+                    (src_.phy && roce.count(l.name) && !it->second->phy)) {
+                    link_files_read = true;  // a new link: read them all now
+                    break;
+                }
+                carry.emplace_back(&l, it->second);
+            }
+        }
+        // ARP sysctls (cabling checks); the ARP table itself below, every cycle.
+        if (link_files_read) {
+            read_ipv4_conf(snap->links, cfg->daemon.procfs_root);
+        } else {
+            for (auto& [l, was] : carry) {
+                l->arp_ignore = was->arp_ignore;
+                l->arp_announce = was->arp_announce;
+                l->rp_filter = was->rp_filter;
+            }
+        }
+        // DCB (PFC, ETS, APP) of the RoCE netdevs: one dcbnl round trip each.
         // After a wake, or every kGidRefresh, both are asked again (a module may have been swapped).
         if (src_.dcb)
             for_roce_cached(snap->links, roce, dcb_cache_, kDcbRefresh, read_gids, src_.dcb,
@@ -620,29 +650,8 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         } else {
             lldp_answer_.reset();
         }
-        // The driver's counters and ethtool netlink's are counters as the ports' are: read when
-        // those are (within their share of a core, at least every kCounterMaxAge), after a link
-        // event (with the GID tables) and for a RoCE netdev the last snapshot did not have; in
-        // between, the last values are carried over with their rates. At 128 NICs they cost as
-        // much a cycle as the ports' counter files (two ioctls and four ethtool round trips a
-        // netdev), and every cycle they made the daemon 1.8x node_exporter's CPU.
-        bool link_counters_read = !last_ || files.counters_read || read_gids;
-        std::vector<std::pair<Link*, const Link*>> carry;
-        if (!link_counters_read && (src_.driver_stats || src_.phy)) {
-            std::unordered_map<std::string_view, const Link*> before;
-            for (const auto& l : last_->links) before.emplace(l.name, &l);
-            for (auto& l : snap->links) {
-                if (!roce.count(l.name)) continue;
-                const auto it = before.find(l.name);
-                if (it == before.end() || it->second->ifindex != l.ifindex || (src_.phy && !it->second->phy)) {
-                    link_counters_read = true;  // a new netdev: read them all now
-                    break;
-                }
-                carry.emplace_back(&l, it->second);
-            }
-        }
         const auto link_counters_started = thread_cpu_time();
-        if (link_counters_read) {
+        if (link_files_read) {
             // The driver's pause, pause-storm and discard counters of the same netdevs (ethtool -S).
             if (src_.driver_stats)
                 for (auto& l : snap->links)
@@ -677,7 +686,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
                 l->phy = was->phy;
             }
         }
-        link_counters_carried = !link_counters_read;
+        link_counters_carried = !link_files_read;
         snap->neighbours = read_arp_table(cfg->daemon.procfs_root);
         nl_status.success = true;
     } catch (const std::exception& e) {

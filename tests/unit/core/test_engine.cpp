@@ -324,11 +324,18 @@ TEST_F(EngineTest, CounterReadsKeepToTheirShareAndTheLastValuesAreCarriedOver) {
     EXPECT_GT(port(*s).rates.at("port_rcv_errors"), 0.0) << "the rate since the read before, not since a carried cycle";
 }
 
-// The RoCE netdevs' driver and ethtool counters are read with the ports' counters: in between
-// they are carried over with their rates; a link event has them read again.
+// The RoCE netdevs' driver and ethtool counters, and every link's ARP sysctls, are read with the
+// ports' counters: in between they are carried over with the rates; a link event has them read
+// again.
 TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
     const fs::path tree = private_tree();
     auto cfg = config_on(tree);
+    // The rail's ARP sysctl, read on the same schedule.
+    const fs::path procfs = state / "procfs";
+    const fs::path arp_ignore = procfs / "sys/net/ipv4/conf/enp1s0f0np0/arp_ignore";
+    fs::create_directories(arp_ignore.parent_path());
+    std::ofstream(arp_ignore) << "1\n";
+    cfg->daemon.procfs_root = procfs.string();
     auto stats_asked = std::make_shared<std::atomic<int>>(0);
     auto phy_asked = std::make_shared<std::atomic<int>>(0);
     EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
@@ -351,8 +358,10 @@ TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
     std::shared_ptr<const Snapshot> read = engine.collect_once();
     ASSERT_EQ(*stats_asked, 1);
     EXPECT_EQ(read->link_counters_read_at, read->collected_at);
+    EXPECT_EQ(rail(*read).arp_ignore, 1);
     int carried = 0;
     for (int i = 1; i <= 20; ++i) {
+        std::ofstream(arp_ignore) << (i % 2 ? 2 : 1) << "\n";
         now += std::chrono::seconds(1);
         const int asked_before = *stats_asked;
         const auto s = engine.collect_once();
@@ -361,6 +370,7 @@ TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
         EXPECT_EQ(*phy_asked, *stats_asked) << "cycle " << i;
         if (ports_read) {
             EXPECT_EQ(s->link_counters_read_at, s->collected_at) << "cycle " << i;
+            EXPECT_EQ(rail(*s).arp_ignore, i % 2 ? 2 : 1) << "cycle " << i << ": read";
             EXPECT_TRUE(rail(*s).driver_stat_rates.contains("rx_prio3_pause")) << "cycle " << i;
             read = s;
             continue;
@@ -370,6 +380,7 @@ TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
         EXPECT_EQ(rail(*s).driver_stats, rail(*read).driver_stats) << "cycle " << i;
         EXPECT_EQ(rail(*s).driver_stat_rates, rail(*read).driver_stat_rates) << "cycle " << i;
         EXPECT_EQ(rail(*s).driver_stat_increase, rail(*read).driver_stat_increase) << "cycle " << i;
+        EXPECT_EQ(rail(*s).arp_ignore, rail(*read).arp_ignore) << "cycle " << i << ": carried";
         ASSERT_TRUE(rail(*s).phy) << "cycle " << i;
         EXPECT_EQ(rail(*s).phy->speed_mbps, 200000u);
     }
