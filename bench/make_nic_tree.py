@@ -42,6 +42,12 @@ def make_tree(n, out):
         mf.write(f"{root}/{ibdev}/ports/1/cap_mask", "0x04010000\n")
         mf.link(f"{root}/{ibdev}/device", "../..")
         mf.link(f"{root}/class/infiniband/{name}", f"../../{ibdev}")
+        # Every link has its ARP sysctls (rocewatchd reads three of them a link).
+        for knob, v in (("arp_ignore", 0), ("arp_announce", 0), ("rp_filter", 2)):
+            mf.write(f"{proc}/sys/net/ipv4/conf/{netdev}/{knob}", f"{v}\n")
+    for knob, v in (("arp_ignore", 0), ("arp_announce", 0), ("rp_filter", 0)):
+        for d in ("all", "lo"):
+            mf.write(f"{proc}/sys/net/ipv4/conf/{d}/{knob}", f"{v}\n")
     mf.write(f"{proc}/sys/kernel/hostname", f"bench-{n}nic\n")
 
 
