@@ -132,7 +132,14 @@ void run_now(State& st, const Req& req, Res& res) {
         return send_json(res, 429, error_json(429, "a probe run is already in progress"));
     }
     Release release{st.run_busy};
-    if (!only_params(req, res, {})) return;
+    // The query only: httplib also files a form-encoded body under the parameters, and clients
+    // (curl -d, Python's urllib) send JSON with that content type.
+    if (const auto q = req.target.find('?'); q != std::string::npos && q + 1 < req.target.size()) {
+        const std::string query = req.target.substr(q + 1);
+        return send_json(res, 400,
+                         error_json(400, "unknown query parameter \"" + query.substr(0, query.find_first_of("=&")) +
+                                             "\" (this endpoint takes none)"));
+    }
     const char* kShape =
         "body must be a JSON object: {\"peer\": \"<name>\", \"rail\": \"<name>\", \"kind\": \"<kind>\"}";
     auto body = nlohmann::json::parse(req.body, nullptr, false);

@@ -113,6 +113,11 @@ TEST_F(PeerRoutesTest, ProbeRunRefusesJsonThatIsNotAnObjectWith400) {
     auto res = cli->Post("/api/v1/probes/run", auth, R"({"peer": "nobody", "kind": "tcp_lat"})", "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 404) << "a well-formed request still reaches the lookup";
+    // curl -d and Python's urllib send JSON as a form: no query parameters for all that.
+    res = cli->Post("/api/v1/probes/run", auth, R"({"peer": "nobody", "kind": "tcp_lat"})",
+                    "application/x-www-form-urlencoded");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 404) << res->body;
 }
 
 // The body names the peer and the kind, and the rail where the kind runs over one: nothing is
