@@ -92,6 +92,7 @@ struct FrontEnd::Impl {
     std::shared_ptr<spdlog::logger> log;
     Dispatch dispatch;
     WebGuard* web;  // null or without TLS: plain HTTP
+    FrontEnd::AllowFor allow_for;
 
     int epfd = -1;
     int wakefd = -1;
@@ -448,9 +449,26 @@ void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, SteadyClock::time_poi
     stats.count_rejected(why.reason);
     log->debug("api: rejected a request from {}: {} {} ({})", c.source, why.status, to_string(why.reason),
                log_safe(why.message));
+    int status = why.status;
+    std::string message = why.message, allow;
+    // A method refused before routing: Allow names what the path serves; a path nothing
+    // serves is a 404, as it would be for a method we serve.
+    if (status == 405 && allow_for) {
+        const std::string path = request_path(c.in);
+        const auto methods = allow_for(path);
+        for (const auto& m : methods) allow += (allow.empty() ? "" : ", ") + m;
+        if (methods.empty()) {
+            status = 404;
+            message = "no such endpoint: " + path + " (GET / lists them)";
+        } else {
+            message = "method not allowed on " + path + " (allowed: " + allow + ")";
+        }
+    }
     c.in.clear();
-    begin_write(c, raw_error_response(why.status, why.message), true, now);
+    begin_write(c, raw_error_response(status, message, allow), true, now);
 }
+
+void FrontEnd::set_allow_for(AllowFor allow_for) { impl_->allow_for = std::move(allow_for); }
 
 // ---------------------------------------------------------------- TLS
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 
@@ -45,6 +46,11 @@ public:
     ~FrontEnd();
     FrontEnd(const FrontEnd&) = delete;
     FrontEnd& operator=(const FrontEnd&) = delete;
+
+    // The methods the routes serve at a path (GET implying HEAD), for the Allow header of a
+    // method refused before routing; none: that path is not served (404). Before start().
+    using AllowFor = std::function<std::vector<std::string>(const std::string& path)>;
+    void set_allow_for(AllowFor allow_for);
 
     void start();
     // Idempotent: stops the thread and closes every connection, whatever it was doing.

@@ -13,15 +13,25 @@
 
 namespace rocewatch::api {
 
-std::string raw_error_response(int status, const std::string& message) {
+std::string raw_error_response(int status, const std::string& message, const std::string& allow) {
     const std::string body = dump_json(error_json(status, message));
     std::string r = "HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) + "\r\n";
     r += "Content-Type: application/json\r\n";
     r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-    if (status == 405) r += "Allow: GET, HEAD, POST\r\n";
+    if (status == 405) r += "Allow: " + (allow.empty() ? std::string("GET, HEAD, POST") : allow) + "\r\n";
     if (status == 503) r += "Retry-After: 1\r\n";
     r += "Connection: close\r\n\r\n";
     return r + body;
+}
+
+std::string request_path(std::string_view head) {
+    const std::string_view line = head.substr(0, head.find_first_of("\r\n"));
+    const size_t sp1 = line.find(' ');
+    if (sp1 == std::string_view::npos) return "/";
+    std::string_view target = line.substr(sp1 + 1);
+    target = target.substr(0, target.find(' '));
+    target = target.substr(0, target.find_first_of("?#"));
+    return target.empty() ? "/" : std::string(target);
 }
 
 std::string address_of(const sockaddr_storage& ss, int& port) {

@@ -11,7 +11,11 @@ namespace rocewatch::api {
 
 // A complete HTTP/1.1 answer with a JSON error body, sent without httplib (the gate's
 // verdicts and 503s); it always ends the connection.
-std::string raw_error_response(int status, const std::string& message);
+// The path of a request head's target (without query or fragment); "/" when the line has none.
+std::string request_path(std::string_view head);
+
+// `allow`: the Allow header of a 405 ("GET, HEAD, POST" where not given).
+std::string raw_error_response(int status, const std::string& message, const std::string& allow = "");
 
 // Numeric address of `ss` ("127.0.0.1", "::1"), "" for other families; `port` gets the port.
 std::string address_of(const sockaddr_storage& ss, int& port);

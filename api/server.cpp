@@ -142,6 +142,7 @@ void ApiServer::start() {
             return im.pool->submit([&im, req] { im.serve(*req); }, priority);
         },
         im.web.get());
+    im.front->set_allow_for([&im](const std::string& path) { return im.methods_for(path); });
     im.front->start();
     im.metrics.start();
     im.log->info("api: listening on {}:{} ({}{})", im.opts.host, im.port, im.web->tls() ? "HTTPS" : "HTTP",
