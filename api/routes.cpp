@@ -14,6 +14,7 @@
 #include "api/probe_view.hpp"
 #include "api/request_gate.hpp"
 #include "api/server_impl.hpp"
+#include "daemon/rules/rules.hpp"
 
 namespace rocewatch::api {
 
@@ -128,7 +129,16 @@ void ApiServer::Impl::register_rest_routes() {
                           return;
                       }
                   }
-                  if (req.has_param("rule")) f.rule = req.get_param_value("rule");
+                  if (req.has_param("rule")) {
+                      f.rule = req.get_param_value("rule");
+                      // A rule id is one of a known set: a misspelt one would filter everything out.
+                      if (std::ranges::find(all_rule_ids(), *f.rule) == all_rule_ids().end()) {
+                          send_json(res, 400,
+                                    error_json(400, "rule " + log_safe(*f.rule, 64) +
+                                                        " is not a rule id (docs/alerts.md lists them)"));
+                          return;
+                      }
+                  }
                   if (req.has_param("object")) f.object = req.get_param_value("object");
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, alerts_json(*s, f));
               });

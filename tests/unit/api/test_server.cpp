@@ -272,7 +272,8 @@ TEST_F(ApiServerTest, AlertFiltersWorkOrAnswer400) {
           "/api/v1/alerts?severity=info&severity=critical", "/api/v1/alerts/history?limit=1&rule=x",
           "/api/v1/alerts/history?limit=0&limit=5", "/api/v1/alerts/history?limit=1&limit=1",
           "/api/v1/alerts?severity=warning&severity=warning", "/api/v1/alerts?state=firing&st%61te=firing",
-          "/api/v1/status?verbose=1", "/api/v1/devices?name=x", "/api/v1/config?x=1"}) {
+          "/api/v1/alerts?rule=bogus_rule", "/api/v1/status?verbose=1", "/api/v1/devices?name=x",
+          "/api/v1/config?x=1"}) {
         r = c.Get(bad);
         ASSERT_TRUE(r) << bad;
         EXPECT_EQ(r->status, 400) << bad;
