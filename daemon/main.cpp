@@ -163,12 +163,9 @@ void reload(const Flags& flags, Running& run, spdlog::logger& log) {
         run.inventory.reload();  // SIGHUP rereads the inventory even so
         return run.engine.reject_config(std::move(errors));
     }
-    if (r.config->daemon.listen != run.config->daemon.listen)
-        log.warn("listen address change to {} takes effect at restart", r.config->daemon.listen);
-    if (r.config->daemon.web_config_file != run.config->daemon.web_config_file)
-        log.warn(
-            "web_config_file change to \"{}\" takes effect at restart (the running file's own changes apply at once)",
-            r.config->daemon.web_config_file);
+    // What is taken once at start stays as running, so the config served is the one in effect.
+    keep_start_only(*r.config, *run.config);
+    for (const auto& p : r.config->restart_pending) log.warn("config reload: {}: takes effect at restart", p);
     log.set_level(spdlog::level::from_str(r.config->daemon.log_level));
     run.config = std::make_shared<const Config>(std::move(*r.config));
     run.inventory.reload(run.config->cluster.inventory);

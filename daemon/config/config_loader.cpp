@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -994,6 +995,26 @@ ConfigResult load_config(const std::optional<std::string>& path, const ConfigOve
     }
     if (!r.errors.empty()) r.config.reset();
     return r;
+}
+
+void keep_start_only(Config& next, const Config& running) {
+    next.restart_pending.clear();
+    const auto keep = [&](const char* key, auto& now, const auto& was) {
+        if (now == was) return;
+        const auto text = [](const auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+                return in_quotes(v);
+            else
+                return std::to_string(v);
+        };
+        next.restart_pending.push_back(std::string(key) + ": " + text(now) + " in the file, " + text(was) + " running");
+        now = was;
+    };
+    keep("daemon.listen", next.daemon.listen, running.daemon.listen);
+    keep("daemon.web_config_file", next.daemon.web_config_file, running.daemon.web_config_file);
+    keep("daemon.state_dir", next.daemon.state_dir, running.daemon.state_dir);
+    keep("probes.data_port", next.probes.data_port, running.probes.data_port);
+    keep("probes.token_file", next.probes.token_file, running.probes.token_file);
 }
 
 ConfigResult load_config_file(const std::string& path) {

@@ -55,6 +55,12 @@ struct ConfigOverrides {
 // ("command line: --listen: ...") and the result has no config.
 [[nodiscard]] ConfigResult load_config(const std::optional<std::string>& path, const ConfigOverrides& overrides);
 
+// What a reload may not change in a running daemon (the listen address, the web config file,
+// the state directory, the probe data port and token file): where `next` differs from
+// `running`, the running value is put back and the key is named in next.restart_pending,
+// "probes.data_port: 9881 in the file, 9880 running" (`running` holds the values of the start).
+void keep_start_only(Config& next, const Config& running);
+
 // The built-in defaults (those of model/config.hpp), with an empty source.
 [[nodiscard]] Config default_config();
 

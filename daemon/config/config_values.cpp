@@ -379,6 +379,7 @@ nlohmann::json config_to_json(const Config& c) {
     for (const auto& [id, r] : c.rules) rules[id] = rule_json(r);  // ids only code can set
     nlohmann::json j = {
         {"source", c.source},
+        {"restart_pending", c.restart_pending},
         {"daemon",
          {
              {"listen", d.listen},

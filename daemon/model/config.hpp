@@ -219,6 +219,9 @@ struct MetricsConfig {
 
 struct Config {
     std::string source;  // file it came from, "" for defaults
+    // Keys taken once at start that a reload found changed: the running values are kept
+    // here (this config says what is in effect), and these wait for a restart.
+    std::vector<std::string> restart_pending;
     DaemonConfig daemon;
     MetricsConfig metrics;
     ExpectConfig expect;

@@ -115,10 +115,15 @@ def main():
             _, m = d.get("/metrics")
             t.check(metric(m, "rocewatch_config_last_reload_successful") == "1", "fresh start: reload metric is 1")
             with open(live.name, "w") as f:
-                f.write('[expect]\nmtu = 4000\n')
+                f.write('[expect]\nmtu = 4000\n[probes]\ndata_port = 19889\n')
             d.signal(signal.SIGHUP)
             rwtest.wait_for(lambda: d.json("/api/v1/config")["expect"]["mtu"] == 4000, 5, "reload to apply")
             t.check(True, "SIGHUP applied a good config (expect.mtu 4000)")
+            # The data port is taken at start: the config served says the one in effect, and what waits.
+            c = d.json("/api/v1/config")
+            t.check(c["probes"]["data_port"] == 9880 and any("probes.data_port: 19889" in p for p in c["restart_pending"]),
+                    f"a start-only change is kept out and named as pending ({c['probes']['data_port']}, "
+                    f"{c['restart_pending']})")
             with open(live.name, "w") as f:
                 f.write('[expect]\nmtu = "big"\nbogus = 1\n')
             d.signal(signal.SIGHUP)

@@ -970,3 +970,29 @@ TEST(ConfigFlags, LldpdSocketOverridesAndIsHeldToASocketPath) {
               (Lines{"t.toml:2: daemon.lldpd_socket: \"" + long_path +
                      "\" is longer than a Unix socket path can be (107 bytes)"}));
 }
+
+// A reload keeps what the daemon took at start, so the config it serves is the one in effect,
+// and names what waits for a restart (the config view said the file's data port while the old
+// one still served).
+TEST(ConfigLoader, AReloadKeepsWhatIsTakenAtStartAndNamesIt) {
+    Config running = default_config();
+    running.probes.token_file = "/etc/rocewatch/token";
+    Config next = running;
+    next.probes.data_port = 19889;
+    next.probes.token_file = "/etc/rocewatch/token2";
+    next.daemon.state_dir = "/srv/rocewatch";
+    next.daemon.interval = std::chrono::seconds(7);  // applies at once
+    keep_start_only(next, running);
+    EXPECT_EQ(next.probes.data_port, running.probes.data_port);
+    EXPECT_EQ(next.probes.token_file, "/etc/rocewatch/token");
+    EXPECT_EQ(next.daemon.state_dir, running.daemon.state_dir);
+    EXPECT_EQ(next.daemon.interval, std::chrono::seconds(7));
+    ASSERT_EQ(next.restart_pending.size(), 3u);
+    EXPECT_EQ(next.restart_pending[0],
+              "daemon.state_dir: \"/srv/rocewatch\" in the file, \"/var/lib/rocewatch\" running");
+    EXPECT_EQ(next.restart_pending[1], "probes.data_port: 19889 in the file, 9880 running");
+    // The file put back as it was: nothing waits.
+    Config again = running;
+    keep_start_only(again, running);
+    EXPECT_TRUE(again.restart_pending.empty());
+}
