@@ -50,8 +50,13 @@ std::string excerpt(std::string_view s) {
 }
 
 bool parse_in6(std::string_view text, in6_addr& out) {
-    const std::string s(trim(text));
-    return !s.empty() && ::inet_pton(AF_INET6, s.c_str(), &out) == 1;
+    // On the stack: a GID read parses 255 entries a port twice (65,000 at 128 NICs).
+    const std::string_view t = trim(text);
+    char s[INET6_ADDRSTRLEN + 1];
+    if (t.empty() || t.size() >= sizeof s) return false;
+    t.copy(s, t.size());
+    s[t.size()] = '\0';
+    return ::inet_pton(AF_INET6, s, &out) == 1;
 }
 
 enum class ReadStatus { ok, missing, failed };
@@ -710,11 +715,14 @@ std::optional<std::pair<int, std::string>> parse_enum_line(std::string_view text
     return std::pair{value, std::string(name)};
 }
 
+constexpr double kMaxRateGbps = 100'000;
+
 std::optional<double> parse_rate_gbps(std::string_view text) {
     text = trim(text);
     double v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || !std::isfinite(v) || v < 0) return std::nullopt;
+    // The kernel's rates run to a few thousand Gb/s (12X lanes at 200G); far beyond is garbled.
+    if (ec != std::errc() || !std::isfinite(v) || v < 0 || v > kMaxRateGbps) return std::nullopt;
     const std::string_view rest(p, static_cast<std::size_t>(text.data() + text.size() - p));
     if (!rest.starts_with(" Gb/sec")) return std::nullopt;
     return v;

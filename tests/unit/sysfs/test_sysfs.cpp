@@ -97,6 +97,8 @@ TEST(SysfsParse, RateGbps) {
     EXPECT_EQ(parse_rate_gbps("100 Gb/sec (4X EDR)"), 100.0);
     EXPECT_EQ(parse_rate_gbps("100 Gb/sec (4X EDR)\n"), 100.0);
     EXPECT_EQ(parse_rate_gbps("2.5 Gb/sec (1X SDR)"), 2.5);
+    EXPECT_EQ(parse_rate_gbps("2400 Gb/sec (12X XDR)"), 2400.0);
+    EXPECT_FALSE(parse_rate_gbps("99999999999999999999 Gb/sec (4X EDR)")) << "garbled, not 1.25e28 B/s";
     EXPECT_EQ(parse_rate_gbps("10 Gb/sec (1X QDR)"), 10.0);
     EXPECT_EQ(parse_rate_gbps("200 Gb/sec (4X HDR)"), 200.0);
     EXPECT_EQ(parse_rate_gbps("10 Gb/sec (1X FDR10)"), 10.0);
