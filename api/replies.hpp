@@ -38,34 +38,19 @@ inline std::shared_ptr<const Snapshot> snapshot_or_503(const SnapshotSource& src
     return s;
 }
 
-// How often `name` is given in the request's query, counted in the raw target (keys
-// percent-decoded): httplib keeps one of two identical `k=v` pairs, so its own count cannot
-// tell `limit=1&limit=1` from `limit=1`.
+// How often `name` is given in the request's query, counted in the raw target (keys decoded
+// by httplib's own decoder, as it decodes them for req.params): httplib keeps one of two
+// identical `k=v` pairs, so its own count cannot tell `limit=1&limit=1` from `limit=1`.
 inline size_t raw_param_count(const httplib::Request& req, std::string_view name) {
     const auto q = req.target.find('?');
     if (q == std::string::npos) return 0;
     const std::string_view query = std::string_view(req.target).substr(q + 1);
-    const auto hex = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-    };
     size_t n = 0;
     for (size_t at = 0; at <= query.size();) {
         size_t end = query.find('&', at);
         if (end == std::string_view::npos) end = query.size();
-        std::string_view pair = query.substr(at, end - at);
-        std::string key;
-        for (size_t i = 0; i < pair.size() && pair[i] != '='; ++i) {
-            if (pair[i] == '%' && i + 2 < pair.size() && hex(pair[i + 1]) >= 0 && hex(pair[i + 2]) >= 0) {
-                key += static_cast<char>(hex(pair[i + 1]) * 16 + hex(pair[i + 2]));
-                i += 2;
-            } else {
-                key += pair[i] == '+' ? ' ' : pair[i];
-            }
-        }
-        if (key == name) ++n;
+        const std::string_view pair = query.substr(at, end - at);
+        if (httplib::detail::decode_url(std::string(pair.substr(0, pair.find('='))), true) == name) ++n;
         at = end + 1;
     }
     return n;
