@@ -269,6 +269,27 @@ std::string port_down_action(const JudgedPort& jp, bool link_up) {
 
 using Findings = std::vector<Finding>;
 
+// No RDMA device at all: a wrong --sysfs-root, or the driver (or ib_core) not loaded. Every
+// port rule is silent then, so without this the node would pass as healthy. With expect.rails
+// set, port_down names each missing device instead; devices all in expect.ignore_devices are
+// left out on purpose and are not this.
+void rule_no_rdma_device(const Context& ctx, Severity sev, Findings& out) {
+    if (!ctx.s.devices.empty() || !ctx.c.expect.rails.empty()) return;
+    const std::string dir = (ctx.c.daemon.sysfs_root.empty() ? std::string("/sys") : ctx.c.daemon.sysfs_root) +
+                            "/class/infiniband";
+    out.push_back(make("no_rdma_device", sev, "class/infiniband",
+                       "No RDMA device on this node: " + dir +
+                           " lists none, so no port, GID or counter can be judged and RDMA jobs cannot run here",
+                       "Check that the RDMA driver is loaded (`lsmod | grep -E 'mlx5_ib|irdma|bnxt_re|rdma_rxe'`, "
+                       "`dmesg | grep -i -E 'mlx5|infiniband'`) and what `rdma link show` and `ls " +
+                           dir +
+                           "` list; load it (`modprobe mlx5_ib`) or, for Soft-RoCE, `rdma link add rxe0 type rxe "
+                           "netdev <netdev>`. If rocewatchd runs with --sysfs-root, check that it points at a sysfs "
+                           "tree. On a node without RDMA on purpose, turn this rule off: [rules.no_rdma_device] "
+                           "enabled = false.",
+                       {{"expected", "at least one RDMA device"}, {"actual", "none"}, {"directory", dir}}));
+}
+
 void rule_port_down(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& name : ctx.missing_rails)
         out.push_back(make("port_down", sev, name, "RDMA device " + name + " listed in expect.rails is not present",
@@ -1805,6 +1826,11 @@ struct RuleDef {
 };
 
 constexpr RuleDef kRules[] = {
+    {"no_rdma_device", Severity::critical, Scope::node,
+     "no RDMA device in the sysfs root's class/infiniband (driver not loaded or a wrong --sysfs-root) while "
+     "expect.rails "
+     "is unset",
+     rule_no_rdma_device},
     {"port_down", Severity::critical, Scope::node, "RDMA port not ACTIVE/LinkUp, or an expected rail missing",
      rule_port_down},
     {"ib_port_not_active_no_sm", Severity::critical, Scope::node,

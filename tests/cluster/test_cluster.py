@@ -72,7 +72,9 @@ def daemon_config(i, token, work, peers=None):
              'latency_threshold = "1s"\n'
              '[probes.tcp_lat]\ninterval = "3s"\njitter = "1s"\ncount = 20\ntimeout = "1s"\n'
              '[probes.tcp_bw]\ninterval = "20s"\njitter = "5s"\nduration = "100ms"\nstreams = 1\n'
-             '[rules.peer_unreachable]\nclear_after = "2s"\n']
+             '[rules.peer_unreachable]\nclear_after = "2s"\n'
+             # Veth rails in namespaces, no RDMA device: TCP-only nodes on purpose.
+             '[rules.no_rdma_device]\nenabled = false\n']
     if peers is None:
         lines.append(f'[cluster]\ninventory = "{inventory_path(work)}"\nrails = {json.dumps(list(RAILS))}\n'
                      f'ring_successors = {ring()}\nrotating_peers = 0\n')

@@ -5,7 +5,8 @@ First against a stand-in rocewatchd that prints a given --once document (and a s
 that records how it was called): a peer that is down does not drain, a node alert does, a warning
 does not by default, a daemon that could not judge does not. Then against the real daemon's
 --once on the DGX Spark fixture in a network namespace, with a rail's netdev down: drained, and
-the reason names the alert. Also --once --format text on the same node."""
+the reason names the alert. Also --once --format text on the same node, and a sysfs with no RDMA
+device (drained: no_rdma_device)."""
 import json
 import os
 import stat
@@ -99,6 +100,12 @@ def main():
                 and "\033[" not in r.stdout,
                 f"--once --format text lists the alert with its action, no colour into a pipe ({r.returncode})")
         print("     " + r.stdout.replace("\n", "\n     ")[:600])
+        # A sysfs that lists no RDMA device (driver not loaded, a wrong --sysfs-root) is not a
+        # healthy node: drained, naming no_rdma_device.
+        none_args = f"--sysfs-root {fx}/sysfs/none --procfs-root {fx}/procfs/dgx-spark"
+        rc, drained, err = run_nhc(work, {"ROCEWATCHD": wrapper, "ROCEWATCH_ARGS": none_args})
+        t.check(rc == 1 and "no_rdma_device class/infiniband" in drained,
+                f"a node with no RDMA device drains, naming no_rdma_device (rc {rc}, {drained!r}, {err.strip()!r})")
     t.finish()
 
 

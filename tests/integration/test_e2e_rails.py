@@ -27,7 +27,9 @@ def config(path, token_file, data_port, peers=""):
                 'enabled = ["tcp_lat"]\nlatency_threshold = "1s"\n'
                 '[probes.tcp_lat]\ninterval = "1s"\njitter = "0s"\ncount = 20\ntimeout = "2s"\n'
                 '[rules.rail_unreachable]\nclear_after = "1s"\n'
-                '[rules.arp_answered_by_wrong_nic]\nclear_after = "1s"\n' + peers)
+                '[rules.arp_answered_by_wrong_nic]\nclear_after = "1s"\n'
+                # The namespaces have veth rails and no RDMA device: TCP-only nodes on purpose.
+                '[rules.no_rdma_device]\nenabled = false\n' + peers)
 
 
 def latest(d, peer_name, rail, kind="tcp_lat"):

@@ -85,7 +85,8 @@ std::string to_toml(const nlohmann::json& j) {
 }
 
 const std::string kRuleIds =
-    "port_down, ib_port_not_active_no_sm, netdev_down, port_rate_low, mtu_low, roce_mtu_low, no_roce_v2_gid, "
+    "no_rdma_device, port_down, ib_port_not_active_no_sm, netdev_down, port_rate_low, mtu_low, roce_mtu_low, "
+    "no_roce_v2_gid, "
     "pfc_off_roce_priority, rdma_cm_roce_v1, ecn_off_pfc_on, pause_storm, pause_frames_high, fec_uncorrectable, "
     "fec_corrected_high, fcs_errors, link_speed_below_module, module_rx_power_low, module_temperature_high, "
     "discards_with_pfc, "

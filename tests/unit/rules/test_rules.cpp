@@ -123,6 +123,43 @@ TEST(Rules, RailsListLimitsJudgedDevices) {
     EXPECT_TRUE(evaluate_rules(s, c).empty()) << dump(evaluate_rules(s, c));
 }
 
+// ---------------------------------------------------------------- no_rdma_device
+
+// A node whose sysfs lists no RDMA device (driver not loaded, a wrong --sysfs-root) has no
+// port for any other rule to judge: without this rule it would pass as healthy.
+TEST(NoRdmaDevice, ANodeWithoutDevicesIsCriticalNotHealthy) {
+    Snapshot s = healthy_spark();
+    s.devices.clear();
+    Config c = spark_config();
+    c.daemon.sysfs_root = "/srv/wrong";
+    const auto all = evaluate_rules(s, c);
+    const auto f = find(all, "no_rdma_device", "class/infiniband");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->severity, Severity::critical);
+    EXPECT_TRUE(has(f->summary, "/srv/wrong/class/infiniband")) << f->summary;
+    EXPECT_TRUE(has(f->action, "rdma link show")) << f->action;
+    EXPECT_TRUE(has(f->action, "--sysfs-root")) << f->action;
+    EXPECT_TRUE(has(f->action, "[rules.no_rdma_device] enabled = false")) << f->action;
+
+    // Silent while a device is there, also one every rule ignores (left out on purpose).
+    EXPECT_TRUE(of_rule(evaluate_rules(healthy_spark(), c), "no_rdma_device").empty());
+    Snapshot one = healthy_spark();
+    Config ignoring;
+    for (const auto& d : one.devices) ignoring.expect.ignore_devices.push_back(d.name);
+    EXPECT_TRUE(of_rule(evaluate_rules(one, ignoring), "no_rdma_device").empty());
+
+    // With expect.rails, port_down names each missing device; this rule does not repeat it.
+    Config rails = c;
+    rails.expect.rails = {"rocep1s0f0"};
+    const auto with_rails = evaluate_rules(s, rails);
+    EXPECT_TRUE(of_rule(with_rails, "no_rdma_device").empty()) << dump(with_rails);
+    EXPECT_TRUE(find(with_rails, "port_down", "rocep1s0f0")) << dump(with_rails);
+
+    // Off in the config: a node without RDMA on purpose.
+    c.rules["no_rdma_device"].enabled = false;
+    EXPECT_TRUE(of_rule(evaluate_rules(s, c), "no_rdma_device").empty());
+}
+
 // ---------------------------------------------------------------- port_down, netdev_down
 
 TEST(PortDown, DisabledPortSaysBringTheNetdevUp) {

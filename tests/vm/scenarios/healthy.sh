@@ -8,6 +8,19 @@
 # vm-timeout: 420
 . "$(dirname "$0")/lib.sh"
 
+section "no RDMA device yet"
+# Before the first rdma link add, /sys/class/infiniband lists no device: what a node whose
+# RDMA driver is not loaded looks like. Not healthy: no_rdma_device, critical, and --once
+# exits 2 (with no expect.rails; with them port_down names each missing device).
+if daemon_present; then
+    check_eq "no RDMA device before rdma link add" "" "$(ls /sys/class/infiniband 2>/dev/null)"
+    DAEMON_RAILS="" daemon_config >"$RES/rocewatch-no-rails.toml"
+    once=$("$ROCEWATCHD" --once --config "$RES/rocewatch-no-rails.toml" 2>>"$OUT/rocewatchd.log")
+    check_eq "rocewatchd --once with no RDMA device: exit status 2 (critical)" 2 "$?"
+    check_eq "rocewatchd --once with no RDMA device: its alerts" "no_rdma_device class/infiniband critical" \
+        "$(jq -r '.alerts[] | "\(.rule) \(.object) \(.severity)"' <<<"$once")"
+fi
+
 section "rxe devices"
 rxe_on_every_rail
 for rail in "${RAILS[@]}"; do
