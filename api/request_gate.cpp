@@ -82,6 +82,7 @@ HeadCheck check_request_line(std::string_view line) {
 struct SeenHeaders {
     bool content_length = false;
     bool authorization = false;
+    bool host = false;
     uint64_t length = 0;
 };
 
@@ -117,6 +118,12 @@ HeadCheck check_header_line(std::string_view line, SeenHeaders& seen, const ApiO
     if (iequals(name, "Authorization")) {
         if (seen.authorization) return reject(400, RejectReason::malformed, "more than one Authorization header");
         seen.authorization = true;
+    }
+
+    // RFC 9112 3.2: more than one Host is a 400, whatever the version.
+    if (iequals(name, "Host")) {
+        if (seen.host) return reject(400, RejectReason::malformed, "more than one Host header");
+        seen.host = true;
     }
 
     if (iequals(name, "Content-Length")) {
@@ -177,6 +184,7 @@ HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
     size_t headers = 0;
     SeenHeaders seen;
     bool is_post = false;
+    bool http11 = false;
     for (;;) {
         const size_t lf = head.find('\n', pos);
         if (lf == std::string_view::npos) {
@@ -203,11 +211,14 @@ HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
         if (pos == 0) {
             if (auto r = check_request_line(line); r.verdict == HeadCheck::Verdict::reject) return r;
             is_post = line.substr(0, 5) == "POST ";
+            http11 = line.ends_with(" HTTP/1.1");
         } else if (line.empty()) {
             // httplib 0.11 reads a POST body that has no Content-Length until the client
             // closes, with no size limit.
             if (is_post && !seen.content_length)
                 return reject(411, RejectReason::length_required, "POST needs a Content-Length");
+            // RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
+            if (http11 && !seen.host) return reject(400, RejectReason::malformed, "HTTP/1.1 request without Host");
             HeadCheck ok;
             ok.verdict = HeadCheck::Verdict::accept;
             ok.head_bytes = line_end;

@@ -162,11 +162,18 @@ def check_keep_alive(t, port):
     statuses = status_lines(out)
     t.check(statuses == [b"HTTP/1.1 200 OK", b"HTTP/1.1 400 Bad Request"],
             f"pipelined good then spoofed request: {statuses}")
-    out = raw(port, b"GET /healthz HTTP/1.1\r\n\r\nGET /api/v1/status HTTP/1.1\r\nAuthorization: Bearer a\r\n"
-                    b"Authorization: Bearer b\r\n\r\n")
+    out = raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /api/v1/status HTTP/1.1\r\nHost: x\r\n"
+                    b"Authorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n")
     statuses = status_lines(out)
     t.check(statuses == [b"HTTP/1.1 200 OK", b"HTTP/1.1 400 Bad Request"],
             f"second request with two Authorization headers refused: {statuses}")
+    # RFC 9112 3.2: an HTTP/1.1 request without Host, or with two, is a 400; HTTP/1.0 needs none.
+    for req, want in ((b"GET /healthz HTTP/1.1\r\n\r\n", b"HTTP/1.1 400 Bad Request"),
+                      (b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", b"HTTP/1.1 400 Bad Request"),
+                      (b"GET /healthz HTTP/1.0\r\n\r\n", b"HTTP/1.1 200 OK")):
+        statuses = status_lines(raw(port, req))
+        head = req.split(b"\r\n\r\n")[0]
+        t.check(statuses == [want], f"{head!r}: {statuses}")
 
 
 def check_gzip(t, port):

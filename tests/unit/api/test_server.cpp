@@ -569,9 +569,9 @@ TEST_F(ApiServerTest, OtherMethodsRefused) {
 
 TEST_F(ApiServerTest, KeepAliveGatesEveryRequest) {
     // A second request pipelined on the same connection is judged by the gate too.
-    auto r =
-        raw_request(server->port(),
-                    "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nREMOTE_ADDR: 1.1.1.1\r\n\r\n");
+    auto r = raw_request(
+        server->port(),
+        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nREMOTE_ADDR: 1.1.1.1\r\n\r\n");
     EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
     EXPECT_NE(r.find("Keep-Alive: "), std::string::npos) << r;
     const auto second = r.find("HTTP/1.1", 1);
@@ -579,10 +579,9 @@ TEST_F(ApiServerTest, KeepAliveGatesEveryRequest) {
     EXPECT_EQ(status_line(r.substr(second)), "HTTP/1.1 400 Bad Request");
 
     // Several requests, one connection, answered in order; Connection: close ends it.
-    r = raw_request(
-        server->port(),
-        "GET /healthz HTTP/1.1\r\n\r\nGET /readyz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n"
-        "GET /healthz HTTP/1.1\r\n\r\n");
+    r = raw_request(server->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz HTTP/1.1\r\nHost: "
+                                    "x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                                    "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_NE(r.find("ok\n"), std::string::npos);
     EXPECT_NE(r.find("ready\n"), std::string::npos);
     size_t answers = 0;
@@ -596,8 +595,8 @@ TEST_F(ApiServerTest, KeepAliveRequestBudget) {
     o.keep_alive_max_requests = 2;
     server = make(o);
     server->start();
-    const auto r = raw_request(
-        server->port(), "GET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
+    const auto r = raw_request(server->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: "
+                                               "x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
     size_t answers = 0;
     for (size_t p = r.find("HTTP/1.1 200"); p != std::string::npos; p = r.find("HTTP/1.1 200", p + 1)) ++answers;
     EXPECT_EQ(answers, 2u);
@@ -611,7 +610,7 @@ TEST_F(ApiServerTest, IdleKeptAliveConnectionIsClosedQuietly) {
     server = make(o);
     server->start();
     const int fd = connect_to(server->port());
-    send_best_effort(fd, "GET /healthz HTTP/1.1\r\n\r\n");
+    send_best_effort(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
     const auto t0 = Steady::now();
     const auto r = read_all(fd, 3000ms);
     ::close(fd);
@@ -721,7 +720,7 @@ TEST_F(ApiServerTest, BusyPoolRefusesBeyondQueueButServesMetrics) {
     std::vector<int> fds;
     for (int i = 0; i < 4; ++i) {
         fds.push_back(connect_to(server->port()));
-        send_best_effort(fds.back(), "GET /slow HTTP/1.1\r\n\r\n");
+        send_best_effort(fds.back(), "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
         std::this_thread::sleep_for(50ms);
     }
     const auto refused = read_all(fds.back(), 1000ms);
@@ -753,21 +752,23 @@ TEST_F(ApiServerTest, RenderedMetricsAreServedWithoutAWorker) {
     restart_with_slow_handler(o, gate);
     // Renders the snapshot and deflates it; the text is kept for plain scrapes once one came.
     for (const auto* enc : {"identity", "gzip"})
-        ASSERT_EQ(status_line(raw_request(server->port(), std::string("GET /metrics HTTP/1.1\r\nAccept-Encoding: ") +
-                                                              enc + "\r\nConnection: close\r\n\r\n")),
+        ASSERT_EQ(status_line(
+                      raw_request(server->port(), std::string("GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: ") +
+                                                      enc + "\r\nConnection: close\r\n\r\n")),
                   "HTTP/1.1 200 OK")
             << enc;
 
     const int slow = connect_to(server->port());
-    send_best_effort(slow, "GET /slow HTTP/1.1\r\n\r\n");
+    send_best_effort(slow, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
     std::this_thread::sleep_for(100ms);  // the worker is in the handler
     const int health = connect_to(server->port());
-    send_best_effort(health, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+    send_best_effort(health, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 
     for (const auto* enc : {"gzip", "identity"}) {
         const auto t0 = Steady::now();
-        const auto r = raw_request(server->port(), std::string("GET /metrics HTTP/1.1\r\nAccept-Encoding: ") + enc +
-                                                       "\r\nConnection: close\r\n\r\n");
+        const auto r = raw_request(server->port(),
+                                   std::string("GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: ") + enc +
+                                       "\r\nConnection: close\r\n\r\n");
         EXPECT_LT(Steady::now() - t0, 2000ms) << enc;
         EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK") << enc;
         EXPECT_EQ(r.find("Content-Encoding: gzip") != std::string::npos, std::string(enc) == "gzip") << enc;
@@ -787,8 +788,8 @@ TEST_F(ApiServerTest, RenderedMetricsAreServedWithoutAWorker) {
 }
 
 TEST_F(ApiServerTest, GzipMetricsOnce) {
-    const auto r = raw_request(server->port(),
-                               "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
+    const auto r = raw_request(
+        server->port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
     EXPECT_NE(r.find("Content-Encoding: gzip\r\n"), std::string::npos) << r.substr(0, 400);
     EXPECT_EQ(r.find("Content-Encoding", r.find("Content-Encoding") + 1), std::string::npos) << "compressed once";
