@@ -10,6 +10,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "util/read_file.hpp"
+
 namespace rocewatch::api {
 
 namespace {
@@ -268,12 +270,10 @@ private:
 WebConfig parse_web_config(const std::string& text, const std::string& path) { return Parser(path).parse(text); }
 
 WebConfig load_web_config(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw WebConfigError(path + ": cannot read the web config file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) throw WebConfigError(path + ": cannot read the web config file");
-    return parse_web_config(ss.str(), path);
+    // A web config is a few lines; 1 MiB bounds a mistaken path.
+    const auto file = read_small_file(path, 1 << 20);
+    if (!file.ok) throw WebConfigError(path + ": cannot read the web config file (" + file.error + ")");
+    return parse_web_config(file.text, path);
 }
 
 std::vector<std::string> referenced_files(const WebConfig& c) {

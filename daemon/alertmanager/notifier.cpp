@@ -8,6 +8,7 @@
 
 #include "util/clock.hpp"
 #include "util/http_url.hpp"
+#include "util/read_file.hpp"
 
 namespace rocewatch::alertmanager {
 namespace {
@@ -21,11 +22,9 @@ constexpr auto kRetryEvery = std::chrono::seconds(5);
 
 // A credential file's content without the trailing newline editors add; nullopt if unreadable.
 std::optional<std::string> read_secret(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return std::nullopt;
-    std::string s(4096, '\0');
-    f.read(s.data(), static_cast<std::streamsize>(s.size()));
-    s.resize(static_cast<size_t>(f.gcount()));
+    auto file = read_small_file(path, 4096);
+    if (!file.ok) return std::nullopt;
+    std::string s = std::move(file.text);
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
     return s;
 }

@@ -22,6 +22,7 @@
 #include "daemon/config/config_loader.hpp"
 #include "daemon/rules/rules.hpp"
 #include "daemon/model/probe.hpp"
+#include "util/read_file.hpp"
 #include "util/http_url.hpp"
 
 namespace rocewatch {
@@ -1017,7 +1018,7 @@ void keep_start_only(Config& next, const Config& running) {
     keep("probes.token_file", next.probes.token_file, running.probes.token_file);
 }
 
-ConfigResult load_config_file(const std::string& path) {
+ConfigResult load_config_file(const std::string& path, std::chrono::milliseconds fifo_wait) {
     // A config file is a few KiB; the cap stops a mistaken path (a device, a log) from
     // being read whole into memory.
     constexpr size_t kMaxSize = 1 << 20;
@@ -1027,22 +1028,10 @@ ConfigResult load_config_file(const std::string& path) {
         return r;
     };
 
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) return unreadable(std::string("cannot read: ") + std::strerror(errno));
-    std::string text;
-    char buf[8192];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-        text.append(buf, n);
-        if (text.size() > kMaxSize) {
-            std::fclose(f);
-            return unreadable("larger than 1 MiB; not a config file");
-        }
-    }
-    int read_errno = std::ferror(f) ? errno : 0;
-    std::fclose(f);
-    if (read_errno != 0) return unreadable(std::string("cannot read: ") + std::strerror(read_errno));
-    return parse_config(text, path);
+    const auto file = read_small_file(path, kMaxSize, fifo_wait);
+    if (file.too_large) return unreadable("larger than 1 MiB; not a config file");
+    if (!file.ok) return unreadable(file.error);
+    return parse_config(file.text, path);
 }
 
 }  // namespace rocewatch

@@ -1,6 +1,8 @@
 // Turns a TOML config file into a validated Config, or into every reason it is not one.
 #pragma once
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -37,7 +39,10 @@ struct ConfigResult {
 [[nodiscard]] ConfigResult parse_config(std::string_view text, const std::string& source_name);
 
 // Reads and parses a file; an unreadable file is one error naming it.
-[[nodiscard]] ConfigResult load_config_file(const std::string& path);
+// A FIFO (or the pipe of `--config <(...)`) gets `fifo_wait` for its first bytes: one nobody
+// writes to is an error, not a daemon waiting forever.
+[[nodiscard]] ConfigResult load_config_file(const std::string& path,
+                                            std::chrono::milliseconds fifo_wait = std::chrono::seconds(10));
 
 // Settings given on the command line; each replaces the file's value (flags win).
 struct ConfigOverrides {

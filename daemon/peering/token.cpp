@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/read_file.hpp"
+
 namespace rocewatch {
 namespace {
 
@@ -15,18 +17,20 @@ namespace {
 TokenLookup read_token_file(const std::string& path, bool from_credential) {
     TokenLookup r;
     r.source = path;
-    std::ifstream in(path);
-    if (!in) {
-        const int err = errno;
-        r.why = "token file " + path + " cannot be read (" + std::strerror(err) + ")";
+    // A token is 64 hex digits and a newline: 4 KiB is plenty, and bounds a mistaken path.
+    auto file = read_small_file(path, 4096);
+    if (!file.ok) {
+        const int err = file.err;
+        r.why = "token file " + path + " " +
+                (err              ? "cannot be read (" + std::string(std::strerror(err)) + ")"
+                 : file.too_large ? std::string("is larger than 4096 bytes; not a token")
+                                  : file.error);
         if (!from_credential && (err == EACCES || err == EPERM))
             r.why += "; under the systemd unit the daemon runs as a dynamic user: put the token in /etc/credstore/" +
                      std::string(kTokenCredential) + " (mode 0600) and leave token_file unset";
         return r;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
+    std::string text = std::move(file.text);
     auto not_space = [](unsigned char c) { return !std::isspace(c); };
     text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
     text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());

@@ -1,11 +1,15 @@
 // TOML -> Config: defaults, every key, every class of error with its file:line: key: problem.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/config/config_loader.hpp"
@@ -839,6 +843,43 @@ TEST(ConfigFile, UnreadableFileIsOneErrorNamingIt) {
     EXPECT_EQ(errors_of(load_config_file(rocewatch::testing::fixtures_dir())),
               (Lines{rocewatch::testing::fixtures_dir() + ": cannot read: Is a directory"}));
     EXPECT_EQ(errors_of(load_config_file("/dev/zero")), (Lines{"/dev/zero: larger than 1 MiB; not a config file"}));
+}
+
+// A FIFO nobody writes to was a daemon (or --check-config) waiting forever in open(); the pipe
+// of `--config <(...)` and a FIFO that is written to load as a file does.
+TEST(ConfigFile, FifoWithoutAWriterIsAnErrorAndPipesStillLoad) {
+    const auto dir = std::filesystem::temp_directory_path() / ("rw-fifo-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string fifo = (dir / "rocewatch.toml").string();
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = load_config_file(fifo, std::chrono::milliseconds(300));
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_FALSE(r.config);
+    EXPECT_EQ(errors_of(r), (Lines{fifo + ": a FIFO nothing was written to within 300 ms"}));
+    EXPECT_LT(took, std::chrono::seconds(5));
+
+    // A writer that comes: its config is read to the end.
+    std::thread writer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::ofstream(fifo) << "[daemon]\nlog_level = \"debug\"\n";
+    });
+    r = load_config_file(fifo, std::chrono::seconds(5));
+    writer.join();
+    ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : errors_of(r)[0]);
+    EXPECT_EQ(r.config->daemon.log_level, "debug");
+
+    // An anonymous pipe named through /proc/self/fd, as bash's <(...) hands it over.
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    const std::string text = "[daemon]\nlog_level = \"warn\"\n";
+    ASSERT_EQ(::write(p[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(p[1]);
+    r = load_config_file("/proc/self/fd/" + std::to_string(p[0]));
+    ::close(p[0]);
+    ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : errors_of(r)[0]);
+    EXPECT_EQ(r.config->daemon.log_level, "warn");
+    std::filesystem::remove_all(dir);
 }
 
 TEST(ConfigFile, ErrorsNameTheFile) {
