@@ -88,6 +88,17 @@ public:
                              ": " + what);
     }
 
+    // Runs one key's check; its error is kept and the next key is checked, so that a file with
+    // several mistakes is told all of them at once, as the TOML config is.
+    template <class F>
+    void each(F&& check) const {
+        try {
+            check();
+        } catch (const WebConfigError& e) {
+            errors_.emplace_back(e.what());
+        }
+    }
+
     // A mapping's key, which must be a plain string (a list or a mapping as a key made yaml-cpp
     // throw its own "bad conversion", without file or key).
     std::string key_of(const YAML::Node& k, const std::string& where) const {
@@ -134,37 +145,41 @@ public:
         if (n.IsNull()) return t;
         if (!n.IsMap()) fail(n, "tls_server_config", "must be a mapping");
         bool auth_set = false;
-        for (const auto& kv : n) {
-            const std::string k = key_of(kv.first, "tls_server_config");
-            const std::string key = "tls_server_config." + k;
-            const auto& v = kv.second;
-            if (k == "cert_file")
-                t.cert_file = file(v, key);
-            else if (k == "key_file")
-                t.key_file = file(v, key);
-            else if (k == "client_ca_file")
-                t.client_ca_file = file(v, key);
-            else if (k == "client_auth_type") {
-                const std::string s = scalar(v, key);
-                if (!s.empty()) {
-                    t.client_auth = pick(v, key, kClientAuth).value;
-                    auth_set = true;
-                }
-            } else if (k == "min_version")
-                t.min_version = pick(v, key, kVersions).value;
-            else if (k == "max_version")
-                t.max_version = pick(v, key, kVersions).value;
-            else if (k == "cipher_suites")
-                t.cipher_suites = list(v, key, kCipherSuites);
-            else if (k == "curve_preferences")
-                t.curves = list(v, key, kCurves);
-            else if (k == "prefer_server_cipher_suites")
-                t.prefer_server_cipher_suites = boolean(v, key);
-            else
-                fail(kv.first, key,
-                     "unknown key (known: cert_file, key_file, client_ca_file, client_auth_type, min_version, "
-                     "max_version, cipher_suites, curve_preferences, prefer_server_cipher_suites)");
-        }
+        const size_t errors_before = errors_.size();
+        for (const auto& kv : n)
+            each([&] {
+                const std::string k = key_of(kv.first, "tls_server_config");
+                const std::string key = "tls_server_config." + k;
+                const auto& v = kv.second;
+                if (k == "cert_file")
+                    t.cert_file = file(v, key);
+                else if (k == "key_file")
+                    t.key_file = file(v, key);
+                else if (k == "client_ca_file")
+                    t.client_ca_file = file(v, key);
+                else if (k == "client_auth_type") {
+                    const std::string s = scalar(v, key);
+                    if (!s.empty()) {
+                        t.client_auth = pick(v, key, kClientAuth).value;
+                        auth_set = true;
+                    }
+                } else if (k == "min_version")
+                    t.min_version = pick(v, key, kVersions).value;
+                else if (k == "max_version")
+                    t.max_version = pick(v, key, kVersions).value;
+                else if (k == "cipher_suites")
+                    t.cipher_suites = list(v, key, kCipherSuites);
+                else if (k == "curve_preferences")
+                    t.curves = list(v, key, kCurves);
+                else if (k == "prefer_server_cipher_suites")
+                    t.prefer_server_cipher_suites = boolean(v, key);
+                else
+                    fail(kv.first, key,
+                         "unknown key (known: cert_file, key_file, client_ca_file, client_auth_type, min_version, "
+                         "max_version, cipher_suites, curve_preferences, prefer_server_cipher_suites)");
+            });
+        // The checks across keys judge only keys that were read.
+        if (errors_.size() != errors_before) return t;
         if (t.cert_file.empty() != t.key_file.empty())
             fail(n, "tls_server_config",
                  t.cert_file.empty() ? "key_file is set but cert_file is not" : "cert_file is set but key_file is not");
@@ -182,57 +197,61 @@ public:
     void http_server(const YAML::Node& n, WebConfig& c) const {
         if (n.IsNull()) return;
         if (!n.IsMap()) fail(n, "http_server_config", "must be a mapping");
-        for (const auto& kv : n) {
-            const std::string k = key_of(kv.first, "http_server_config");
-            const std::string key = "http_server_config." + k;
-            if (k == "http2") {
-                (void)boolean(kv.second, key);  // rocewatch serves HTTP/1.1 only; clients fall back to it
-            } else if (k == "headers") {
-                if (kv.second.IsNull()) continue;
-                if (!kv.second.IsMap()) fail(kv.second, key, "must be a mapping of header to value");
-                for (const auto& h : kv.second) {
-                    const std::string name = key_of(h.first, key);
-                    const auto known = std::find_if(kHeaders.begin(), kHeaders.end(), [&](std::string_view x) {
-                        return x.size() == name.size() &&
-                               std::equal(x.begin(), x.end(), name.begin(), [](char a, char b) {
-                                   return std::tolower(static_cast<unsigned char>(a)) ==
-                                          std::tolower(static_cast<unsigned char>(b));
-                               });
-                    });
-                    if (known == kHeaders.end())
-                        fail(h.first, key + "." + name,
-                             "not a header that may be set here (allowed: Content-Security-Policy, X-Frame-Options, "
-                             "X-Content-Type-Options, X-XSS-Protection, Strict-Transport-Security)");
-                    const std::string value = scalar(h.second, key + "." + name);
-                    if (value.find_first_of("\r\n") != std::string::npos)
-                        fail(h.second, key + "." + name, "a header value is one line");
-                    c.headers.emplace_back(std::string(*known), value);
+        for (const auto& kv : n)
+            each([&] {
+                const std::string k = key_of(kv.first, "http_server_config");
+                const std::string key = "http_server_config." + k;
+                if (k == "http2") {
+                    (void)boolean(kv.second, key);  // rocewatch serves HTTP/1.1 only; clients fall back to it
+                } else if (k == "headers") {
+                    if (kv.second.IsNull()) return;
+                    if (!kv.second.IsMap()) fail(kv.second, key, "must be a mapping of header to value");
+                    for (const auto& h : kv.second) {
+                        const std::string name = key_of(h.first, key);
+                        const auto known = std::find_if(kHeaders.begin(), kHeaders.end(), [&](std::string_view x) {
+                            return x.size() == name.size() &&
+                                   std::equal(x.begin(), x.end(), name.begin(), [](char a, char b) {
+                                       return std::tolower(static_cast<unsigned char>(a)) ==
+                                              std::tolower(static_cast<unsigned char>(b));
+                                   });
+                        });
+                        if (known == kHeaders.end())
+                            fail(
+                                h.first, key + "." + name,
+                                "not a header that may be set here (allowed: Content-Security-Policy, X-Frame-Options, "
+                                "X-Content-Type-Options, X-XSS-Protection, Strict-Transport-Security)");
+                        const std::string value = scalar(h.second, key + "." + name);
+                        if (value.find_first_of("\r\n") != std::string::npos)
+                            fail(h.second, key + "." + name, "a header value is one line");
+                        c.headers.emplace_back(std::string(*known), value);
+                    }
+                } else {
+                    fail(kv.first, key, "unknown key (known: http2, headers)");
                 }
-            } else {
-                fail(kv.first, key, "unknown key (known: http2, headers)");
-            }
-        }
+            });
     }
 
     void users(const YAML::Node& n, WebConfig& c) const {
         if (n.IsNull()) return;
         if (!n.IsMap()) fail(n, "basic_auth_users", "must be a mapping of user name to bcrypt hash");
-        for (const auto& kv : n) {
-            const std::string name = key_of(kv.first, "basic_auth_users");
-            const std::string key = "basic_auth_users." + name;
-            if (name.empty() || name.find(':') != std::string::npos)
-                fail(kv.first, key, "a user name is not empty and has no ':'");
-            const std::string hash = scalar(kv.second, key);
-            // bcrypt: $2a$, $2b$ or $2y$, a two-digit cost, then 53 characters of salt and hash.
-            const bool bcrypt = hash.size() == 60 &&
-                                (hash.starts_with("$2a$") || hash.starts_with("$2b$") || hash.starts_with("$2y$")) &&
-                                hash[6] == '$';
-            if (!bcrypt)
-                fail(kv.second, key,
-                     "is not a bcrypt hash (\"$2y$10$...\", 60 characters; make one with `htpasswd -nBC 10 \"\" | "
-                     "tr -d ':\\n'`)");
-            c.users.emplace(name, hash);
-        }
+        for (const auto& kv : n)
+            each([&] {
+                const std::string name = key_of(kv.first, "basic_auth_users");
+                const std::string key = "basic_auth_users." + name;
+                if (name.empty() || name.find(':') != std::string::npos)
+                    fail(kv.first, key, "a user name is not empty and has no ':'");
+                const std::string hash = scalar(kv.second, key);
+                // bcrypt: $2a$, $2b$ or $2y$, a two-digit cost, then 53 characters of salt and hash.
+                const bool bcrypt = hash.size() == 60 &&
+                                    (hash.starts_with("$2a$") || hash.starts_with("$2b$") ||
+                                     hash.starts_with("$2y$")) &&
+                                    hash[6] == '$';
+                if (!bcrypt)
+                    fail(kv.second, key,
+                         "is not a bcrypt hash (\"$2y$10$...\", 60 characters; make one with `htpasswd -nBC 10 \"\" | "
+                         "tr -d ':\\n'`)");
+                c.users.emplace(name, hash);
+            });
     }
 
     WebConfig parse(const std::string& text) const {
@@ -245,24 +264,31 @@ public:
         WebConfig c;
         if (root.IsNull()) return c;  // an empty file: plain HTTP, no auth
         if (!root.IsMap()) fail(root, "(top level)", "must be a mapping");
-        for (const auto& kv : root) {
-            const std::string k = key_of(kv.first, "(top level)");
-            if (k == "tls_server_config") {
-                auto t = tls(kv.second);
-                if (!t.cert_file.empty()) c.tls = std::move(t);
-            } else if (k == "http_server_config") {
-                http_server(kv.second, c);
-            } else if (k == "basic_auth_users") {
-                users(kv.second, c);
-            } else {
-                fail(kv.first, k, "unknown key (known: tls_server_config, http_server_config, basic_auth_users)");
-            }
+        for (const auto& kv : root)
+            each([&] {
+                const std::string k = key_of(kv.first, "(top level)");
+                if (k == "tls_server_config") {
+                    auto t = tls(kv.second);
+                    if (!t.cert_file.empty()) c.tls = std::move(t);
+                } else if (k == "http_server_config") {
+                    http_server(kv.second, c);
+                } else if (k == "basic_auth_users") {
+                    users(kv.second, c);
+                } else {
+                    fail(kv.first, k, "unknown key (known: tls_server_config, http_server_config, basic_auth_users)");
+                }
+            });
+        if (!errors_.empty()) {
+            std::string all;
+            for (const auto& e : errors_) all += (all.empty() ? "" : "\n") + e;
+            throw WebConfigError(all);
         }
         return c;
     }
 
 private:
     std::string path_;
+    mutable std::vector<std::string> errors_;  // one a key, in file order
 };
 
 }  // namespace

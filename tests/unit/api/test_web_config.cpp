@@ -1,6 +1,10 @@
 // The exporter toolkit's web config as rocewatch reads it, and basic auth against bcrypt hashes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "api/basic_auth.hpp"
 #include "api/web_config.hpp"
 #include "util/base64.hpp"
@@ -99,6 +103,34 @@ TEST(WebConfig, ErrorsNameFileLineAndKey) {
               "/etc/rocewatch/web.yml:2: basic_auth_users: a key must be a plain string");
     EXPECT_EQ(error_of("http_server_config:\n  headers:\n    ? [X-Frame-Options]\n    : DENY\n"),
               "/etc/rocewatch/web.yml:3: http_server_config.headers: a key must be a plain string");
+}
+
+// Every mistake at once, in file order, as the TOML config reports them: fixing one to be told
+// of the next cost an operator a restart each.
+TEST(WebConfig, EveryErrorIsReportedAtOnce) {
+    const std::string all = error_of(
+        "tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n  cipher_suites: [RC4]\n"
+        "basic_auth_users:\n  alice: hunter2\n  bob: x\n"
+        "web:\n  x: 1\n");
+    std::vector<std::string> lines;
+    for (size_t pos = 0; pos <= all.size();) {
+        const size_t nl = std::min(all.find('\n', pos), all.size());
+        lines.push_back(all.substr(pos, nl - pos));
+        pos = nl + 1;
+    }
+    const std::vector<std::string> starts = {
+        "/etc/rocewatch/web.yml:4: tls_server_config.min_version: \"TLS14\" is not one of",
+        "/etc/rocewatch/web.yml:5: tls_server_config.cipher_suites: \"RC4\" is not one of",
+        "/etc/rocewatch/web.yml:7: basic_auth_users.alice: is not a bcrypt hash",
+        "/etc/rocewatch/web.yml:8: basic_auth_users.bob: is not a bcrypt hash",
+        "/etc/rocewatch/web.yml:9: web: unknown key",
+    };
+    ASSERT_EQ(lines.size(), starts.size()) << all;
+    for (size_t i = 0; i < starts.size(); ++i) EXPECT_TRUE(lines[i].starts_with(starts[i])) << lines[i];
+    // A key that failed is not judged again by the checks across keys (no "cert_file is set but
+    // key_file is not" because key_file was a list).
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: a\n  key_file: [b]\n"),
+              "/etc/rocewatch/web.yml:3: tls_server_config.key_file: must be a string");
 }
 
 std::string basic(const std::string& user_colon_password) { return "Basic " + base64_encode(user_colon_password); }
