@@ -126,7 +126,8 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, boo
 // A cycle that left what a device is unread (see reads_identity) takes it from the previous
 // snapshot: the device's GUIDs, firmware, board, types, driver and netdevs, and each port's
 // link layer, capability mask and rdma_cm defaults (the port's netdev comes with its GIDs).
-bool carry_over_identity(std::vector<RdmaDevice>& devices, const Snapshot& prev) {
+// With the ports' subnet manager fields too when they were not read (all ports Ethernet).
+bool carry_over_identity(std::vector<RdmaDevice>& devices, const Snapshot& prev, bool subnet_manager_read) {
     return with_previous(
         devices, prev,
         [](RdmaDevice& d, const RdmaDevice& old) {
@@ -139,7 +140,12 @@ bool carry_over_identity(std::vector<RdmaDevice>& devices, const Snapshot& prev)
             d.node_type = old.node_type;
             d.netdevs = old.netdevs;
         },
-        [](RdmaPort& p, const RdmaPort& op) {
+        [subnet_manager_read](RdmaPort& p, const RdmaPort& op) {
+            if (!subnet_manager_read) {
+                p.lid = op.lid;
+                p.sm_lid = op.sm_lid;
+                p.sm_sl = op.sm_sl;
+            }
             p.link_layer = op.link_layer;
             p.cap_mask = op.cap_mask;
             p.rdma_cm_default_tos = op.rdma_cm_default_tos;
@@ -331,7 +337,7 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
         r.ecn_read = opts.gids || opts.ecn;
         // A device the last snapshot did not have (rdma link add, a driver reload) has no GIDs
         // or counters to carry over: read it all now.
-        if ((!rdma.identity_read && !carry_over_identity(rdma.devices, *last)) ||
+        if ((!rdma.identity_read && !carry_over_identity(rdma.devices, *last, rdma.subnet_manager_read)) ||
             (!opts.gids && !carry_over_gids(rdma.devices, *last, opts.ecn)) ||
             (!rdma.counters_read && !carry_over_counters(rdma.devices, *last))) {
             SysfsReadOptions all = opts;
@@ -388,9 +394,15 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids, bool read
     if (blocked_.size() >= kMaxBlockedReads) return gave_up(*reading, std::chrono::milliseconds::zero());
 
     const bool read_ecn = read_gids || SteadyClock::now() - ecn_read_at_ >= kEcnRefresh;
+    // The subnet manager's fields every cycle unless every port is known to be Ethernet.
+    bool read_sm = !last_;
+    if (last_)
+        for (const auto& d : last_->devices)
+            for (const auto& p : d.ports) read_sm |= p.link_layer != "Ethernet";
     const SysfsReadOptions opts{.gids = read_gids,
                                 .ecn = read_ecn,
                                 .counters = read_counters,
+                                .subnet_manager = read_sm,
                                 .skip = skip_,
                                 .progress = reading->progress,
                                 .files = sysfs_files_};

@@ -165,6 +165,14 @@ public:
             result_.ignored.push_back({std::move(path), reason});
     }
 
+    // Entries known as directories while the file cache lasts (SysfsFileCache::known_directory).
+    [[nodiscard]] bool known_directory(const std::string& path) const {
+        return cache_ && cache_->known_directory(path);
+    }
+    void keep_directory(std::string path) {
+        if (cache_) cache_->keep_directory(std::move(path));
+    }
+
     // GID tables are read now and then, not every cycle, and are long (mlx5: 255 slots a
     // port): holding their files open would only crowd out the counters.
     void keep_files_open(bool on) { keep_open_ = on; }
@@ -272,7 +280,12 @@ public:
         }
         std::vector<Entry> out;
         const int dfd = fd(dir);
-        if (dfd < 0) return out;
+        if (dfd < 0) {
+            // Absent (counters_ext on most drivers): kept empty as well, or each port's
+            // directories are opened a cycle only to find it missing again.
+            if (keep) cache_->keep_listing(dir.path(), out);
+            return out;
+        }
         for (;;) {
             const ssize_t n = ::getdents64(dfd, dents_.data(), dents_.size());
             if (n < 0 && errno == EINTR) continue;
@@ -316,9 +329,15 @@ private:
         if (!kept_in_ || kept_dir_ != dir.path()) {
             kept_dir_ = dir.path();
             kept_in_ = &cache_->dir_files(kept_dir_);
-            // A directory with nothing kept (absent, like configfs' on most nodes, or read for
-            // the first time) costs no stat: what its files are kept as is checked next time.
-            if (verify_kept_) check_each_ = !kept_in_->fds.empty() && !settled(*kept_in_);
+            // The first visit records what the directory is (one stat), so that the files kept
+            // now are not all dropped and opened again on the next read for want of it (at 128
+            // NICs, 7,700 files once). Later, a directory with nothing kept (absent, like
+            // configfs' on most nodes) costs no stat.
+            if (verify_kept_) {
+                const bool first = !kept_in_->visited;
+                kept_in_->visited = true;
+                check_each_ = (first || !kept_in_->fds.empty()) && !settled(*kept_in_);
+            }
         }
         return *kept_in_;
     }
@@ -558,9 +577,11 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
         p.cap_mask = rd.u32_value(dir, "cap_mask");
     }
     // A subnet manager may move lid, sm_lid and sm_sl at any time, with no event to tell.
-    p.lid = rd.u32_value(dir, "lid");
-    p.sm_lid = rd.u32_value(dir, "sm_lid");
-    p.sm_sl = rd.u32_value(dir, "sm_sl");
+    if (reads_subnet_manager(opts)) {
+        p.lid = rd.u32_value(dir, "lid");
+        p.sm_lid = rd.u32_value(dir, "sm_lid");
+        p.sm_sl = rd.u32_value(dir, "sm_sl");
+    }
 
     rd.start_port();
     if (opts.counters) {
@@ -608,13 +629,19 @@ std::string read_driver(Reader& rd, const Dir& dir) {
 // one: a symlink whose target is gone (the device was unplugged between the listing and
 // now, or the kernel left the link behind) or a plain file.
 // A listing's d_type of DT_DIR settles it without a stat (ports are real directories).
+// A symlink found a directory before is taken as one while the file cache lasts.
 std::optional<std::string> not_a_directory(Reader& rd, const Dir& dir, const std::string& name, unsigned char type) {
     if (type == DT_DIR) return std::nullopt;
+    std::string path = join(dir.path(), name);
+    if (rd.known_directory(path)) return std::nullopt;
     const int dfd = rd.fd(dir);
     if (dfd < 0) return std::nullopt;  // the listing already failed; nothing to judge
     struct stat st {};
-    if (::fstatat(dfd, name.c_str(), &st, 0) == 0)
-        return S_ISDIR(st.st_mode) ? std::nullopt : std::optional<std::string>("not a directory (a stray file)");
+    if (::fstatat(dfd, name.c_str(), &st, 0) == 0) {
+        if (!S_ISDIR(st.st_mode)) return "not a directory (a stray file)";
+        rd.keep_directory(std::move(path));
+        return std::nullopt;
+    }
     const int err = errno;
     struct stat lst {};
     if (::fstatat(dfd, name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode))
@@ -800,6 +827,7 @@ void SysfsFileCache::clear() {
     fds_.clear();
     kept_ = 0;
     listings_.clear();
+    directories_.clear();
 }
 
 const std::vector<SysfsDirEntry>* SysfsFileCache::listing(const std::string& dir) const {
@@ -817,6 +845,7 @@ SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOpt
     SysfsReadResult result;
     result.counters_read = opts.counters;
     result.identity_read = reads_identity(opts);
+    result.subnet_manager_read = reads_subnet_manager(opts);
     Reader rd(result, opts, {sysfs_root.string()}, /*refresh=*/opts.gids);
     const Dir root(sysfs_root.string());
     const Dir class_dir(root, "class/infiniband");

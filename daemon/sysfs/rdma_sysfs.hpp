@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,8 @@ struct SysfsReadResult {
     double counter_seconds = 0;
     // Whether what changes only with the device or by hand was read (see reads_identity).
     bool identity_read = true;
+    // Whether the ports' lid, sm_lid and sm_sl were read (SysfsReadOptions::subnet_manager).
+    bool subnet_manager_read = true;
 
     static constexpr std::size_t kMaxErrorMessages = 32;
 };
@@ -135,6 +138,7 @@ public:
         // checked, set only once its change time was a second old then (so that any later
         // change, even within the filesystem clock's tick, gives another time).
         bool settled = false;
+        bool visited = false;  // its identity was recorded once (Reader::settled)
         dev_t dev = 0;
         ino_t ino = 0;
         timespec ctime{};
@@ -146,6 +150,12 @@ public:
     // Directory listings, kept alike (the list of devices excepted): null when unknown.
     [[nodiscard]] const std::vector<SysfsDirEntry>* listing(const std::string& dir) const;
     void keep_listing(const std::string& dir, std::vector<SysfsDirEntry> entries);
+    // Device and port entries (symlinks in sysfs) already stat'ed as directories: one stat a
+    // device a cycle, through the symlink into devices/, was a tenth of a cycle at 128 NICs.
+    // A device removed leaves the listing; one whose link the kernel left behind is an
+    // error on its files until the cache starts afresh (at the latest a minute on).
+    [[nodiscard]] bool known_directory(const std::string& path) const { return directories_.contains(path); }
+    void keep_directory(const std::string& path) { directories_.insert(path); }
     void clear();
     [[nodiscard]] std::size_t size() const { return kept_; }
     // Whether files under root are rendered by the kernel (sysfs, procfs), so that a kept
@@ -158,6 +168,7 @@ private:
     std::unordered_map<std::string, DirFiles> fds_;  // by directory path
     std::size_t kept_ = 0;
     std::unordered_map<std::string, std::vector<SysfsDirEntry>> listings_;
+    std::unordered_set<std::string> directories_;
     std::unordered_map<std::string, bool> kernel_rendered_;
     std::size_t max_fds_;
 };
@@ -184,6 +195,12 @@ struct SysfsReadOptions {
     // files a port on mlx5). Without them ports have no counters: the caller carries the last
     // ones over, with the time they were read.
     bool counters = true;
+    // A port's lid, sm_lid and sm_sl: an InfiniBand subnet manager may move them at any time,
+    // with no event to tell, so they are read every cycle while any port is InfiniBand (or
+    // its link layer unknown). On Ethernet (RoCE) they are 0 and unused: without this they
+    // are read with the identity only, and the caller carries them over (3 of the 6 files a
+    // port a cycle besides its counters).
+    bool subnet_manager = true;
     // Counters plus populated GIDs kept per port; the rest is counted in the port's
     // counters_dropped / gids_dropped. A hostile or broken tree must not turn into
     // unbounded /metrics series: real ports have a few hundred at most.
@@ -203,6 +220,11 @@ struct SysfsReadOptions {
 // caller carries it over from its last read: 11 of the 17 files a one-port device read a cycle
 // besides its counters, and a stat and a readlink.
 [[nodiscard]] inline bool reads_identity(const SysfsReadOptions& o) { return o.gids || o.ecn; }
+
+// Whether a read with these options reads the ports' lid, sm_lid and sm_sl.
+[[nodiscard]] inline bool reads_subnet_manager(const SysfsReadOptions& o) {
+    return o.subnet_manager || reads_identity(o);
+}
 
 [[nodiscard]] SysfsReadResult read_rdma_devices(const std::filesystem::path& sysfs_root,
                                                 const SysfsReadOptions& opts = {});

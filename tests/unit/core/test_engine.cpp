@@ -230,6 +230,53 @@ TEST_F(EngineTest, GidReadsAfterEventsKeepToTheirShareAndTheLastIsRead) {
     EXPECT_TRUE(seen) << "the tables after the last event are read when the share allows";
 }
 
+// lid, sm_lid and sm_sl are 0 and unused on Ethernet: with every port Ethernet they are read
+// with the identity only and carried over in between; once a port is InfiniBand (a subnet
+// manager may move them at any time) they are read every cycle again.
+TEST_F(EngineTest, SubnetManagerFieldsAreReadEveryCycleOnlyWhileAPortIsInfiniBand) {
+    const fs::path tree = private_tree();
+    auto cfg = config_on(tree);
+    auto asked = std::make_shared<std::vector<bool>>();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    src.read_sysfs = [asked](const fs::path& root, const SysfsReadOptions& o) {
+        asked->push_back(reads_subnet_manager(o));
+        return read_rdma_devices(root, o);
+    };
+    Engine engine(cfg, std::move(src), store, log);
+    auto lids_known = [](const Snapshot& s) {
+        for (const auto& d : s.devices)
+            for (const auto& p : d.ports)
+                if (!p.lid || !p.sm_lid) return false;  // the fixture has no sm_sl
+        return true;
+    };
+    ASSERT_TRUE(lids_known(*engine.collect_once()));
+    ASSERT_EQ(asked->size(), 1u);
+    EXPECT_TRUE(asked->front()) << "the first read has no link layers to go by";
+    for (int i = 0; i < 5; ++i) {
+        now += std::chrono::seconds(5);
+        EXPECT_TRUE(lids_known(*engine.collect_once())) << "carried over, cycle " << i;
+    }
+    ASSERT_EQ(asked->size(), 6u);
+    for (size_t i = 1; i < asked->size(); ++i) EXPECT_FALSE((*asked)[i]) << "read " << i << " of all-Ethernet ports";
+
+    // A port turns InfiniBand (its link layer is identity: read after a link event).
+    {
+        std::ofstream(tree / "class/infiniband/rocep1s0f1/ports/1/link_layer") << "InfiniBand\n";
+        std::ofstream(tree / "class/infiniband/rocep1s0f1/ports/1/lid") << "0x7\n";
+    }
+    engine.wake();
+    now += std::chrono::seconds(5);
+    (void)engine.collect_once();
+    asked->clear();
+    for (int i = 0; i < 3; ++i) {
+        now += std::chrono::seconds(5);
+        const auto s = engine.collect_once();
+        EXPECT_EQ(find_device(*s, "rocep1s0f1")->ports.at(0).lid, 0x7u);
+    }
+    ASSERT_EQ(asked->size(), 3u);
+    for (size_t i = 0; i < asked->size(); ++i) EXPECT_TRUE((*asked)[i]) << "read " << i << " with an InfiniBand port";
+}
+
 // However far past their share the reads are (here each costs 1,000 s of it), the counters are
 // never carried over for 15 s or more: after the first burst, a read every 15 s, as a
 // Prometheus scrape at that interval takes them (issue 14).

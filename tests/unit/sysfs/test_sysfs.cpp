@@ -676,6 +676,33 @@ TEST(SysfsRead, DanglingLinksAndStrayFilesAreIgnoredNotDevices) {
                        }));
 }
 
+// A device symlink found a directory is not stat'ed again while the file cache lasts (one
+// stat a device a cycle through the link into devices/ was a tenth of a cycle at 128 NICs).
+// The price: a device whose link the kernel left behind is taken for one until the cache
+// starts afresh (a read with the GID tables), and its files are errors until then.
+TEST(SysfsRead, DeviceLinksKnownAsDirectoriesAreNotStatedAgainUntilTheCacheStartsAfresh) {
+    ScratchTree t("known-dirs");
+    t.write("devices/pci0/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+    std::filesystem::create_directories(t.root / "class/infiniband");
+    std::filesystem::create_symlink("../../devices/pci0/infiniband/mlx5_0", t.root / "class/infiniband/mlx5_0");
+    SysfsReadOptions opts;
+    opts.files = std::make_shared<SysfsFileCache>(64);
+    ASSERT_EQ(read_rdma_devices(t.root, opts).devices.size(), 1u);
+
+    std::filesystem::rename(t.root / "devices/pci0", t.root / "devices/gone");  // the link now leads nowhere
+    opts.gids = opts.ecn = false;
+    const auto cached = read_rdma_devices(t.root, opts);
+    ASSERT_EQ(cached.devices.size(), 1u) << "taken as a directory without a stat";
+    EXPECT_TRUE(cached.ignored.empty());
+
+    opts.gids = true;  // starts the cache afresh: stat'ed again, set aside
+    const auto fresh = read_rdma_devices(t.root, opts);
+    EXPECT_TRUE(fresh.devices.empty());
+    ASSERT_EQ(fresh.ignored.size(), 1u);
+    EXPECT_EQ(fresh.ignored[0].text(),
+              (t.root / "class/infiniband/mlx5_0").string() + ": a symlink to nothing (the device was removed)");
+}
+
 TEST(SysfsRead, NoInfinibandClassIsNormal) {
     const auto r = read_rdma_devices(sysfs_fixture("none"));
     EXPECT_TRUE(r.devices.empty());
