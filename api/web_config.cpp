@@ -298,7 +298,7 @@ WebConfig parse_web_config(const std::string& text, const std::string& path) { r
 WebConfig load_web_config(const std::string& path) {
     // A web config is a few lines; 1 MiB bounds a mistaken path.
     const auto file = read_small_file(path, 1 << 20);
-    if (!file.ok) throw WebConfigError(path + ": cannot read the web config file (" + file.error + ")");
+    if (!file.ok) throw WebConfigError(path + ": the web config file: " + file.error);
     return parse_web_config(file.text, path);
 }
 

@@ -20,10 +20,14 @@ constexpr auto kWatchEvery = std::chrono::seconds(1);
 // succeeds is the catch-up, without waiting out resend_interval.
 constexpr auto kRetryEvery = std::chrono::seconds(5);
 
-// A credential file's content without the trailing newline editors add; nullopt if unreadable.
-std::optional<std::string> read_secret(const std::string& path) {
+// A credential file's content without the trailing newline editors add; nullopt with why if
+// unreadable (or over 4 KiB: no token or password is that long).
+std::optional<std::string> read_secret(const std::string& path, std::string& why) {
     auto file = read_small_file(path, 4096);
-    if (!file.ok) return std::nullopt;
+    if (!file.ok) {
+        why = file.error;
+        return std::nullopt;
+    }
     std::string s = std::move(file.text);
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
     return s;
@@ -144,15 +148,17 @@ void Notifier::send(Target& t, const AlertmanagerConfig& c, const std::string& b
     if (!url) error = why;
     httplib::Headers headers;
     if (error.empty() && !c.bearer_token_file.empty()) {
-        if (auto token = read_secret(c.bearer_token_file))
+        std::string why_not;
+        if (auto token = read_secret(c.bearer_token_file, why_not))
             headers.emplace("Authorization", "Bearer " + *token);
         else
-            error = "cannot read bearer_token_file " + c.bearer_token_file;
+            error = "bearer_token_file " + c.bearer_token_file + ": " + why_not;
     }
     std::optional<std::string> password;
     if (error.empty() && !c.basic_auth_username.empty()) {
-        password = read_secret(c.basic_auth_password_file);
-        if (!password) error = "cannot read basic_auth_password_file " + c.basic_auth_password_file;
+        std::string why_not;
+        password = read_secret(c.basic_auth_password_file, why_not);
+        if (!password) error = "basic_auth_password_file " + c.basic_auth_password_file + ": " + why_not;
     }
     if (error.empty()) {
         httplib::Client cli(url->host, url->port);

@@ -39,8 +39,8 @@ struct ConfigResult {
 [[nodiscard]] ConfigResult parse_config(std::string_view text, const std::string& source_name);
 
 // Reads and parses a file; an unreadable file is one error naming it.
-// A FIFO (or the pipe of `--config <(...)`) gets `fifo_wait` for its first bytes: one nobody
-// writes to is an error, not a daemon waiting forever.
+// A FIFO (or the pipe of `--config <(...)`) gets `fifo_wait` to come to its end: one nobody
+// writes to, or whose writer stalls, is an error, not a daemon waiting forever.
 [[nodiscard]] ConfigResult load_config_file(const std::string& path,
                                             std::chrono::milliseconds fifo_wait = std::chrono::seconds(10));
 

@@ -129,6 +129,9 @@ public:
 private:
     friend class Reader;
     mutable int fd_;  // kUnopened until tried; -1 when absent or unreadable
+    // Tried, and not there (ENOENT, ENOTDIR) in a parent that opened: an error or an absent
+    // parent leaves it false.
+    mutable bool missing_ = false;
     std::string path_;
     const Dir* parent_ = nullptr;
     std::string name_;  // relative to parent_, may be several components
@@ -186,7 +189,10 @@ public:
         if (d.fd_ != Dir::kUnopened) return d.fd_;
         const int parent = d.parent_ ? fd(*d.parent_) : AT_FDCWD;  // a root: its path as given
         d.fd_ = parent == -1 ? -1 : ::openat(parent, d.name_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (d.fd_ < 0 && parent != -1 && errno != ENOENT && errno != ENOTDIR) error(d.path(), errno_text(errno));
+        if (d.fd_ < 0 && parent != -1) {
+            d.missing_ = errno == ENOENT || errno == ENOTDIR;
+            if (!d.missing_) error(d.path(), errno_text(errno));
+        }
         return d.fd_;
     }
 
@@ -273,7 +279,10 @@ public:
     // Entries of a directory, sorted by name; an absent directory is simply empty. A
     // cacheable listing is kept with the files until the cache starts afresh: what a
     // device's directories hold does not change while it exists.
-    std::vector<Entry> list(const Dir& dir, bool cacheable = true) {
+    // remember_missing: a directory that is not there (in a parent that is) is kept as an
+    // empty listing too; for the counter directories only (counters_ext on most drivers),
+    // never for a device's ports, which may still be being made.
+    std::vector<Entry> list(const Dir& dir, bool cacheable = true, bool remember_missing = false) {
         const bool keep = cache_ && keep_open_ && cacheable;
         if (keep) {
             if (const auto* known = kept_listing(dir)) return *known;
@@ -281,9 +290,9 @@ public:
         std::vector<Entry> out;
         const int dfd = fd(dir);
         if (dfd < 0) {
-            // Absent (counters_ext on most drivers): kept empty as well, or each port's
-            // directories are opened a cycle only to find it missing again.
-            if (keep) cache_->keep_listing(dir.path(), out);
+            // Missing, not unreadable: kept empty as well, or each port's directories are
+            // opened every read only to find it missing again.
+            if (keep && remember_missing && dir.missing_) cache_->keep_listing(dir.path(), out);
             return out;
         }
         for (;;) {
@@ -466,7 +475,7 @@ void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, Flat
     std::vector<Entry> fresh;
     const std::vector<Entry>* entries = rd.kept_listing(dir);
     if (!entries) {
-        fresh = rd.list(dir);
+        fresh = rd.list(dir, /*cacheable=*/true, /*remember_missing=*/true);
         entries = &fresh;
     }
     for (const auto& e : *entries) {

@@ -153,7 +153,8 @@ public:
     // Device and port entries (symlinks in sysfs) already stat'ed as directories: one stat a
     // device a cycle, through the symlink into devices/, was a tenth of a cycle at 128 NICs.
     // A device removed leaves the listing; one whose link the kernel left behind is an
-    // error on its files until the cache starts afresh (at the latest a minute on).
+    // error on its files until the cache starts afresh (after link events, at the latest 5
+    // minutes on).
     [[nodiscard]] bool known_directory(const std::string& path) const { return directories_.contains(path); }
     void keep_directory(const std::string& path) { directories_.insert(path); }
     void clear();

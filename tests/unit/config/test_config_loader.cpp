@@ -869,6 +869,17 @@ TEST(ConfigFile, FifoWithoutAWriterIsAnErrorAndPipesStillLoad) {
     ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : errors_of(r)[0]);
     EXPECT_EQ(r.config->daemon.log_level, "debug");
 
+    // A writer that writes half and stalls, its end still open (`<(cat f; sleep inf)`).
+    std::thread staller([&] {
+        std::ofstream f(fifo);
+        f << "[daemon]\n" << std::flush;
+        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    });
+    r = load_config_file(fifo, std::chrono::milliseconds(300));
+    staller.join();
+    EXPECT_FALSE(r.config);
+    EXPECT_EQ(errors_of(r), (Lines{fifo + ": not a file, and it did not come to its end within 300 ms"}));
+
     // An anonymous pipe named through /proc/self/fd, as bash's <(...) hands it over.
     int p[2];
     ASSERT_EQ(::pipe(p), 0);

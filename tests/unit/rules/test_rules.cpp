@@ -155,6 +155,13 @@ TEST(NoRdmaDevice, ANodeWithoutDevicesIsCriticalNotHealthy) {
     EXPECT_TRUE(of_rule(with_rails, "no_rdma_device").empty()) << dump(with_rails);
     EXPECT_TRUE(find(with_rails, "port_down", "rocep1s0f0")) << dump(with_rails);
 
+    // A sysfs read that failed or never returned found nothing either: not this rule's to say.
+    Snapshot failed = s;
+    failed.collectors.push_back({.name = "sysfs", .success = false, .last_error = "gave up"});
+    EXPECT_TRUE(of_rule(evaluate_rules(failed, c), "no_rdma_device").empty());
+    failed.collectors.back().success = true;
+    EXPECT_EQ(of_rule(evaluate_rules(failed, c), "no_rdma_device").size(), 1u);
+
     // Off in the config: a node without RDMA on purpose.
     c.rules["no_rdma_device"].enabled = false;
     EXPECT_TRUE(of_rule(evaluate_rules(s, c), "no_rdma_device").empty());

@@ -703,6 +703,33 @@ TEST(SysfsRead, DeviceLinksKnownAsDirectoriesAreNotStatedAgainUntilTheCacheStart
               (t.root / "class/infiniband/mlx5_0").string() + ": a symlink to nothing (the device was removed)");
 }
 
+// A counter directory that is not there (counters_ext on most drivers) is remembered as empty
+// while the file cache lasts; a device's ports/ that is not there yet (a device still being
+// registered) is not: its ports are seen at the next read.
+TEST(SysfsRead, MissingCounterDirectoriesAreRememberedMissingPortsAreNot) {
+    ScratchTree t("missing-dirs");
+    t.write("class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+    t.write("class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "10\n");
+    t.write("class/infiniband/mlx5_1/node_type", "1: CA\n");  // no ports/ yet
+    SysfsReadOptions opts;
+    opts.files = std::make_shared<SysfsFileCache>(64);
+    auto r = read_rdma_devices(t.root, opts);
+    ASSERT_EQ(r.devices.size(), 2u);
+    EXPECT_TRUE(r.devices[1].ports.empty());
+
+    t.write("class/infiniband/mlx5_0/ports/1/counters_ext/port_xmit_data_64", "99\n");
+    t.write("class/infiniband/mlx5_1/ports/1/state", "4: ACTIVE\n");
+    opts.gids = opts.ecn = false;
+    r = read_rdma_devices(t.root, opts);
+    ASSERT_EQ(r.devices.size(), 2u);
+    EXPECT_EQ(r.devices[1].ports.size(), 1u) << "ports/ that came is read at once";
+    EXPECT_EQ(r.devices[0].ports.at(0).counters.at("port_xmit_data"), 10u) << "counters_ext remembered missing";
+
+    opts.gids = true;  // the cache starts afresh: counters_ext is found
+    r = read_rdma_devices(t.root, opts);
+    EXPECT_EQ(r.devices[0].ports.at(0).counters.at("port_xmit_data"), 99u);
+}
+
 TEST(SysfsRead, NoInfinibandClassIsNormal) {
     const auto r = read_rdma_devices(sysfs_fixture("none"));
     EXPECT_TRUE(r.devices.empty());
