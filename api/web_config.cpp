@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include <yaml-cpp/yaml.h>

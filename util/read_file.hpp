@@ -26,12 +26,12 @@ struct ReadFileResult {
 
 // O_NONBLOCK open, so that a FIFO without a writer does not block in open(). A regular file is
 // then read as usual. Anything else (a FIFO, the pipe of `--config <(...)`, a character device)
-// stays non-blocking and gets `wait` in all to come to its end: a writer that never writes,
+// stays non-blocking and gets `limit` in all to come to its end: a writer that never writes,
 // or writes half and stalls, is an error, not a caller waiting forever (the web config is
 // read on the request path). More than max_bytes is an error (a mistaken path: a device, a
 // log), as is a directory.
 inline ReadFileResult read_small_file(const std::string& path, size_t max_bytes,
-                                      std::chrono::milliseconds wait = std::chrono::seconds(10)) {
+                                      std::chrono::milliseconds limit = std::chrono::seconds(10)) {
     ReadFileResult r;
     auto fail = [&](std::string why) {
         r.text.clear();
@@ -49,16 +49,14 @@ inline ReadFileResult read_small_file(const std::string& path, size_t max_bytes,
     if (S_ISDIR(st.st_mode)) return os_error(EISDIR);
     const bool regular = S_ISREG(st.st_mode);
     if (regular) ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-    const auto deadline = std::chrono::steady_clock::now() + wait;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
     // A FIFO that never had a writer reads as its end (0) at once: wait for a writer's first
     // bytes (or its close) first. poll() does not report the hang-up of a FIFO nobody opened.
-    bool wait_first = S_ISFIFO(st.st_mode);
+    bool wait = S_ISFIFO(st.st_mode);
     char buf[8192];
     for (;;) {
-        const ssize_t n = wait_first ? (errno = EAGAIN, -1) : ::read(fd.get(), buf, sizeof buf);
-        wait_first = false;
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN && !regular) {
+        if (wait) {
+            wait = false;
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                                     std::chrono::steady_clock::now());
             pollfd p{.fd = fd.get(), .events = POLLIN, .revents = 0};
@@ -70,10 +68,15 @@ inline ReadFileResult read_small_file(const std::string& path, size_t max_bytes,
             }
             if (ready == 0) {
                 if (r.text.empty() && S_ISFIFO(st.st_mode))
-                    return fail("a FIFO nothing was written to within " + std::to_string(wait.count()) + " ms");
-                return fail("not a file, and it did not come to its end within " + std::to_string(wait.count()) +
+                    return fail("a FIFO nothing was written to within " + std::to_string(limit.count()) + " ms");
+                return fail("not a file, and it did not come to its end within " + std::to_string(limit.count()) +
                             " ms");
             }
+        }
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN && !regular) {
+            wait = true;
             continue;
         }
         if (n < 0) return os_error(errno);

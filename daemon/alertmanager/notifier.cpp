@@ -3,9 +3,6 @@
 
 #include <httplib.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "util/clock.hpp"
 #include "util/http_url.hpp"
 #include "util/read_file.hpp"
