@@ -225,27 +225,26 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     ProbeBudget budget(budget_limits(cfg->probes));
     std::atomic<bool> probing_on{false};  // the budget is shown only while peer probing is on
     auto driver_stats = std::make_shared<DriverStatsReader>(is_lossless_stat);
-    Engine engine(cfg,
-                  EngineSources{.links = [&] { return watcher->links(); },
-                                .dcb = [](const std::string& n) { return query_dcb(n); },
-                                .driver_stats = [driver_stats](const std::string& n) { return driver_stats->read(n); },
-                                .phy = [](const std::string& n) { return query_phy(n); },
-                                .module = [](const std::string& n) { return query_module(n); },
-                                .lldp = [](const std::string& path) { return read_lldp(path, kLldpTimeout); },
-                                .netlink_events = [&] { return watcher->events(); },
-                                .netlink_resyncs = [&] { return watcher->resyncs(); },
-                                .link_events = [&] { return watcher->link_events(); },
-                                .alertmanager = [&] { return notifier.stats(); },
-                                .probe_budget =
-                                    [&] {
-                                        return probing_on ? std::optional<ProbeBudgetStats>(budget.stats())
-                                                          : std::nullopt;
-                                    },
-                                .ucx_version = ucx_version,
-                                .probes = [&] { return probe_store.latest(); },
-                                .cluster = [&] { return inventory->latest(); },
-                                .wake = &wake},
-                  store, log);
+    auto phy = std::make_shared<PhyReader>();
+    Engine engine(
+        cfg,
+        EngineSources{.links = [&] { return watcher->links(); },
+                      .dcb = [](const std::string& n) { return query_dcb(n); },
+                      .driver_stats = [driver_stats](const std::string& n) { return driver_stats->read(n); },
+                      .phy = [phy](const std::string& n, const PhyLink* known) { return phy->read(n, known); },
+                      .module = [](const std::string& n) { return query_module(n); },
+                      .lldp = [](const std::string& path) { return read_lldp(path, kLldpTimeout); },
+                      .netlink_events = [&] { return watcher->events(); },
+                      .netlink_resyncs = [&] { return watcher->resyncs(); },
+                      .link_events = [&] { return watcher->link_events(); },
+                      .alertmanager = [&] { return notifier.stats(); },
+                      .probe_budget =
+                          [&] { return probing_on ? std::optional<ProbeBudgetStats>(budget.stats()) : std::nullopt; },
+                      .ucx_version = ucx_version,
+                      .probes = [&] { return probe_store.latest(); },
+                      .cluster = [&] { return inventory->latest(); },
+                      .wake = &wake},
+        store, log);
 
     auto listen = parse_listen_address(cfg->daemon.listen);  // validated when loaded
     Probing probing = start_probing(*cfg, listen->host, log, &budget);

@@ -664,10 +664,20 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
                         for (auto& [name, v] : src_.driver_stats(l.name).values)
                             l.driver_stats.emplace(std::move(name), v);
             // The physical link through ethtool netlink; its standard counters join the driver's.
+            // Between link events, what changes only with the link or the driver is not asked
+            // again of the same netdev (PhyReader).
+            std::unordered_map<std::string_view, const Link*> known;
+            if (src_.phy && last_ && !read_gids)
+                for (const auto& l : last_->links)
+                    if (l.phy) known.emplace(l.name, &l);
+            const auto known_phy = [&](const Link& l) -> const PhyLink* {
+                const auto it = known.find(l.name);
+                return it != known.end() && it->second->ifindex == l.ifindex ? &*it->second->phy : nullptr;
+            };
             if (src_.phy)
                 for (auto& l : snap->links) {
                     if (!roce.count(l.name)) continue;
-                    l.phy = src_.phy(l.name);
+                    l.phy = src_.phy(l.name, known_phy(l));
                     const PhyLink& p = *l.phy;
                     const auto put = [&](const char* name, const std::optional<uint64_t>& v) {
                         if (v) l.driver_stats.emplace(name, *v);

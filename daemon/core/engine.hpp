@@ -44,8 +44,10 @@ struct EngineSources {
     // DriverStatsReader with is_lossless_stat); unset: not read.
     std::function<DriverStats(const std::string& netdev)> driver_stats;
     // ethtool netlink's link modes, FEC and pause of one netdev (netlink/ethtool_nl.hpp's
-    // query_phy); unset: not read.
-    std::function<PhyLink(const std::string& netdev)> phy;
+    // PhyReader); `known`: its last answer for the same netdev (same ifindex) since the last
+    // link event, null after one or for a new netdev (what changes only with the link or the
+    // driver is then asked again); unset: not read.
+    std::function<PhyLink(const std::string& netdev, const PhyLink* known)> phy;
     // The transceiver module of one netdev (netlink/ethtool_nl.hpp's query_module); unset: not
     // read.
     std::function<Transceiver(const std::string& netdev)> module;

@@ -1,4 +1,4 @@
-// ethtool netlink: requests, reply parsers and the three queries of query_phy.
+// ethtool netlink: requests, reply parsers and the queries of PhyReader.
 #include "daemon/netlink/ethtool_nl.hpp"
 
 #include <linux/ethtool.h>
@@ -285,28 +285,53 @@ bool parse_ethtool_stats(const nlmsghdr* nlh, uint16_t family, PhyLink& out) {
     });
 }
 
-PhyLink query_phy(const std::string& ifname, int timeout_ms) {
+PhyReader::PhyReader(int timeout_ms) : timeout_ms_(timeout_ms) {}
+PhyReader::~PhyReader() = default;
+
+PhyLink PhyReader::read(const std::string& ifname, const PhyLink* known) {
     PhyLink out;
-    const int family = ethtool_family(timeout_ms);
+    const int family = ethtool_family(timeout_ms_);
     if (family < 0) {
         out.linkmodes_error = out.fec_error = out.pause_error = out.stats_error = -family;
         return out;
     }
     const auto fam = static_cast<uint16_t>(family);
-    // The four exchanges on one socket: each cycle asks this for every RoCE netdev.
-    nl::Socket sock(NETLINK_GENERIC, timeout_ms);
+    std::lock_guard lock(mu_);
+    if (!sock_ || !sock_->open()) sock_ = std::make_unique<nl::Socket>(NETLINK_GENERIC, timeout_ms_);
     using Parser = bool (*)(const nlmsghdr*, uint16_t, PhyLink&);
+    bool timed_out = false;
     const auto ask = [&](const std::vector<uint8_t>& request, Parser parse) {
-        return sock.transact(request, [&](const nlmsghdr* h) { return parse(h, fam, out); });
+        const int err = sock_->transact(request, [&](const nlmsghdr* h) { return parse(h, fam, out); });
+        timed_out = timed_out || err == ETIMEDOUT;
+        return err;
     };
     const auto get = [&](uint8_t cmd, uint32_t flags) {
         return ethtool_get_request(fam, cmd, ifname, flags, nl::next_seq());
     };
-    out.linkmodes_error = ask(get(ETHTOOL_MSG_LINKMODES_GET, 0), parse_ethtool_linkmodes);
-    out.fec_error = ask(get(ETHTOOL_MSG_FEC_GET, ETHTOOL_FLAG_STATS), parse_ethtool_fec);
-    out.pause_error = ask(get(ETHTOOL_MSG_PAUSE_GET, ETHTOOL_FLAG_STATS), parse_ethtool_pause);
-    out.stats_error = ask(ethtool_stats_request(fam, ifname, nl::next_seq()), parse_ethtool_stats);
+    const auto unsupported = [&](int PhyLink::*error) { return known && known->*error == EOPNOTSUPP; };
+    if (known) {
+        out.linkmodes_error = known->linkmodes_error;
+        out.speed_mbps = known->speed_mbps;
+        out.lanes = known->lanes;
+        out.autoneg = known->autoneg;
+        out.duplex = known->duplex;
+    } else {
+        out.linkmodes_error = ask(get(ETHTOOL_MSG_LINKMODES_GET, 0), parse_ethtool_linkmodes);
+    }
+    out.fec_error = unsupported(&PhyLink::fec_error)
+                        ? EOPNOTSUPP
+                        : ask(get(ETHTOOL_MSG_FEC_GET, ETHTOOL_FLAG_STATS), parse_ethtool_fec);
+    out.pause_error = unsupported(&PhyLink::pause_error)
+                          ? EOPNOTSUPP
+                          : ask(get(ETHTOOL_MSG_PAUSE_GET, ETHTOOL_FLAG_STATS), parse_ethtool_pause);
+    out.stats_error = unsupported(&PhyLink::stats_error)
+                          ? EOPNOTSUPP
+                          : ask(ethtool_stats_request(fam, ifname, nl::next_seq()), parse_ethtool_stats);
+    // A late answer would wait in the socket for the next call: that one starts on a new socket.
+    if (timed_out) sock_.reset();
     return out;
 }
+
+PhyLink query_phy(const std::string& ifname, int timeout_ms) { return PhyReader(timeout_ms).read(ifname); }
 
 }  // namespace rocewatch

@@ -6,12 +6,18 @@
 #include <linux/netlink.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "daemon/model/phy.hpp"
 #include "daemon/model/transceiver.hpp"
+
+namespace rocewatch::nl {
+class Socket;
+}
 
 namespace rocewatch {
 
@@ -48,6 +54,29 @@ bool parse_ethtool_module_eeprom(const nlmsghdr* nlh, uint16_t family, std::vect
 // groups of `ifname` in this network namespace: four requests, each waiting at most `timeout_ms`. Never throws: each
 // part's errno is in its *_error (ENOENT for all where the kernel has no ethtool family).
 [[nodiscard]] PhyLink query_phy(const std::string& ifname, int timeout_ms = 200);
+
+// query_phy for the netdevs of every collection cycle, on one generic netlink socket kept from
+// call to call (not one made and closed for each netdev of each read), and asking only what can have moved since
+// `known`, this netdev's last answer (null: ask everything, as after a link event or for a new netdev):
+// - the link modes (speed, lanes, duplex, autoneg) change only with the link, which sends a
+//   netlink event: taken from `known`;
+// - a part its driver answered EOPNOTSUPP (veth has neither FEC nor pause) is not asked again:
+//   what a driver supports changes only with the driver, which recreates the netdev.
+// The FEC, pause and standard counters are asked each time. Thread-safe; never throws. A
+// socket that timed out or failed to open is replaced at the next call.
+class PhyReader {
+public:
+    explicit PhyReader(int timeout_ms = 200);
+    ~PhyReader();
+    PhyReader(const PhyReader&) = delete;
+    PhyReader& operator=(const PhyReader&) = delete;
+    [[nodiscard]] PhyLink read(const std::string& ifname, const PhyLink* known = nullptr);
+
+private:
+    int timeout_ms_;
+    std::mutex mu_;
+    std::unique_ptr<nl::Socket> sock_;
+};
 
 // The transceiver module of `ifname`: the lower page, then the pages it calls for (1 to 5
 // requests of 128 bytes), decoded. Never throws: error holds the lower page's errno (a

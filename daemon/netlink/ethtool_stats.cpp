@@ -22,14 +22,10 @@ namespace {
 // taken as garbage rather than allocated.
 constexpr uint32_t kMaxStats = 1u << 16;
 
+// The datagram socket SIOCETHTOOL is asked on (any socket of the namespace will do).
 class Socket {
 public:
-    Socket() : fd_(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {}
-    ~Socket() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Socket(const Socket&) = delete;
-    Socket& operator=(const Socket&) = delete;
+    explicit Socket(int fd) : fd_(fd) {}
     [[nodiscard]] int fd() const { return fd_; }
 
 private:
@@ -76,6 +72,10 @@ int stat_names(const Socket& s, const std::string& ifname, uint32_t n, std::vect
 
 }  // namespace
 
+DriverStatsReader::~DriverStatsReader() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
 bool is_lossless_stat(std::string_view name) { return driver_stat_meaning(name).has_value(); }
 
 DriverStats DriverStatsReader::read(const std::string& ifname) {
@@ -84,11 +84,17 @@ DriverStats DriverStatsReader::read(const std::string& ifname) {
         out.error = ENODEV;
         return out;
     }
-    Socket s;
-    if (s.fd() < 0) {
-        out.error = errno;
-        return out;
+    int fd = -1;
+    {
+        std::lock_guard lock(mu_);
+        if (fd_ < 0) fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd_ < 0) {
+            out.error = errno;
+            return out;
+        }
+        fd = fd_;
     }
+    const Socket s(fd);
     uint32_t n = 0;
     if ((out.error = stats_count(s, ifname, n))) return out;
     if (n == 0) return out;

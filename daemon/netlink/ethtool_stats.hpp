@@ -24,16 +24,22 @@ namespace rocewatch {
 
 // Reads driver statistics of netdevs in this network namespace, keeping the names each
 // driver reported (they change only with the driver, so GSTRINGS is asked again only when
-// the count changes). Thread-safe. Never throws.
+// the count changes) and one socket to ask them on (made at the first read; not one made
+// and closed for each netdev of each read). Thread-safe.
+// Never throws.
 class DriverStatsReader {
 public:
     // keep: which names to return (all when unset).
     explicit DriverStatsReader(std::function<bool(std::string_view)> keep = {}) : keep_(std::move(keep)) {}
+    ~DriverStatsReader();
+    DriverStatsReader(const DriverStatsReader&) = delete;
+    DriverStatsReader& operator=(const DriverStatsReader&) = delete;
     DriverStats read(const std::string& ifname);
 
 private:
     std::function<bool(std::string_view)> keep_;
     std::mutex mu_;
+    int fd_ = -1;                                            // guarded by mu_ until made
     std::map<std::string, std::vector<std::string>> names_;  // by netdev: every name, in order
 };
 

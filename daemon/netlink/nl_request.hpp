@@ -70,6 +70,8 @@ public:
     Socket(const Socket&) = delete;
     Socket& operator=(const Socket&) = delete;
     int transact(const std::vector<uint8_t>& request, const std::function<bool(const nlmsghdr*)>& on_reply);
+    // Whether socket() succeeded (else every transact answers its errno).
+    [[nodiscard]] bool open() const { return fd_ >= 0; }
 
 private:
     int fd_ = -1;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -395,8 +396,17 @@ TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
         const int k = n == "enp1s0f0np0" ? ++*stats_asked : 0;
         return DriverStats{.values = {{"rx_prio3_pause", uint64_t(100 * k)}}};
     };
-    src.phy = [phy_asked](const std::string& n) {
-        if (n == "enp1s0f0np0") ++*phy_asked;
+    // Whether each PHY read of the rail was handed its last answer (what changes only with the
+    // link is then not asked again): never the first, nor after a link event or a new netdev.
+    auto phy_known = std::make_shared<std::vector<bool>>();
+    src.phy = [phy_asked, phy_known](const std::string& n, const PhyLink* known) {
+        if (n == "enp1s0f0np0") {
+            ++*phy_asked;
+            phy_known->push_back(known != nullptr);
+            if (known) {
+                EXPECT_EQ(known->speed_mbps, 200000u);
+            }
+        }
         return PhyLink{.speed_mbps = 200000, .fec_uncorrectable_blocks = 3};
     };
     Engine engine(cfg, std::move(src), store, log);
@@ -404,6 +414,7 @@ TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
 
     std::shared_ptr<const Snapshot> read = engine.collect_once();
     ASSERT_EQ(*stats_asked, 1);
+    ASSERT_EQ(*phy_known, std::vector<bool>{false}) << "the first read asks everything";
     EXPECT_EQ(read->link_counters_read_at, read->collected_at);
     EXPECT_EQ(rail(*read).arp_ignore, 1);
     int carried = 0;
@@ -432,6 +443,9 @@ TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
         EXPECT_EQ(rail(*s).phy->speed_mbps, 200000u);
     }
     EXPECT_GE(carried, 10) << *stats_asked << " reads in 21 cycles";
+    ASSERT_EQ(phy_known->size(), size_t(*phy_asked));
+    EXPECT_TRUE(std::all_of(phy_known->begin() + 1, phy_known->end(), [](bool k) { return k; }))
+        << "the reads on the counters' schedule are handed the last answer";
 
     // A link event: link state at once, then the GID tables and these counters right after.
     const int asked_before = *stats_asked;
@@ -441,6 +455,7 @@ TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
         (void)engine.collect_once();
     }
     EXPECT_EQ(*stats_asked, asked_before + 1) << "read again after the event";
+    EXPECT_FALSE(phy_known->back()) << "after a link event everything is asked again";
 
     // A RoCE netdev recreated (a new ifindex) is not carried over from the one it replaces.
     links[0].ifindex = 42;
@@ -449,6 +464,7 @@ TEST_F(EngineTest, LinkCountersAreReadWithThePortCountersAndAfterLinkEvents) {
     const auto s = engine.collect_once();
     EXPECT_EQ(*stats_asked, before_new + 1);
     EXPECT_EQ(s->link_counters_read_at, s->collected_at);
+    EXPECT_FALSE(phy_known->back()) << "a recreated netdev is asked everything";
 }
 
 // The run loop: the first link event of a quiet spell gets its cycle at once; events that keep
@@ -692,7 +708,7 @@ TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
                               return DriverStats{.values = {{"rx_prio3_pause", 7}}};
                           },
                       .phy =
-                          [&](const std::string&) {
+                          [&](const std::string&, const PhyLink*) {
                               return PhyLink{.speed_mbps = 200000,
                                              .fec_uncorrectable_blocks = 3,
                                              .pause_tx_frames = 11,

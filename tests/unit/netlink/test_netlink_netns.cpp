@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -38,6 +40,11 @@ using Steady = std::chrono::steady_clock;
 using Views = std::vector<Link>;
 
 namespace {
+
+// Descriptors this process holds open now.
+std::ptrdiff_t open_fds() {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{});
+}
 
 constexpr auto kEventDeadline = std::chrono::milliseconds(1000);
 constexpr const char* kPrefix = "rwt";  // every link a test creates starts with this
@@ -531,6 +538,12 @@ TEST_F(NetnsWatcher, DriverStatsOfARealVeth) {
     ASSERT_NE(it, st.values.end()) << "veth names its peer_ifindex in ethtool -S";
     EXPECT_EQ(it->second, ::if_nametoindex(b.c_str()));
     EXPECT_EQ(all.read(a).values, st.values) << "the second read, with the names kept, reads the same";
+    const auto fds_before = open_fds();
+    DriverStatsReader reused;
+    ASSERT_EQ(reused.read(a).values, st.values);
+    EXPECT_EQ(open_fds(), fds_before + 1) << "its socket stays open after a read";
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(reused.read(a).values, st.values);
+    EXPECT_EQ(open_fds(), fds_before + 1) << "and is the one every later read uses";
 
     DriverStatsReader lossless(is_lossless_stat);
     const auto kept = lossless.read(a);
@@ -555,6 +568,29 @@ TEST_F(NetnsWatcher, EthtoolNetlinkOnARealVeth) {
     // veth keeps none of the standard groups: the kernel answers with no group at all.
     EXPECT_EQ(p.stats_error, 0) << std::strerror(p.stats_error);
     EXPECT_TRUE(p.standard_stats.empty());
+
+    // The reader of every cycle: one socket for all its calls, and given the last answer it asks
+    // only what can have moved. Told link modes the kernel would not say (12345 Mb/s), it keeps
+    // them; told stats are unsupported (veth answers them), it does not ask; told pause is
+    // supported (veth says not), it asks and gets the kernel's EOPNOTSUPP.
+    PhyReader reader;
+    EXPECT_EQ(reader.read(a), p);
+    PhyLink known = p;
+    known.speed_mbps = 12345;
+    known.stats_error = EOPNOTSUPP;
+    known.pause_error = 0;
+    const auto again = reader.read(a, &known);
+    EXPECT_EQ(again.speed_mbps, 12345u) << "link modes carried, not asked";
+    EXPECT_EQ(again.duplex, "full");
+    EXPECT_EQ(again.stats_error, EOPNOTSUPP) << "an unsupported part is not asked again";
+    EXPECT_EQ(again.pause_error, EOPNOTSUPP) << "a part answered before is asked";
+    EXPECT_EQ(again.fec_error, EOPNOTSUPP);
+    const auto fds_before = open_fds();
+    PhyReader kept;
+    ASSERT_EQ(kept.read(a), p);
+    EXPECT_EQ(open_fds(), fds_before + 1) << "its socket stays open after a read";
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(kept.read(a, &p), p);
+    EXPECT_EQ(open_fds(), fds_before + 1) << "and is the one every later read uses";
     const auto none = query_phy(std::string(kPrefix) + "nodev");
     EXPECT_EQ(none.linkmodes_error, ENODEV) << std::strerror(none.linkmodes_error);
     EXPECT_EQ(none.fec_error, ENODEV);
