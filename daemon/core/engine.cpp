@@ -654,7 +654,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
         }
         // ARP sysctls (cabling checks); the ARP table itself below, every cycle. Not charged
         // to the counters' budget, as before they joined this schedule.
-        if (link_files_read) read_ipv4_conf(snap->links, cfg->daemon.procfs_root);
+        if (link_files_read) read_ipv4_conf(snap->links, cfg->daemon.procfs_root, sysfs_files_);
         const auto link_counters_started = thread_cpu_time();
         if (link_files_read) {
             // The driver's pause, pause-storm and discard counters of the same netdevs (ethtool -S).

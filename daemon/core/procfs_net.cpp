@@ -1,9 +1,6 @@
 // ARP sysctls and the ARP table from procfs: see procfs_net.hpp.
 #include "daemon/core/procfs_net.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -16,18 +13,18 @@
 namespace rocewatch {
 namespace {
 
-// One small integer file under `dir` (an open directory, or -1: none), read with one read into
-// the stack: these are three files a link a cycle, and an ifstream a file cost more than the
-// kernel's part at 128 links.
-std::optional<int> read_int(int dir, const std::string& rel) {
-    if (dir < 0) return std::nullopt;
-    const int fd = ::openat(dir, rel.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return std::nullopt;
+std::optional<int> effective(std::optional<int> all, std::optional<int> own) {
+    if (!own) return std::nullopt;
+    return all ? std::max(*all, *own) : own;
+}
+
+}  // namespace
+
+std::optional<int> parse_sysctl_int(std::string_view text) {
     char buf[32];
-    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n <= 0) return std::nullopt;
-    buf[n] = '\0';
+    if (text.empty() || text.size() >= sizeof buf) return std::nullopt;
+    text.copy(buf, text.size());
+    buf[text.size()] = '\0';
     char* end = nullptr;
     errno = 0;
     const long v = std::strtol(buf, &end, 10);
@@ -37,31 +34,30 @@ std::optional<int> read_int(int dir, const std::string& rel) {
     return static_cast<int>(v);
 }
 
-std::optional<int> effective(std::optional<int> all, std::optional<int> own) {
-    if (!own) return std::nullopt;
-    return all ? std::max(*all, *own) : own;
-}
-
-}  // namespace
-
-void read_ipv4_conf(std::vector<Link>& links, const std::filesystem::path& procfs_root) {
-    const auto conf_path = procfs_root / "sys" / "net" / "ipv4" / "conf";
-    const int conf = ::open(conf_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const auto all_ignore = read_int(conf, "all/arp_ignore");
-    const auto all_announce = read_int(conf, "all/arp_announce");
-    const auto all_rp = read_int(conf, "all/rp_filter");
-    std::string rel;
+void read_ipv4_conf(std::vector<Link>& links, const std::filesystem::path& procfs_root,
+                    std::shared_ptr<SysfsFileCache> files) {
+    static constexpr const char* kNames[] = {"arp_ignore", "arp_announce", "rp_filter"};
+    std::vector<KernelFile> wanted;
+    wanted.reserve(3 * (links.size() + 1));
+    const auto want = [&](const std::string& link) {
+        for (const char* n : kNames) wanted.push_back({.dir = "sys/net/ipv4/conf/" + link, .name = n});
+    };
+    const auto usable = [](const std::string& name) {
+        return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
+    };
+    want("all");
+    for (const auto& l : links)
+        if (usable(l.name)) want(l.name);
+    const auto text = read_kernel_files(procfs_root, wanted, SysfsReadOptions{.files = std::move(files)});
+    const auto value = [&](size_t i) { return text[i] ? parse_sysctl_int(*text[i]) : std::nullopt; };
+    size_t at = 3;
     for (auto& l : links) {
-        if (l.name.empty() || l.name.find('/') != std::string::npos || l.name == "." || l.name == "..") continue;
-        const auto file = [&](const char* name) -> const std::string& {
-            rel.assign(l.name).append("/").append(name);
-            return rel;
-        };
-        l.arp_ignore = effective(all_ignore, read_int(conf, file("arp_ignore")));
-        l.arp_announce = effective(all_announce, read_int(conf, file("arp_announce")));
-        l.rp_filter = effective(all_rp, read_int(conf, file("rp_filter")));
+        if (!usable(l.name)) continue;
+        l.arp_ignore = effective(value(0), value(at));
+        l.arp_announce = effective(value(1), value(at + 1));
+        l.rp_filter = effective(value(2), value(at + 2));
+        at += 3;
     }
-    if (conf >= 0) ::close(conf);
 }
 
 std::vector<Neighbour> parse_proc_net_arp(const std::string& text) {

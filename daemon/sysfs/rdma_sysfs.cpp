@@ -928,6 +928,24 @@ void assign_roce_v2_gid(RdmaPort& port, const std::vector<std::string>& netdev_i
     }
 }
 
+// ---------------------------------------------------------------- other kernel files
+
+std::vector<std::optional<std::string>> read_kernel_files(const fs::path& root, const std::vector<KernelFile>& files,
+                                                          const SysfsReadOptions& opts) {
+    SysfsReadResult ignored;
+    Reader rd(ignored, opts, {root.string()});
+    const Dir top(root.string());
+    std::unique_ptr<Dir> dir;  // the directory of the files in a row
+    std::vector<std::optional<std::string>> out;
+    out.reserve(files.size());
+    for (const auto& f : files) {
+        if (!dir || dir->path() != join(top.path(), f.dir)) dir = std::make_unique<Dir>(top, f.dir);
+        FileText t = rd.read(*dir, f.name);
+        out.push_back(t.status == ReadStatus::ok ? std::optional<std::string>(t.text) : std::nullopt);
+    }
+    return out;
+}
+
 // ---------------------------------------------------------------- host facts
 
 HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root, const SysfsReadOptions& opts) {

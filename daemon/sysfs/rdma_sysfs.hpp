@@ -243,6 +243,24 @@ struct SysfsReadOptions {
 // Sets port.roce_v2_ipv4_gid_index / roce_v2_ipv4_address (clears them when there is none).
 void assign_roce_v2_gid(RdmaPort& port, const std::vector<std::string>& netdev_ipv4);
 
+// ---------------------------------------------------------------- other kernel files
+
+// One small file under a tree: the directory under the root (one or more components), the
+// file's name in it.
+struct KernelFile {
+    std::string dir;
+    std::string name;
+};
+
+// The text of each of `files` under `root` (procfs' ARP sysctls, three a link), read as the
+// device files are: through opts.files when set, so that a file read before costs one pread
+// (on a tree outside sysfs and procfs, checked as SysfsFileCache says). Files of one directory
+// should come in a row. Unset: absent, unreadable, not a regular file, or over a page. Errors
+// are not reported (the caller judges a missing value); opts.skip and opts.progress apply.
+[[nodiscard]] std::vector<std::optional<std::string>> read_kernel_files(const std::filesystem::path& root,
+                                                                        const std::vector<KernelFile>& files,
+                                                                        const SysfsReadOptions& opts);
+
 // ---------------------------------------------------------------- host facts
 
 // hostname from <procfs_root>/sys/kernel/hostname; NVIDIA GPU from the PCI devices in

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <vector>
 
 #include "daemon/core/procfs_net.hpp"
 
@@ -60,4 +62,49 @@ TEST(ProcfsNet, SysctlsAreTheEffectiveOnes) {
     EXPECT_EQ(read_arp_table(root).size(), 1u);
     EXPECT_TRUE(read_arp_table(root / "nowhere").empty());
     fs::remove_all(root);
+}
+
+// With a file cache the sysctls are kept open from read to read (one pread each), and still
+// read as they are now: a value written in place, a file replaced by a rename (a tree outside
+// procfs can have that), a link whose directory went away.
+TEST(ProcfsNet, SysctlsKeptOpenAreReadAsTheyAreNow) {
+    const fs::path root = fs::temp_directory_path() / ("rw-procfs-kept-" + std::to_string(::getpid()));
+    const auto conf = root / "sys/net/ipv4/conf";
+    for (const char* link : {"all", "eth0", "eth1"}) {
+        write(conf / link / "arp_ignore", "0\n");
+        write(conf / link / "arp_announce", "0\n");
+        write(conf / link / "rp_filter", "0\n");
+    }
+    auto files = std::make_shared<SysfsFileCache>(64);
+    std::vector<Link> links{Link{.name = "eth0"}, Link{.name = "eth1"}};
+    read_ipv4_conf(links, root, files);
+    EXPECT_EQ(links[0].arp_ignore, 0);
+    EXPECT_EQ(files->size(), 9u) << "every file kept";
+
+    write(conf / "eth0/arp_ignore", "1\n");  // in place
+    write(conf / "eth0/rp_filter.new", "2\n");
+    fs::rename(conf / "eth0/rp_filter.new", conf / "eth0/rp_filter");
+    fs::remove_all(conf / "eth1");
+    read_ipv4_conf(links, root, files);
+    EXPECT_EQ(links[0].arp_ignore, 1);
+    EXPECT_EQ(links[0].rp_filter, 2) << "the renamed file, not the one kept";
+    EXPECT_FALSE(links[1].arp_ignore) << "gone";
+    EXPECT_EQ(files->size(), 6u);
+    fs::remove_all(root);
+}
+
+// The real procfs of this namespace: loopback's sysctls, read through kept files (pread on a
+// sysctl file), give the same values as opened afresh.
+TEST(ProcfsNet, RealProcfsSysctlsReadThroughKeptFiles) {
+    auto files = std::make_shared<SysfsFileCache>(64);
+    std::vector<Link> fresh{Link{.name = "lo"}}, kept{Link{.name = "lo"}};
+    read_ipv4_conf(fresh, "/proc");
+    ASSERT_TRUE(fresh[0].arp_ignore && fresh[0].arp_announce && fresh[0].rp_filter) << "lo has its sysctls";
+    for (int i = 0; i < 3; ++i) {
+        read_ipv4_conf(kept, "/proc", files);
+        EXPECT_EQ(kept[0].arp_ignore, fresh[0].arp_ignore) << "read " << i;
+        EXPECT_EQ(kept[0].arp_announce, fresh[0].arp_announce) << "read " << i;
+        EXPECT_EQ(kept[0].rp_filter, fresh[0].rp_filter) << "read " << i;
+    }
+    EXPECT_EQ(files->size(), 6u) << "lo's and all's three, kept";
 }
