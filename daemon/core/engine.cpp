@@ -10,6 +10,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "daemon/core/procfs_net.hpp"
@@ -126,8 +127,10 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, boo
 // A cycle that left what a device is unread (see reads_identity) takes it from the previous
 // snapshot: the device's GUIDs, firmware, board, types, driver and netdevs, and each port's
 // link layer, capability mask and rdma_cm defaults (the port's netdev comes with its GIDs).
-// With the ports' subnet manager fields too when they were not read (all ports Ethernet).
-bool carry_over_identity(std::vector<RdmaDevice>& devices, const Snapshot& prev, bool subnet_manager_read) {
+// With the ports' subnet manager fields too when they were not read (all ports Ethernet), and
+// their state, physical state and rate when those were not (all ports RoCE over watched links).
+bool carry_over_identity(std::vector<RdmaDevice>& devices, const Snapshot& prev, bool subnet_manager_read,
+                         bool port_state_read) {
     return with_previous(
         devices, prev,
         [](RdmaDevice& d, const RdmaDevice& old) {
@@ -140,17 +143,38 @@ bool carry_over_identity(std::vector<RdmaDevice>& devices, const Snapshot& prev,
             d.node_type = old.node_type;
             d.netdevs = old.netdevs;
         },
-        [subnet_manager_read](RdmaPort& p, const RdmaPort& op) {
+        [subnet_manager_read, port_state_read](RdmaPort& p, const RdmaPort& op) {
             if (!subnet_manager_read) {
                 p.lid = op.lid;
                 p.sm_lid = op.sm_lid;
                 p.sm_sl = op.sm_sl;
+            }
+            if (!port_state_read) {
+                p.state = op.state;
+                p.state_name = op.state_name;
+                p.phys_state = op.phys_state;
+                p.phys_state_name = op.phys_state_name;
+                p.rate_gbps = op.rate_gbps;
+                p.rate_text = op.rate_text;
             }
             p.link_layer = op.link_layer;
             p.cap_mask = op.cap_mask;
             p.rdma_cm_default_tos = op.rdma_cm_default_tos;
             p.rdma_cm_default_mode = op.rdma_cm_default_mode;
         });
+}
+
+// Whether every port of `s` is RoCE over a netdev that is one of its links: whose state,
+// physical state and rate the driver derives from that netdev's carrier and speed, which
+// rtnetlink reports as they change. Not for InfiniBand, a netdev unknown or in another
+// namespace.
+bool ports_follow_links(const Snapshot& s) {
+    std::unordered_set<std::string_view> links;
+    for (const auto& l : s.links) links.insert(l.name);
+    for (const auto& d : s.devices)
+        for (const auto& p : d.ports)
+            if (p.link_layer != "Ethernet" || p.netdev.empty() || !links.contains(p.netdev)) return false;
+    return true;
 }
 
 // A cycle that left the counter files unread takes the counters, and the rates and window
@@ -337,7 +361,8 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
         r.ecn_read = opts.gids || opts.ecn;
         // A device the last snapshot did not have (rdma link add, a driver reload) has no GIDs
         // or counters to carry over: read it all now.
-        if ((!rdma.identity_read && !carry_over_identity(rdma.devices, *last, rdma.subnet_manager_read)) ||
+        if ((!rdma.identity_read &&
+             !carry_over_identity(rdma.devices, *last, rdma.subnet_manager_read, rdma.port_state_read)) ||
             (!opts.gids && !carry_over_gids(rdma.devices, *last, opts.ecn)) ||
             (!rdma.counters_read && !carry_over_counters(rdma.devices, *last))) {
             SysfsReadOptions all = opts;
@@ -387,7 +412,7 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
     return r;
 }
 
-Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids, bool read_counters) {
+Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids, bool read_counters, bool read_port_state) {
     reap_blocked_reads();
     const auto deadline = read_deadline(src_, cfg);
     auto reading = std::make_shared<Reading>();
@@ -403,6 +428,7 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids, bool read
                                 .ecn = read_ecn,
                                 .counters = read_counters,
                                 .subnet_manager = read_sm,
+                                .port_state = read_port_state,
                                 .skip = skip_,
                                 .progress = reading->progress,
                                 .files = sysfs_files_};
@@ -564,8 +590,10 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     // coming faster than cycles, each would otherwise ask for the next at once.
     const bool gids_put_off = collect_again_at_.has_value();
     collect_again_at_.reset();
+    bool link_event = false;
     {
         std::lock_guard lock(mu_);
+        link_event = std::exchange(port_state_due_, false);
         if (gids_after_this_cycle_ && last_ && !gids_put_off) {
             gids_after_this_cycle_ = false;                     // this cycle: link and port state first
             collect_again_at_ = gid_budget_.ready_at(started);  // and the GID tables right after it
@@ -581,9 +609,12 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     }
     // Counters within their share of a core, and never older than kCounterMaxAge (by the
     // clock snapshots are stamped with); the first read always has them.
-    FileRead files = read_files(*cfg, read_gids,
-                                !last_ || counter_budget_.allows(started) ||
-                                    src_.now() - last_->counters_read_at >= kCounterMaxAge);
+    const bool read_counters = !last_ || counter_budget_.allows(started) ||
+                               src_.now() - last_->counters_read_at >= kCounterMaxAge;
+    // Port state every cycle unless every port follows a link the watcher reports (see
+    // SysfsReadOptions::port_state); then after link events, and with the counters.
+    const bool read_port_state = !last_ || link_event || !ports_follow_links(*last_);
+    FileRead files = read_files(*cfg, read_gids, read_counters, read_port_state);
     snap->devices = std::move(files.devices);
     snap->host = std::move(files.host);
     log_read_errors(files.sysfs_errors);
@@ -814,6 +845,7 @@ void Engine::wake() {
         link_woken_ = true;
         gid_reads_due_ = 2;
         gids_after_this_cycle_ = true;
+        port_state_due_ = true;
     }
     cv_.notify_all();
 }

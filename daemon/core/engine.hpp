@@ -113,7 +113,7 @@ private:
     // so that a read that never returns costs that thread, not the engine.
     struct FileRead;
     struct Reading;
-    FileRead read_files(const Config& cfg, bool read_gids, bool read_counters);
+    FileRead read_files(const Config& cfg, bool read_gids, bool read_counters, bool read_port_state);
     static FileRead read_files_now(const Config& cfg, const SysfsReadOptions& opts,
                                    const std::shared_ptr<const Snapshot>& last, const EngineSources& src);
     FileRead gave_up(const Reading& r, std::chrono::milliseconds waited);
@@ -144,6 +144,9 @@ private:
     // under emulation) so that a port going down is judged within milliseconds, and the
     // cycles that read them follow at once.
     bool gids_after_this_cycle_ = false;
+    // Set by wake(): the next cycle reads the ports' state, physical state and rate, which
+    // between link events are carried over for RoCE ports over watched links.
+    bool port_state_due_ = false;
     // When the first wake of a burst came, and whether links (not only probe results) woke
     // the engine: link wakes after the first are spaced kLinkWakeSpacing apart, so that a
     // flapping link costs a cycle a second, not one per event.

@@ -565,20 +565,22 @@ void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
 RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice& dev, const SysfsReadOptions& opts) {
     RdmaPort p;
     p.port = number;
-    if (auto v = rd.enum_value(dir, "state")) {
-        p.state = v->first;
-        p.state_name = v->second;
-    }
-    if (auto v = rd.enum_value(dir, "phys_state")) {
-        p.phys_state = v->first;
-        p.phys_state_name = v->second;
-    }
-    if (auto text = rd.optional_text(dir, "rate")) {
-        if (auto g = parse_rate_gbps(*text)) {
-            p.rate_gbps = g;
-            p.rate_text = std::string(*text);
-        } else {
-            rd.error(rd.path(), "expected '<n> Gb/sec (...)', got " + excerpt(*text));
+    if (reads_port_state(opts)) {
+        if (auto v = rd.enum_value(dir, "state")) {
+            p.state = v->first;
+            p.state_name = v->second;
+        }
+        if (auto v = rd.enum_value(dir, "phys_state")) {
+            p.phys_state = v->first;
+            p.phys_state_name = v->second;
+        }
+        if (auto text = rd.optional_text(dir, "rate")) {
+            if (auto g = parse_rate_gbps(*text)) {
+                p.rate_gbps = g;
+                p.rate_text = std::string(*text);
+            } else {
+                rd.error(rd.path(), "expected '<n> Gb/sec (...)', got " + excerpt(*text));
+            }
         }
     }
     if (reads_identity(opts)) {
@@ -855,6 +857,7 @@ SysfsReadResult read_rdma_devices(const fs::path& sysfs_root, const SysfsReadOpt
     result.counters_read = opts.counters;
     result.identity_read = reads_identity(opts);
     result.subnet_manager_read = reads_subnet_manager(opts);
+    result.port_state_read = reads_port_state(opts);
     Reader rd(result, opts, {sysfs_root.string()}, /*refresh=*/opts.gids);
     const Dir root(sysfs_root.string());
     const Dir class_dir(root, "class/infiniband");

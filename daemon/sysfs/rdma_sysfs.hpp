@@ -73,6 +73,8 @@ struct SysfsReadResult {
     bool identity_read = true;
     // Whether the ports' lid, sm_lid and sm_sl were read (SysfsReadOptions::subnet_manager).
     bool subnet_manager_read = true;
+    // Whether the ports' state, phys_state and rate were read (SysfsReadOptions::port_state).
+    bool port_state_read = true;
 
     static constexpr std::size_t kMaxErrorMessages = 32;
 };
@@ -202,6 +204,12 @@ struct SysfsReadOptions {
     // are read with the identity only, and the caller carries them over (3 of the 6 files a
     // port a cycle besides its counters).
     bool subnet_manager = true;
+    // A port's state, phys_state and rate. A RoCE port's follow its netdev's carrier and speed
+    // (the driver derives them from the netdev), and each change of those sends a netlink event:
+    // the collector reads them every cycle only while some port is not RoCE over a link it
+    // watches, and else after link events, with the identity and with the counters, carrying
+    // them over in between (the last three files a RoCE port was read for every cycle).
+    bool port_state = true;
     // Counters plus populated GIDs kept per port; the rest is counted in the port's
     // counters_dropped / gids_dropped. A hostile or broken tree must not turn into
     // unbounded /metrics series: real ports have a few hundred at most.
@@ -221,6 +229,11 @@ struct SysfsReadOptions {
 // caller carries it over from its last read: 11 of the 17 files a one-port device read a cycle
 // besides its counters, and a stat and a readlink.
 [[nodiscard]] inline bool reads_identity(const SysfsReadOptions& o) { return o.gids || o.ecn; }
+
+// Whether a read with these options reads the ports' state, phys_state and rate.
+[[nodiscard]] inline bool reads_port_state(const SysfsReadOptions& o) {
+    return o.port_state || o.counters || reads_identity(o);
+}
 
 // Whether a read with these options reads the ports' lid, sm_lid and sm_sl.
 [[nodiscard]] inline bool reads_subnet_manager(const SysfsReadOptions& o) {

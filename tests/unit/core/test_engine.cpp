@@ -278,6 +278,77 @@ TEST_F(EngineTest, SubnetManagerFieldsAreReadEveryCycleOnlyWhileAPortIsInfiniBan
     for (size_t i = 0; i < asked->size(); ++i) EXPECT_TRUE((*asked)[i]) << "read " << i << " with an InfiniBand port";
 }
 
+// A RoCE port's state, physical state and rate follow its netdev, whose changes the watcher
+// reports: while every port is RoCE over a watched link they are read after link events and
+// with the counters (at least every 15 s), and carried over in between; a port whose netdev
+// is not a link here has them read every cycle again.
+TEST_F(EngineTest, PortStateIsReadEveryCycleOnlyWhileAPortDoesNotFollowAWatchedLink) {
+    const fs::path tree = private_tree();
+    auto cfg = config_on(tree);
+    auto asked = std::make_shared<std::vector<bool>>();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    src.read_sysfs = [asked](const fs::path& root, const SysfsReadOptions& o) {
+        asked->push_back(reads_port_state(o));
+        SysfsReadResult r = read_rdma_devices(root, o);
+        if (o.counters) r.counter_seconds = 1.0;  // far past the share: counters every 15 s
+        return r;
+    };
+    Engine engine(cfg, std::move(src), store, log);
+    const auto state_of = [](const Snapshot& s) { return find_device(s, "rocep1s0f1")->ports.at(0).state_name; };
+    ASSERT_EQ(state_of(*engine.collect_once()), "ACTIVE");
+    ASSERT_EQ(asked->size(), 1u);
+    EXPECT_TRUE(asked->front()) << "the first read";
+
+    // Past the first reads (GID tables, the counters' first burst), a counter read.
+    int since_read = 0;
+    for (int i = 0; i < 40 && !(since_read == 0 && i > 20); ++i) {
+        now += std::chrono::seconds(1);
+        const auto s = engine.collect_once();
+        since_read = s->counters_read_at == s->collected_at ? 0 : since_read + 1;
+    }
+    ASSERT_EQ(since_read, 0);
+
+    // The file says DOWN behind the engine's back (no real port does without a link event).
+    std::ofstream(tree / "class/infiniband/rocep1s0f1/ports/1/state") << "1: DOWN\n";
+    asked->clear();
+    int carried = 0;
+    for (int i = 0; i < 16; ++i) {
+        now += std::chrono::seconds(1);
+        const auto s = engine.collect_once();
+        if (s->counters_read_at == s->collected_at) {
+            EXPECT_TRUE((*asked)[i]) << "with the counters, cycle " << i;
+            EXPECT_EQ(state_of(*s), "DOWN") << "cycle " << i;
+            break;
+        }
+        EXPECT_FALSE((*asked)[i]) << "cycle " << i;
+        EXPECT_EQ(state_of(*s), "ACTIVE") << "carried over, cycle " << i;
+        EXPECT_EQ(find_device(*s, "rocep1s0f1")->ports.at(0).rate_gbps, 100.0) << "cycle " << i;
+        ++carried;
+    }
+    EXPECT_GE(carried, 10) << "the cycles between the counters' reads carry the port state";
+    EXPECT_LE(carried, 15) << "and the counters' read, at least every 15 s, reads it";
+    std::ofstream(tree / "class/infiniband/rocep1s0f1/ports/1/state") << "4: ACTIVE\n";
+    now += std::chrono::seconds(1);
+    ASSERT_EQ(state_of(*engine.collect_once()), "DOWN") << "carried again";
+
+    // A link event: the next cycle reads it.
+    engine.wake();
+    now += std::chrono::seconds(1);
+    EXPECT_EQ(state_of(*engine.collect_once()), "ACTIVE") << "read on the cycle after the event";
+
+    // A netdev that is no link of this namespace: every cycle reads the port state.
+    links.pop_back();  // enP2p1s0f0np0
+    now += std::chrono::seconds(1);
+    (void)engine.collect_once();  // the snapshot that sees it gone
+    asked->clear();
+    for (int i = 0; i < 4; ++i) {
+        now += std::chrono::seconds(1);
+        (void)engine.collect_once();
+    }
+    ASSERT_EQ(asked->size(), 4u);
+    for (size_t i = 0; i < asked->size(); ++i) EXPECT_TRUE((*asked)[i]) << "read " << i;
+}
+
 // However far past their share the reads are (here each costs 1,000 s of it), the counters are
 // never carried over for 15 s or more: after the first burst, a read every 15 s, as a
 // Prometheus scrape at that interval takes them (issue 14).
