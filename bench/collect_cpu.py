@@ -8,7 +8,9 @@ attached to each rocewatchd in turn.
 
     sudo ROCEWATCHD_BASE=/work/main/build/daemon/rocewatchd ROCEWATCHD=build/daemon/rocewatchd \\
          bench/collect_cpu.py [--window 60] [--strace 5] [--interval 1s] TREE...
-TREE is "spark" (the committed DGX Spark fixture) or a directory from bench/make_nic_tree.py.
+TREE is "spark" (the committed DGX Spark fixture) or a directory from bench/make_nic_tree.py,
+best on tmpfs (/dev/shm): on a disk the kernel may drop the tree's pages between reads, and
+then both exporters wait on the disk and runs of one build differ by a quarter.
 Every netdev of the tree is a link of the namespace (a veth), as on a real node, and both read
 links over netlink (node_exporter's netclass.netlink); --no-links leaves loopback only, as this
 bench had it until stop 31.
