@@ -173,7 +173,7 @@ bool ports_follow_links(const Snapshot& s) {
     for (const auto& l : s.links) links.insert(l.name);
     for (const auto& d : s.devices)
         for (const auto& p : d.ports)
-            if (p.link_layer != "Ethernet" || p.netdev.empty() || !links.contains(p.netdev)) return false;
+            if (nic_family(d, p) != NicFamily::roce || p.netdev.empty() || !links.contains(p.netdev)) return false;
     return true;
 }
 
@@ -328,6 +328,10 @@ struct Engine::FileRead {
     bool counters_read = false;
     bool counters_carried = false;
     double counter_seconds = 0;
+    // The ports' state read from sysfs now; else carried over, and whether verbs' answer
+    // contradicted what was carried (a change no link event told of).
+    bool port_state_read = false;
+    bool port_state_moved = false;
 };
 
 // One cycle's reads, shared between the engine and the thread doing them: whichever ends
@@ -374,6 +378,7 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
         }
         r.counters_read = rdma.counters_read;
         r.counters_carried = !rdma.counters_read;
+        r.port_state_read = rdma.port_state_read;
         r.counter_seconds = rdma.counter_seconds;
         r.sysfs.success = true;
         r.sysfs.read_errors = rdma.read_errors;
@@ -394,7 +399,8 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
         r.verbs.last_error = std::string("skipped: an earlier call blocked in ") + kVerbsStage;
     } else {
         if (opts.progress) opts.progress->enter(kVerbsStage);
-        auto verbs = enrich_with_verbs(r.devices);
+        auto verbs = enrich_with_verbs(r.devices, !r.port_state_read);
+        r.port_state_moved = verbs.port_state_moved > 0;
         r.verbs.success = verbs.errors == 0;
         r.verbs.read_errors = verbs.errors;
         r.verbs.last_error = verbs.last_error;
@@ -615,6 +621,12 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     // SysfsReadOptions::port_state); then after link events, and with the counters.
     const bool read_port_state = !last_ || link_event || !ports_follow_links(*last_);
     FileRead files = read_files(*cfg, read_gids, read_counters, read_port_state);
+    // A read that gave up, or a port whose driver contradicts the state carried over: the next
+    // cycle reads the files (this one already has the driver's state).
+    if ((read_port_state && !files.port_state_read) || files.port_state_moved) {
+        std::lock_guard lock(mu_);
+        port_state_due_ = true;
+    }
     snap->devices = std::move(files.devices);
     snap->host = std::move(files.host);
     log_read_errors(files.sysfs_errors);
@@ -698,7 +710,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
             // Between link events, what changes only with the link or the driver is not asked
             // again of the same netdev (PhyReader).
             std::unordered_map<std::string_view, const Link*> known;
-            if (src_.phy && last_ && !read_gids)
+            if (src_.phy && last_ && !read_gids && !link_event)
                 for (const auto& l : last_->links)
                     if (l.phy) known.emplace(l.name, &l);
             const auto known_phy = [&](const Link& l) -> const PhyLink* {

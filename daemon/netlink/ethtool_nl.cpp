@@ -309,7 +309,9 @@ PhyLink PhyReader::read(const std::string& ifname, const PhyLink* known) {
         return ethtool_get_request(fam, cmd, ifname, flags, nl::next_seq());
     };
     const auto unsupported = [&](int PhyLink::*error) { return known && known->*error == EOPNOTSUPP; };
-    if (known) {
+    // Link modes carried only from an answer (or the driver's EOPNOTSUPP): a timeout or a
+    // socket that failed is asked again.
+    if (known && (known->linkmodes_error == 0 || known->linkmodes_error == EOPNOTSUPP)) {
         out.linkmodes_error = known->linkmodes_error;
         out.speed_mbps = known->speed_mbps;
         out.lanes = known->lanes;

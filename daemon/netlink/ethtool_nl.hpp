@@ -59,9 +59,10 @@ bool parse_ethtool_module_eeprom(const nlmsghdr* nlh, uint16_t family, std::vect
 // call to call (not one made and closed for each netdev of each read), and asking only what can have moved since
 // `known`, this netdev's last answer (null: ask everything, as after a link event or for a new netdev):
 // - the link modes (speed, lanes, duplex, autoneg) change only with the link, which sends a
-//   netlink event: taken from `known`;
-// - a part its driver answered EOPNOTSUPP (veth has neither FEC nor pause) is not asked again:
-//   what a driver supports changes only with the driver, which recreates the netdev.
+//   netlink event: taken from `known` where it holds an answer (a timeout is asked again);
+// - a part its driver answered EOPNOTSUPP (veth has neither FEC nor pause) is not asked again
+//   until the next link event: what a driver supports changes with the driver (which
+//   recreates the netdev) or, for some (mlx5's FEC while the link is down), with the link.
 // The FEC, pause and standard counters are asked each time. Thread-safe; never throws. A
 // socket that timed out or failed to open is replaced at the next call.
 class PhyReader {

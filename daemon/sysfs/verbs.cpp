@@ -7,7 +7,9 @@
 #include <climits>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <memory>
+#include <string>
 #include <system_error>
 
 namespace rocewatch {
@@ -41,7 +43,7 @@ RdmaDevice* find_by_name(std::vector<RdmaDevice>& devices, const char* name) {
     return nullptr;
 }
 
-VerbsResult enrich(std::vector<RdmaDevice>& devices) {
+VerbsResult enrich(std::vector<RdmaDevice>& devices, bool port_state_carried) {
     VerbsResult r;
     if (devices.empty()) return r;
 
@@ -86,6 +88,7 @@ VerbsResult enrich(std::vector<RdmaDevice>& devices) {
             port.max_mtu = ibv_mtu_to_bytes(attr.max_mtu);
             port.active_speed = attr.active_speed;
             port.active_width = attr.active_width;
+            if (port_state_carried && apply_verbs_port_state(port, attr.state, attr.phys_state)) ++r.port_state_moved;
         }
     }
     return r;
@@ -93,14 +96,35 @@ VerbsResult enrich(std::vector<RdmaDevice>& devices) {
 
 }  // namespace
 
-VerbsResult enrich_with_verbs(std::vector<RdmaDevice>& devices) noexcept {
+VerbsResult enrich_with_verbs(std::vector<RdmaDevice>& devices, bool port_state_carried) noexcept {
     try {
-        return enrich(devices);
+        return enrich(devices, port_state_carried);
     } catch (const std::exception& e) {
         return VerbsResult{.available = false, .errors = 1, .last_error = std::string("verbs: ") + e.what()};
     } catch (...) {
         return VerbsResult{.available = false, .errors = 1, .last_error = "verbs: unknown exception"};
     }
+}
+
+bool apply_verbs_port_state(RdmaPort& port, int state, int phys_state) {
+    // The kernel's names, as its sysfs state and phys_state files print them.
+    static constexpr const char* kStates[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+    static constexpr const char* kPhysStates[] = {
+        "<unknown>",         "Sleep",   "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
+        "LinkErrorRecovery", "Phy Test"};
+    const auto name = [](const auto& names, int v) -> std::string {
+        return v >= 0 && static_cast<size_t>(v) < std::size(names) ? names[v] : "<unknown>";
+    };
+    const bool moved = port.state != state || port.phys_state != phys_state;
+    if (port.state != state) {
+        port.state = state;
+        port.state_name = name(kStates, state);
+    }
+    if (port.phys_state != phys_state) {
+        port.phys_state = phys_state;
+        port.phys_state_name = name(kPhysStates, phys_state);
+    }
+    return moved;
 }
 
 std::optional<int> ibv_mtu_to_bytes(int ibv_mtu) {

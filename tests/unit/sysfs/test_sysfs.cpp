@@ -817,6 +817,32 @@ TEST(Verbs, MtuEnum) {
     EXPECT_FALSE(ibv_mtu_to_bytes(6));
 }
 
+// The driver's state replaces a carried one in the words sysfs uses, so a port read from the
+// files and one corrected by verbs read alike.
+TEST(Verbs, PortStateFromTheDriverInSysfsWords) {
+    auto r = read_rdma_devices(sysfs_fixture("dgx-spark"));
+    ASSERT_FALSE(r.devices.empty());
+    RdmaPort p = r.devices.front().ports.at(0);
+    ASSERT_EQ(p.state_name, "ACTIVE");
+    ASSERT_EQ(p.phys_state_name, "LinkUp");
+    const RdmaPort read = p;
+    EXPECT_FALSE(apply_verbs_port_state(p, 4, 5)) << "the same state";
+    EXPECT_EQ(p.state_name, read.state_name);
+    EXPECT_EQ(p.phys_state_name, read.phys_state_name);
+    EXPECT_TRUE(apply_verbs_port_state(p, 1, 3));
+    EXPECT_EQ(p.state, 1);
+    EXPECT_EQ(p.state_name, "DOWN");
+    EXPECT_EQ(p.phys_state, 3);
+    EXPECT_EQ(p.phys_state_name, "Disabled");
+    EXPECT_FALSE(apply_verbs_port_state(p, 1, 3));
+    EXPECT_TRUE(apply_verbs_port_state(p, 4, 2));
+    EXPECT_EQ(p.state_name, "ACTIVE");
+    EXPECT_EQ(p.phys_state_name, "Polling");
+    EXPECT_TRUE(apply_verbs_port_state(p, 9, 9));
+    EXPECT_EQ(p.state_name, "<unknown>");
+    EXPECT_EQ(p.phys_state_name, "<unknown>");
+}
+
 TEST(Verbs, ErrorText) {
     EXPECT_NE(verbs_error_text(EACCES).find("no access to /dev/infiniband"), std::string::npos);
     EXPECT_NE(verbs_error_text(ENOSYS).find("ib_uverbs"), std::string::npos);
