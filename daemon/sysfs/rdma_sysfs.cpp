@@ -938,11 +938,15 @@ std::vector<std::optional<std::string>> read_kernel_files(const fs::path& root, 
     SysfsReadResult ignored;
     Reader rd(ignored, opts, {root.string()});
     const Dir top(root.string());
-    std::unique_ptr<Dir> dir;  // the directory of the files in a row
+    std::unique_ptr<Dir> dir;         // the directory of the files in a row
+    const std::string* in = nullptr;  // and its name under the root
     std::vector<std::optional<std::string>> out;
     out.reserve(files.size());
     for (const auto& f : files) {
-        if (!dir || dir->path() != join(top.path(), f.dir)) dir = std::make_unique<Dir>(top, f.dir);
+        if (!dir || *in != f.dir) {
+            dir = std::make_unique<Dir>(top, f.dir);
+            in = &f.dir;
+        }
         FileText t = rd.read(*dir, f.name);
         out.push_back(t.status == ReadStatus::ok ? std::optional<std::string>(t.text) : std::nullopt);
     }
