@@ -22,26 +22,16 @@ namespace {
 // taken as garbage rather than allocated.
 constexpr uint32_t kMaxStats = 1u << 16;
 
-// The datagram socket SIOCETHTOOL is asked on (any socket of the namespace will do).
-class Socket {
-public:
-    explicit Socket(int fd) : fd_(fd) {}
-    [[nodiscard]] int fd() const { return fd_; }
-
-private:
-    int fd_;
-};
-
 // One SIOCETHTOOL request on `ifname` with `data` as its command buffer: 0 or the errno.
-int ethtool(const Socket& s, const std::string& ifname, void* data) {
+int ethtool(int s, const std::string& ifname, void* data) {
     ifreq ifr{};
     std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
     ifr.ifr_data = static_cast<char*>(data);
-    return ::ioctl(s.fd(), SIOCETHTOOL, &ifr) == 0 ? 0 : errno;
+    return ::ioctl(s, SIOCETHTOOL, &ifr) == 0 ? 0 : errno;
 }
 
 // ETH_SS_STATS' string count, or an errno.
-int stats_count(const Socket& s, const std::string& ifname, uint32_t& n) {
+int stats_count(int s, const std::string& ifname, uint32_t& n) {
     // ethtool_sset_info ends in a flexible array: one u32 follows for the one set asked.
     std::vector<uint64_t> buf((sizeof(ethtool_sset_info) + sizeof(uint32_t) + 7) / 8, 0);
     auto* info = reinterpret_cast<ethtool_sset_info*>(buf.data());
@@ -54,7 +44,7 @@ int stats_count(const Socket& s, const std::string& ifname, uint32_t& n) {
     return 0;
 }
 
-int stat_names(const Socket& s, const std::string& ifname, uint32_t n, std::vector<std::string>& out) {
+int stat_names(int s, const std::string& ifname, uint32_t n, std::vector<std::string>& out) {
     std::vector<uint64_t> buf((sizeof(ethtool_gstrings) + size_t{n} * ETH_GSTRING_LEN + 7) / 8, 0);
     auto* g = reinterpret_cast<ethtool_gstrings*>(buf.data());
     g->cmd = ETHTOOL_GSTRINGS;
@@ -94,9 +84,8 @@ DriverStats DriverStatsReader::read(const std::string& ifname) {
         }
         fd = fd_;
     }
-    const Socket s(fd);
     uint32_t n = 0;
-    if ((out.error = stats_count(s, ifname, n))) return out;
+    if ((out.error = stats_count(fd, ifname, n))) return out;
     if (n == 0) return out;
     if (n > kMaxStats) {
         out.error = EOVERFLOW;
@@ -108,7 +97,7 @@ DriverStats DriverStatsReader::read(const std::string& ifname) {
         if (auto it = names_.find(ifname); it != names_.end() && it->second.size() == n) names = it->second;
     }
     if (names.empty()) {
-        if ((out.error = stat_names(s, ifname, n, names))) return out;
+        if ((out.error = stat_names(fd, ifname, n, names))) return out;
         std::lock_guard lock(mu_);
         names_[ifname] = names;
     }
@@ -116,7 +105,7 @@ DriverStats DriverStatsReader::read(const std::string& ifname) {
     auto* st = reinterpret_cast<ethtool_stats*>(buf.data());
     st->cmd = ETHTOOL_GSTATS;
     st->n_stats = n;
-    if ((out.error = ethtool(s, ifname, st))) return out;
+    if ((out.error = ethtool(fd, ifname, st))) return out;
     // A driver that grew its set between the two calls answers with fewer: take what both agree on.
     const uint32_t got = std::min<uint32_t>({n, st->n_stats, static_cast<uint32_t>(names.size())});
     const auto* values = reinterpret_cast<const uint8_t*>(st) + sizeof(ethtool_stats);
