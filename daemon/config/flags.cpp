@@ -61,6 +61,7 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
         {nullptr, 0, nullptr, 0},
     };
     Flags f;
+    bool format_given = false;
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
             case kConfig: f.config_path = optarg; break;
@@ -74,6 +75,7 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
             case kWeb: f.overrides.web_config_file = optarg; break;
             case kOnce: f.once = true; break;
             case kFormat:
+                format_given = true;
                 if (std::string(optarg) == "json")
                     f.text = false;
                 else if (std::string(optarg) == "text")
@@ -90,6 +92,12 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
     }
     if (optind < argc) {
         std::cerr << "rocewatchd: unexpected argument '" << argv[optind] << "'\n";
+        return std::nullopt;
+    }
+    // Without --once the daemon would start and the flag be ignored: one forgotten --once must
+    // not leave a daemon listening on every address with the host's defaults.
+    if (format_given && !f.once) {
+        std::cerr << "rocewatchd: --format applies to --once only\n";
         return std::nullopt;
     }
     return f;

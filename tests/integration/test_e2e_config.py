@@ -73,6 +73,11 @@ def main():
     t.check(r.returncode == 1 and "--listen" in r.stderr, "a bad --listen flag is refused and named")
     r = run("--bogus-flag")
     t.check(r.returncode == 64 and "usage" in r.stderr, "an unknown flag prints usage and exits 64")
+    with tempfile.TemporaryDirectory() as tmp:  # were the flag taken, the daemon would use these, not the host's
+        r = run("--format", "text", "--listen", "127.0.0.1:0", "--state-dir", tmp, "--sysfs-root", f"{fx}/sysfs/none",
+                "--lldpd-socket", "")
+    t.check(r.returncode == 64 and "--format applies to --once only" in r.stderr,
+            f"--format without --once is a usage error, not a daemon started ({r.returncode}, {r.stderr.strip()[:80]!r})")
 
     rwtest.require_root()
     with rwtest.Netns("node") as node, rwtest.Netns("peer") as peer:
