@@ -770,10 +770,11 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
                                                    .duration_seconds = lldp_seconds_,
                                                    .last_error = lldp_answer_->error});
     const TimePoint now = src_.now();
-    for (auto& c : snap->collectors) {
+    const auto stamp = [&](CollectorStatus& c) {
         if (c.success) last_success_[c.name] = now;
         if (auto it = last_success_.find(c.name); it != last_success_.end()) c.last_success = it->second;
-    }
+    };
+    for (auto& c : snap->collectors) stamp(c);
 
     // The GID index RDMA must use depends on the netdev's addresses, which only netlink knows.
     for (auto& dev : snap->devices)
@@ -799,7 +800,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     snap->alerts = alerts_->active();
     snap->history = alerts_->history();
     save_state_if_changed();
-    if (state_) snap->collectors.push_back(state_status_);
+    if (state_) stamp(snap->collectors.emplace_back(state_status_));
 
     {
         std::lock_guard lock(mu_);

@@ -757,6 +757,31 @@ TEST_F(EngineTest, AlertOnADeviceNamedInBadUtf8IsPublishedAndSaved) {
     EXPECT_TRUE(fs::exists(state / "state" / "alerts.json"));
 }
 
+// The state file is a collector like the others: its last success is stamped too, which
+// /api/v1/status shows as last_success_at and data_age_seconds ("null: never succeeded").
+TEST_F(EngineTest, StateCollectorCarriesItsLastSuccess) {
+    auto cfg = std::make_shared<Config>();
+    cfg->daemon.sysfs_root = rocewatch::testing::fixtures_dir() + "/sysfs/dgx-spark";
+    cfg->daemon.state_dir = state.string();
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    Engine engine(cfg, std::move(src), store, log);
+    auto s = engine.collect_once();
+    const auto state_of = [](const Snapshot& snap) -> const CollectorStatus* {
+        for (const auto& c : snap.collectors)
+            if (c.name == "state") return &c;
+        return nullptr;
+    };
+    const CollectorStatus* c = state_of(*s);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c->success) << c->last_error;
+    EXPECT_EQ(c->last_success, now);
+    now += std::chrono::seconds(5);
+    s = engine.collect_once();
+    c = state_of(*s);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->last_success, now);
+}
+
 // DCB is asked for the netdevs RoCE ports run over, not for others, and not again on the
 // next cycle: mlx5 answers from firmware registers, so a netdev is asked at most every 30 s.
 TEST_F(EngineTest, DcbIsAskedForRoceNetdevsOnlyAndNotEveryCycle) {
