@@ -125,6 +125,7 @@ void session(State& st, const std::string& what, const SessionAccept& accept, co
 // POST /api/v1/probes/run {"peer", "rail", "kind"}: runs on the scheduler's thread; the
 // HTTP worker only waits, bounded.
 void run_now(State& st, const Req& req, Res& res) {
+    if (st.probing_off(res)) return;
     if (!st.authorized(req)) return send_unauthorized(res);
     bool idle = false;
     if (!st.run_busy.compare_exchange_strong(idle, true)) {
@@ -203,12 +204,23 @@ void blackbox(State& st, const Req& req, Res& res) {
     const Config& cfg = snap && snap->config ? *snap->config : *st.r.config;
     if (std::find(cfg.probes.enabled.begin(), cfg.probes.enabled.end(), module) == cfg.probes.enabled.end())
         return send_json(res, 400, error_json(400, "module " + module + " is not among this daemon's probes.enabled"));
+    // No target is a job misconfigured (blackbox_exporter: 400 "Target parameter is missing"),
+    // as is a per-rail kind without its rail to a peer of several rails: which one is not
+    // picked for the scrape. A peer's only rail needs no naming.
+    const std::string target = req.get_param_value("target");
+    if (target.empty())
+        return send_json(res, 400, error_json(400, "target is missing: /probe?target=PEER&module=KIND"));
+    const std::string rail = req.get_param_value("rail");
     const auto asked = std::chrono::steady_clock::now();
-    auto job = st.r.scheduler.find_job(req.get_param_value("target"), req.get_param_value("rail"), *kind);
+    auto job = st.r.scheduler.find_job(target, rail, *kind);
+    if (job && job->rail && rail.empty() && job->peer.rails.size() > 1)
+        return send_json(res, 400,
+                         error_json(400, "rail is missing: " + module + " runs over one rail of " + target +
+                                             ", which has " + std::to_string(job->peer.rails.size())));
     if (!job) {
         ProbeResult r;
         r.kind = *kind;
-        r.peer = req.get_param_value("target");
+        r.peer = target;
         r.success = false;
         r.reason = reason::unknown_target;
         r.detail = "target (and rail) must name a configured peer (and its rail)";
@@ -249,7 +261,8 @@ void add_peer_routes(ApiServer& api, PeerRoutes routes) {
     auto st = std::make_shared<State>(std::move(routes));
     api.add_get("/api/v1/peer/hello", [st](const Req& req, Res& res) {
         if (!st->authorized(req)) return send_unauthorized(res);
-        if (auto s = snapshot_or_503(st->r.snapshots, res)) send_json(res, 200, hello_json(*s, st->r.data_port));
+        if (auto s = snapshot_or_503(st->r.snapshots, res))
+            send_json(res, 200, versioned(hello_json(*s, st->r.data_port)));
     });
     // The passive side of a peer's RDMA or UCX probe: endpoints opened (RDMA: at RTR) before
     // we answer, the serve step on the session host's thread. Our own [probes.*] budget caps

@@ -175,6 +175,86 @@ TEST_F(PeerRoutesTest, BlackboxProbeWantsTheTokenAndAnswersUnknownTargetsAsAFail
     EXPECT_EQ(res->status, 400) << res->body;
 }
 
+// As blackbox_exporter: no target is a job misconfigured, 400, not a probe of nobody; and a
+// per-rail kind to a peer of several rails needs its rail (the first is not picked), while a
+// peer's only rail needs no naming.
+TEST_F(PeerRoutesTest, BlackboxProbeWantsATargetAndTheRailWhereAPeerHasSeveral) {
+    source.set(std::make_shared<const Snapshot>());
+    cfg->peers = {PeerConfig{.name = "one", .address = "127.0.0.1:1", .rails = {PeerRailConfig{.name = "rail0"}}},
+                  PeerConfig{.name = "two",
+                             .address = "127.0.0.1:1",
+                             .rails = {PeerRailConfig{.name = "rail0"}, PeerRailConfig{.name = "rail1"}}}};
+    auto quick = auth;
+    quick.emplace("X-Prometheus-Scrape-Timeout-Seconds", "0.6");
+    for (const char* no_target : {"/probe?module=tcp_lat", "/probe?target=&module=tcp_lat&rail=rail0"}) {
+        auto res = cli->Get(no_target, quick);
+        ASSERT_TRUE(res) << no_target;
+        EXPECT_EQ(res->status, 400) << no_target << ": " << res->body;
+        EXPECT_NE(res->body.find("target is missing"), std::string::npos) << res->body;
+    }
+    auto res = cli->Get("/probe?target=two&module=tcp_lat", quick);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << res->body;
+    EXPECT_NE(res->body.find("rail is missing: tcp_lat runs over one rail of two, which has 2"), std::string::npos)
+        << res->body;
+    // Queued (the scheduler is not running here) until the bound: a probe, not a refusal.
+    for (const char* runs : {"/probe?target=two&module=tcp_lat&rail=rail1", "/probe?target=one&module=tcp_lat"}) {
+        res = cli->Get(runs, quick);
+        ASSERT_TRUE(res) << runs;
+        EXPECT_EQ(res->status, 200) << runs << ": " << res->body;
+        EXPECT_EQ(res->body.find("unknown_target"), std::string::npos) << runs << ": " << res->body;
+    }
+}
+
+// "Every document under /api/v1 carries api_version" (docs/api.md): the hello too.
+TEST_F(PeerRoutesTest, HelloCarriesTheApiVersion) {
+    source.set(std::make_shared<const Snapshot>());
+    auto res = cli->Get("/api/v1/peer/hello", auth);
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const auto j = json::parse(res->body);
+    EXPECT_EQ(j.value("api_version", 0), 2) << res->body;
+    EXPECT_EQ(j.value("data_port", 0), 9880) << res->body;
+}
+
+// With no token there is no probing: POST /api/v1/probes/run says so, as /probe and the peer
+// session routes do, rather than 401, which told the caller its credentials were wrong.
+TEST(PeerRoutesOff, EveryProbeRouteSaysProbingIsOff) {
+    std::ostringstream logged;
+    auto log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::ostream_sink_mt>(logged));
+    auto cfg = std::make_shared<Config>();
+    Source source;
+    source.set(std::make_shared<const Snapshot>());
+    ProbeStore store;
+    ProbeScheduler scheduler{
+        cfg,
+        ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, Deadline) { return ProbeResult{}; },
+                           .hello = [](const PeerConfig&, SteadyClock::time_point) { return PeerState{}; }},
+        store, log};
+    SessionHost sessions;
+    auto server = api::ApiServer::create({.host = "127.0.0.1", .port = 0}, source, nullptr, log);
+    api::add_peer_routes(*server, {.snapshots = source,
+                                   .config = cfg,
+                                   .token_hex = "",
+                                   .no_probing = "no peer token file",
+                                   .data_port = 9880,
+                                   .scheduler = scheduler,
+                                   .sessions = sessions,
+                                   .session_kinds = {},
+                                   .log = log,
+                                   .budget = nullptr});
+    server->start();
+    httplib::Client cli("127.0.0.1", server->port());
+    auto res = cli.Post("/api/v1/probes/run", R"({"peer": "b", "kind": "tcp_lat"})", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 503) << res->body;
+    EXPECT_NE(res->body.find("peer probing is off: no peer token file"), std::string::npos) << res->body;
+    res = cli.Get("/probe?target=b&module=tcp_lat");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 503) << res->body;
+    server->stop();
+}
+
 static std::string b64(const std::string& in) { return base64_encode(in); }
 
 TEST(Credentials, TheTokenAsBearerOrAsBasicAuthPassword) {
