@@ -368,8 +368,10 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
-    if (flags->check_config && r.config)
+    if (flags->check_config && r.config) {
         std::cout << (flags->config_path ? *flags->config_path : "built-in defaults") << ": ok\n";
+        if (!r.config->daemon.web_config_file.empty()) std::cout << r.config->daemon.web_config_file << ": ok\n";
+    }
     if (flags->check_config || !r.config) return r.config ? 0 : 1;
     auto log = logging::make_logger("rocewatchd");
     log->set_level(spdlog::level::from_str(r.config->daemon.log_level));

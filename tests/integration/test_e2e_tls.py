@@ -129,6 +129,10 @@ def main():
 
     web_a, web_b = os.path.join(work, "web-a.yml"), os.path.join(work, "web-b.yml")
     web_config(web_a, a_crt, a_key, users)
+    r = subprocess.run([os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd"), "--web-config-file", web_a,
+                        "--check-config"], capture_output=True, text=True)
+    t.check(r.returncode == 0 and f"{web_a}: ok" in r.stdout,
+            f"--check-config says the web config it checked is ok ({r.stdout.strip()[:160]})")
     # B asks every client for a certificate from the cluster CA: peers and Prometheus show one.
     web_config(web_b, b_crt, b_key, users,
                extra_tls=f"  client_ca_file: {pki.ca}\n  client_auth_type: RequireAndVerifyClientCert\n",
