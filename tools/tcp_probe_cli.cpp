@@ -24,15 +24,14 @@ using namespace rocewatch;
 
 namespace {
 
-int usage() {
-    std::fprintf(stderr,
-                 "usage: tcp_probe_cli serve --bind ADDR [--port N] --token HEX [--seconds S] [--max-sessions N]\n"
-                 "       tcp_probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S] "
-                 "[--write-size B] [--sndbuf B]\n"
-                 "                     [--deadline S] [--bind-address A] [--interface IF]\n"
-                 "       tcp_probe_cli lat --target ADDR --port N --token HEX [--size B] [--iterations N]\n"
-                 "                     [--duration S] [--deadline S]\n");
-    return 2;
+int usage(FILE* to = stderr) {
+    std::fprintf(to, "usage: tcp_probe_cli serve --bind ADDR [--port N] --token HEX [--seconds S] [--max-sessions N]\n"
+                     "       tcp_probe_cli bw  --target ADDR --port N --token HEX [--streams N] [--duration S] "
+                     "[--write-size B] [--sndbuf B]\n"
+                     "                     [--deadline S] [--bind-address A] [--interface IF]\n"
+                     "       tcp_probe_cli lat --target ADDR --port N --token HEX [--size B] [--iterations N]\n"
+                     "                     [--duration S] [--deadline S]\n");
+    return to == stderr ? 2 : 0;
 }
 
 std::string opt(const std::map<std::string, std::string>& o, const std::string& k, const std::string& dflt = "") {
@@ -84,6 +83,8 @@ int serve(const std::map<std::string, std::string>& o, const ProbeToken& token) 
 int main(int argc, char** argv) {
     if (argc < 2) return usage();
     const std::string cmd = argv[1];
+    if (cmd == "--help" || cmd == "-h") return usage(stdout);
+    if (cmd != "serve" && cmd != "bw" && cmd != "lat") return usage();  // before the token is asked for
     std::map<std::string, std::string> o;
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
