@@ -61,4 +61,14 @@ std::optional<std::string> BasicAuth::check(std::string_view header) const {
     return cred->user;
 }
 
+bool BasicAuth::known(std::string_view header) const {
+    const auto cred = parse_basic_authorization(header);
+    if (!cred) return false;
+    const auto it = users_.find(cred->user);
+    if (it == users_.end()) return false;
+    const std::string key = digest(cred->user, cred->password, it->second);
+    std::lock_guard lk(mu_);
+    return verified_.contains(key);
+}
+
 }  // namespace rocewatch::api

@@ -23,6 +23,11 @@ public:
     // by its SHA-256, as the exporter toolkit does, so a scraper pays it once.
     std::optional<std::string> check(std::string_view authorization_header) const;
 
+    // Whether the header's credentials were verified already (no bcrypt: a SHA-256 and a
+    // lookup). The front end gives the lane reserved for scrapes only to these, so a flood of
+    // wrong passwords, each a bcrypt check on a worker, cannot take it from a scraper.
+    bool known(std::string_view authorization_header) const;
+
 private:
     std::map<std::string, std::string> users_;
     mutable std::mutex mu_;

@@ -431,7 +431,12 @@ void FrontEnd::Impl::hand_over(Conn& c, size_t need, SteadyClock::time_point now
     c.in.erase(0, need);  // a pipelined next request, judged after this answer
     r.last = c.served + 1 >= opts.keep_alive_max_requests || stopping ||
              wants_close(header_list(r.bytes, "Connection"));
+    // With basic auth on, the lane reserved for scrapes is for credentials verified before:
+    // wrong ones (a bcrypt check each) queue with everything else (issue 14's slow-client design).
     r.priority = is_priority_request(r.bytes);
+    if (r.priority && web)
+        if (const auto st = web->current(now); st->auth->enabled())
+            r.priority = st->auth->known(header_list(r.bytes, "Authorization"));
     r.remote_ip = c.source;
     r.remote_port = c.remote_port;
     r.local_ip = c.local_ip;

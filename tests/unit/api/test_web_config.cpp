@@ -154,5 +154,18 @@ TEST(BasicAuth, KnownUserWithTheRightPasswordOnly) {
     EXPECT_FALSE(BasicAuth(std::map<std::string, std::string>{}).enabled());
 }
 
+// known(): verified before, without a bcrypt check of its own (the front end's lane choice).
+TEST(BasicAuth, KnownOnlyOnceVerified) {
+    const BasicAuth auth(std::map<std::string, std::string>{{"prometheus", kHash}});
+    EXPECT_FALSE(auth.known(basic("prometheus:s3cret"))) << "not checked yet";
+    EXPECT_FALSE(auth.check(basic("prometheus:wrong")));
+    EXPECT_FALSE(auth.known(basic("prometheus:wrong")));
+    EXPECT_TRUE(auth.check(basic("prometheus:s3cret")));
+    EXPECT_TRUE(auth.known(basic("prometheus:s3cret")));
+    EXPECT_FALSE(auth.known(basic("prometheus:s3creT")));
+    EXPECT_FALSE(auth.known(basic("grafana:s3cret")));
+    EXPECT_FALSE(auth.known("Bearer s3cret"));
+}
+
 }  // namespace
 }  // namespace rocewatch::api
