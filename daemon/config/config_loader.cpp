@@ -344,10 +344,17 @@ const KeySpec<DaemonConfig> kDaemonKeys[] = {
 };
 
 // A regex for std::regex (ECMAScript), refused here when it does not compile, so that the
-// exporter never meets a bad one.
+// exporter never meets a bad one. libstdc++ compiles a pattern by recursion, a few frames a
+// character or group: 20,000 nested groups overflowed the stack (the daemon died on a reload).
+// A netdev name is at most 15 bytes, and a pattern for it fits well within the cap.
+constexpr size_t kMaxRegexBytes = 512;
+
 void set_regex(const Field& f, std::string& target) {
     auto v = f.string();
     if (!v) return;
+    if (v->size() > kMaxRegexBytes)
+        return f.fail("a regular expression of " + std::to_string(v->size()) + " bytes; at most " +
+                      std::to_string(kMaxRegexBytes));
     try {
         (void)std::regex(*v, std::regex::ECMAScript);
         target = *v;

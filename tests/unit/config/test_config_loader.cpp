@@ -1003,6 +1003,14 @@ TEST(ConfigMetrics, NetdevFilters) {
         << bad[0];
     EXPECT_EQ(errors_of("[metrics]\nnetdev_include = 5\n"),
               (Lines{"t.toml:2: metrics.netdev_include: expected a string, got an integer"}));
+    // 20,000 nested groups overflowed std::regex's recursive compiler (a crash, on a reload
+    // too): past 512 bytes a pattern is refused before it is compiled.
+    const std::string deep = std::string(20000, '(') + "a" + std::string(20000, ')');
+    EXPECT_EQ(errors_of("[metrics]\nnetdev_include = \"" + deep + "\"\n"),
+              (Lines{"t.toml:2: metrics.netdev_include: a regular expression of 40001 bytes; at most 512"}));
+    const std::string wide = "^(" + std::string(250, 'a') + "|" + std::string(250, 'b') + ")$";
+    EXPECT_TRUE(parse_config("[metrics]\nnetdev_exclude = \"" + wide + "\"\n", "t.toml").config)
+        << "a long pattern within the cap is taken";
 }
 
 // --lldpd-socket lays its path over the file's ("" turns lldpd off); a path no Unix socket can
