@@ -25,7 +25,7 @@
 
 #include "api/http_text.hpp"
 #include "api/http_wire.hpp"
-#include "api/log_safe.hpp"
+#include "util/log_safe.hpp"
 #include "api/request_gate.hpp"
 #include "util/clock.hpp"
 

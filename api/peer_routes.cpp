@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <future>
 
-#include "api/log_safe.hpp"
+#include "util/log_safe.hpp"
 #include "api/metrics.hpp"
 #include "api/probe_view.hpp"
 #include "api/replies.hpp"

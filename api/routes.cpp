@@ -7,7 +7,7 @@
 
 #include "api/cluster_view.hpp"
 #include "api/http_wire.hpp"
-#include "api/log_safe.hpp"
+#include "util/log_safe.hpp"
 #include "api/replies.hpp"
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"

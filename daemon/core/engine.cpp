@@ -19,6 +19,7 @@
 #include "daemon/sysfs/rdma_sysfs.hpp"
 #include "daemon/sysfs/verbs.hpp"
 #include "util/clock.hpp"
+#include "util/log_safe.hpp"
 
 namespace rocewatch {
 namespace {
@@ -551,7 +552,7 @@ void Engine::log_read_errors(const std::vector<SysfsError>& errors) {
     for (const auto& e : errors) {
         if (!logged_unreadable_.admit(e.path)) continue;
         logging::Fields f({{"FILE", e.path}});
-        log_->warn("sysfs: {}: {} (value skipped; this file is logged once)", e.path, e.reason);
+        log_->warn("sysfs: {}: {} (value skipped; this file is logged once)", log_safe(e.path, 256), e.reason);
     }
     if (const auto later = logged_unreadable_.held_back(); later > 0)
         log_->warn("sysfs: {} more unreadable files, logged in the next cycles", later);

@@ -1,6 +1,7 @@
 // Reads RDMA devices, ports, GID tables and counters (and a few host facts) from a sysfs root.
 #include "daemon/sysfs/rdma_sysfs.hpp"
 #include "util/clock.hpp"
+#include "util/log_safe.hpp"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -39,15 +40,9 @@ std::string_view trim(std::string_view s) {
     return s.substr(b, e - b + 1);
 }
 
-// Error messages quote what they found, but never a whole page of it.
-std::string excerpt(std::string_view s) {
-    constexpr std::size_t kMax = 40;
-    std::string out = "'";
-    out += s.substr(0, kMax);
-    if (s.size() > kMax) out += "...";
-    out += "'";
-    return out;
-}
+// Error messages quote what they found, but never a whole page of it, and never a byte that
+// would forge a log line (a file holding "7\n[2026-...] [rocewatchd] ..." wrote a second entry).
+std::string excerpt(std::string_view s) { return "'" + log_safe(s, 40) + "'"; }
 
 bool parse_in6(std::string_view text, in6_addr& out) {
     // On the stack: a GID read parses 255 entries a port twice (65,000 at 128 NICs).

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "api/log_safe.hpp"
+#include "util/log_safe.hpp"
 #include "api/peer_routes.hpp"
 #include "api/probe_view.hpp"
 #include "probes/budget.hpp"
@@ -374,11 +374,11 @@ TEST_F(PeerRoutesTest, BandwidthSessionsMarkBulkWhileTheyRun) {
 }
 
 TEST(LogSafe, EscapesAndBounds) {
-    EXPECT_EQ(api::log_safe("plain id-42"), "plain id-42");
-    EXPECT_EQ(api::log_safe(std::string("a\0b", 3)), "a\\x00b");
-    EXPECT_EQ(api::log_safe("back\\slash"), "back\\\\slash");
-    EXPECT_EQ(api::log_safe("\xff\xfe"), "\\xff\\xfe");
-    EXPECT_EQ(api::log_safe(std::string(10, 'x'), 4), "xxxx...(10 bytes)");
+    EXPECT_EQ(rocewatch::log_safe("plain id-42"), "plain id-42");
+    EXPECT_EQ(rocewatch::log_safe(std::string("a\0b", 3)), "a\\x00b");
+    EXPECT_EQ(rocewatch::log_safe("back\\slash"), "back\\\\slash");
+    EXPECT_EQ(rocewatch::log_safe("\xff\xfe"), "\\xff\\xfe");
+    EXPECT_EQ(rocewatch::log_safe(std::string(10, 'x'), 4), "xxxx...(10 bytes)");
 }
 
 }  // namespace

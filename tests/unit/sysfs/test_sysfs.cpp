@@ -380,6 +380,23 @@ TEST(SysfsRead, ErrorMessagesAreCappedButAllCounted) {
     EXPECT_EQ(r.devices[0].driver, "") << "no device link, no parent: driver unknown";
 }
 
+// What a garbled file holds is quoted in the error, which goes to the log: escaped, so that a
+// file holding a newline and a fake log line does not write a second entry (review).
+TEST(SysfsRead, QuotedFileContentsCannotForgeLogLines) {
+    ScratchTree t("forge");
+    const std::string port = "class/infiniband/mlx5_0/ports/1/";
+    t.write(port + "state", "4: ACTIVE\n");
+    t.write(port + "counters/port_rcv_errors", "x\n[2026-11-29 14:40:00.000] [rocewatchd] [info] \x1b[31m\xff\n");
+    const auto r = read_rdma_devices(t.root);
+    ASSERT_EQ(r.errors.size(), 1u);
+    const std::string text = r.errors.front().text();
+    EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_NE(text.find("not a counter: 'x\\x0a[2026-11-29 14:40:00.000] [rocewatchd]...(54 bytes)'"),
+              std::string::npos)
+        << text;
+}
+
 TEST(SysfsRead, InfinibandGidsHaveNoNetdevAndThatIsNoError) {
     // On an IB port the kernel answers EINVAL for gid_attrs/ndevs/<idx>; here it is absent.
     ScratchTree t("ib");

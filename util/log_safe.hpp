@@ -1,4 +1,4 @@
-// Makes text from the network safe to put in a log line: bounded, one line, printable.
+// Makes text from the network or from files safe to put in a log line: bounded, one line, printable.
 #pragma once
 
 #include <cstddef>
@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
-namespace rocewatch::api {
+namespace rocewatch {
 
-// What a peer or client sends (a session id, a request path) goes into log lines at info
-// or debug level. Raw, a CR/LF forges log lines and a 60 KB value floods the journal, so
+// What a peer or client sends (a session id, a request path) and what a sysfs file holds go
+// into log lines. Raw, a CR/LF forges log lines and a 60 KB value floods the journal, so
 // every byte outside printable ASCII is written as \xNN (a backslash as \\), and the
 // result keeps at most `max` input bytes, marking the cut with "...(N bytes)".
 inline std::string log_safe(std::string_view s, size_t max = 128) {
@@ -31,4 +31,4 @@ inline std::string log_safe(std::string_view s, size_t max = 128) {
     return out;
 }
 
-}  // namespace rocewatch::api
+}  // namespace rocewatch
