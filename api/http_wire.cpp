@@ -92,7 +92,7 @@ std::string request_for_httplib(std::string bytes) {
         at = end + 2;
         const size_t colon = line.find(':');
         const auto name = colon == std::string_view::npos ? line : line.substr(0, colon);
-        if (iequals(name, "Range") || iequals(name, "Expect")) continue;
+        if (iequals(name, "Range") || iequals(name, "Expect") || iequals(name, "Content-Type")) continue;
         if (iequals(name, "Accept-Encoding")) {
             saw_accept = true;
             continue;

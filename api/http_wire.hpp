@@ -43,7 +43,10 @@ bool wants_close(std::string_view connection);
 // A request the gate accepted, as httplib is to parse it: Range lines dropped (ranges are
 // ignored, RFC 9110 14.2: httplib 0.11 builds any number of overlapping ranges into one
 // multipart body), Expect dropped (the front end answered 100-continue as the head came;
-// httplib would write a second one into the answer), and Accept-Encoding made "gzip" where the client accepts gzip
+// httplib would write a second one into the answer), Content-Type dropped (every body we take
+// is JSON whatever it is labelled; httplib parsed a form-encoded one, as `curl -d` labels it,
+// into parameters and refused one past 8 KiB with 413, under the gate's 64 KiB), and
+// Accept-Encoding made "gzip" where the client accepts gzip
 // (accepts_gzip: q-values, an explicit refusal over "*") and dropped where it does not:
 // httplib 0.11 compresses an answer when the value merely contains "gzip" or "br", q=0 too.
 std::string request_for_httplib(std::string bytes);

@@ -133,8 +133,8 @@ void run_now(State& st, const Req& req, Res& res) {
         return send_json(res, 429, error_json(429, "a probe run is already in progress"));
     }
     Release release{st.run_busy};
-    // The query only: httplib also files a form-encoded body under the parameters, and clients
-    // (curl -d, Python's urllib) send JSON with that content type.
+    // The query only, from the target: clients (curl -d, Python's urllib) label JSON as a form,
+    // which the front end keeps httplib from parsing into parameters (request_for_httplib).
     if (const auto q = req.target.find('?'); q != std::string::npos && q + 1 < req.target.size()) {
         const std::string query = req.target.substr(q + 1);
         return send_json(res, 400,

@@ -115,6 +115,10 @@ TEST(HttpWire, RequestForHttplibDropsRangesAndSettlesTheEncoding) {
               "GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\r\n");
     EXPECT_EQ(request_for_httplib("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nRange: bytes=0-1\r\n\r\nhi"),
               "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
+    // Content-Type goes: a body is JSON whatever its label, never a form for httplib to parse.
+    EXPECT_EQ(request_for_httplib("POST /p HTTP/1.1\r\nHost: x\r\ncontent-type: application/x-www-form-urlencoded\r\n"
+                                  "Content-Length: 2\r\n\r\n{}"),
+              "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
     // Accept-Encoding: gzip where gzip is accepted, nothing where it is not, br never.
     EXPECT_EQ(request_for_httplib("GET / HTTP/1.1\r\nAccept-Encoding: br, gzip;q=0.5\r\nHost: x\r\n\r\n"),
               "GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
