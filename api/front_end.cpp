@@ -411,6 +411,11 @@ void FrontEnd::Impl::maybe_continue(Conn& c) {
 // Judges what is buffered: rejects, keeps reading, or hands a complete request over.
 void FrontEnd::Impl::advance(Conn& c, SteadyClock::time_point now) {
     if (c.state == State::head) {
+        // Empty lines before a request line are ignored (RFC 9112 2.2): a client may end a
+        // body with a CRLF more than its Content-Length, and the next request was refused.
+        size_t blank = 0;
+        while (c.in.compare(blank, 2, "\r\n") == 0) blank += 2;
+        if (blank > 0) c.in.erase(0, blank);
         if (!c.recheck) return;
         c.recheck = false;
         const auto verdict = check_request_head(c.in, opts);
@@ -429,8 +434,10 @@ void FrontEnd::Impl::hand_over(Conn& c, size_t need, SteadyClock::time_point now
     r.ticket = c.id;
     r.bytes = c.in.substr(0, need);
     c.in.erase(0, need);  // a pipelined next request, judged after this answer
+    // HTTP/1.0 is served one request a connection: httplib 0.11 keeps one alive only for the
+    // exact "Keep-Alive", and announced keep-alive on a connection it then closed.
     r.last = c.served + 1 >= opts.keep_alive_max_requests || stopping ||
-             wants_close(header_list(r.bytes, "Connection"));
+             wants_close(header_list(r.bytes, "Connection")) || is_http10(r.bytes);
     // With basic auth on, the lane reserved for scrapes is for credentials verified before:
     // wrong ones (a bcrypt check each) queue with everything else (issue 14's slow-client design).
     r.priority = is_priority_request(r.bytes);

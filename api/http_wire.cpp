@@ -71,6 +71,8 @@ bool is_priority_request(std::string_view head) {
 
 bool is_metrics_request(std::string_view head) { return get_path(head) == "/metrics"; }
 
+bool is_http10(std::string_view head) { return head.substr(0, head.find("\r\n")).ends_with(" HTTP/1.0"); }
+
 bool wants_close(std::string_view connection) {
     while (!connection.empty()) {
         const size_t comma = connection.find(',');

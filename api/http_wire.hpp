@@ -40,6 +40,9 @@ std::string header_list(std::string_view head, std::string_view name);
 // options, in any case (RFC 9110 7.6.1). httplib 0.11 honours the exact "close" only.
 bool wants_close(std::string_view connection);
 
+// The request line of `head` (a request the gate accepted) says HTTP/1.0.
+bool is_http10(std::string_view head);
+
 // A request the gate accepted, as httplib is to parse it: Range lines dropped (ranges are
 // ignored, RFC 9110 14.2: httplib 0.11 builds any number of overlapping ranges into one
 // multipart body), Expect dropped (the front end answered 100-continue as the head came;

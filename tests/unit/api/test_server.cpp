@@ -839,6 +839,29 @@ TEST_F(ApiServerTest, RenderedMetricsAreServedWithoutAWorker) {
         << m->body.substr(m->body.find("rocewatch_http_requests_total"), 600);
 }
 
+// RFC 9112 2.2: an empty line before a request line is ignored, not a malformed request.
+TEST_F(ApiServerTest, EmptyLinesBeforeAPipelinedRequestAreIgnored) {
+    const auto r = raw_request(server->port(),
+                               "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n\r\n\r\nGET /healthz HTTP/1.1\r\nHost: "
+                               "x\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
+    const auto second = r.find("HTTP/1.1", 1);
+    ASSERT_NE(second, std::string::npos) << r;
+    EXPECT_EQ(status_line(r.substr(second)), "HTTP/1.1 200 OK") << r;
+}
+
+// HTTP/1.0 is served one request a connection, and the answer says so: it announced
+// "Keep-Alive: timeout=30, max=100" on a connection it then closed.
+TEST_F(ApiServerTest, Http10IsOneRequestAConnectionAndSaysSo) {
+    for (const char* connection : {"", "Connection: keep-alive\r\n", "Connection: Keep-Alive\r\n"}) {
+        const auto r = raw_request(server->port(), std::string("GET /healthz HTTP/1.0\r\n") + connection + "\r\n");
+        const auto head = r.substr(0, r.find("\r\n\r\n"));
+        EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK") << connection;
+        EXPECT_NE(head.find("\r\nConnection: close"), std::string::npos) << connection << head;
+        EXPECT_EQ(head.find("Keep-Alive"), std::string::npos) << connection << head;
+    }
+}
+
 TEST_F(ApiServerTest, GzipMetricsOnce) {
     const auto r = raw_request(
         server->port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
