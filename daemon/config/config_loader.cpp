@@ -75,7 +75,16 @@ private:
     std::vector<ConfigError> errors_;
 };
 
-std::string in_quotes(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+// A value quoted in an error, escaped as JSON; a long one only in part (a 900 KB log_level was
+// printed whole), cut where it may split a UTF-8 character, which the dump then replaces.
+std::string in_quotes(std::string_view s) {
+    constexpr size_t kShown = 256;
+    const auto quoted = [](std::string_view v) {
+        return nlohmann::json(std::string(v)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    if (s.size() <= kShown) return quoted(s);
+    return quoted(s.substr(0, kShown)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
 
 std::string number_text(double v) {
     char buf[64];

@@ -677,6 +677,17 @@ TEST(ConfigErrors, BadDuration) {
                      "\"1m\", \"1h30m\"; zero is \"0s\")"}));
 }
 
+// A long bad value is quoted in part (a 900 KB log_level was printed whole), and a cut through
+// a UTF-8 character does not throw.
+TEST(ConfigErrors, LongValuesAreQuotedInPart) {
+    EXPECT_EQ(errors_of("[daemon]\nlog_level = \"" + std::string(900000, 'x') + "\"\n"),
+              (Lines{"t.toml:2: daemon.log_level: \"" + std::string(256, 'x') +
+                     "\"... (900000 bytes) is not a log level (trace, debug, info, warn, error, critical, off)"}));
+    const auto cut = errors_of("[daemon]\nlog_level = \"" + std::string(255, 'x') + "\u00e9\u00e9\"\n");
+    ASSERT_EQ(cut.size(), 1u);
+    EXPECT_NE(cut[0].find("... (259 bytes) is not a log level"), std::string::npos) << cut[0];
+}
+
 // "2562048h" fits a Duration in milliseconds but overflows steady_clock's nanoseconds once
 // added to now(): every duration key has an upper bound, named in the error.
 TEST(ConfigErrors, EveryDurationHasAMaximum) {
