@@ -19,6 +19,10 @@
 # CPU per GB, for each side of each tool: the sender's user+system CPU from its rusage (bash's
 # `time`), the receiver's from /proc/PID/stat before and after the run (both servers stay up),
 # divided by the gigabytes the receiver counted. Counts, not wall time: fair on a busy machine.
+# Wake-ups per GB, for each receiver: its voluntary context switches (every thread) over the
+# run, per GB. On veth the sender's CPU delivers each segment and wakes a sleeping receiver, so
+# a receiver that sleeps and wakes often costs the sender CPU (an IPI, dear in a VM; see
+# docs/figures.md, stop 34).
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -106,6 +110,9 @@ wait_listen "$PORT_IPERF"
 TICK=$(getconf CLK_TCK)
 # utime + stime of a process, in seconds (every thread of it).
 cpu_s() { awk -v t="$TICK" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.3f", (f[12] + f[13]) / t }' "/proc/$1/stat"; }
+# Voluntary context switches of a process, every thread.
+wakes() { awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s }' /proc/"$1"/task/*/status; }
+per_gb_n() { awk -v c="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.0f", c / (b / 1e9); else print "n/a" }'; }
 TIMEFORMAT='%U %S'
 # Runs a sender; its output to $LOGDIR/out, its user+system CPU seconds to $LOGDIR/cpu.
 timed() { { time "$@" >"$LOGDIR/out" 2>&1; } 2>"$LOGDIR/time" || return 1; awk '{ print $1 + $2 }' "$LOGDIR/time" >"$LOGDIR/cpu"; }
@@ -117,13 +124,14 @@ echo "# rocewatch TCP probe vs reference tools over veth ($ADDR_A -> $ADDR_B), $
 echo "# $(iperf3 --version | head -1); $( [ "$HAVE_SOCKPERF" = 1 ] && sockperf --version 2>&1 | head -1 || echo 'sockperf: not installed')"
 echo
 echo "## bandwidth, ${DURATION} s per run, counted at the receiver (Gbit/s)"
-echo "# CPU-s per GB received: snd = sender, rcv = receiver; ratios ours/iperf3"
-printf '%-8s %-4s %10s %10s %8s %9s %9s %9s %9s %7s %7s\n' streams run ours iperf3 ratio \
-    snd_ours snd_ref rcv_ours rcv_ref r_snd r_rcv
+echo "# CPU-s per GB received: snd = sender, rcv = receiver; ratios ours/iperf3; wake = receiver wake-ups per GB"
+printf '%-8s %-4s %10s %10s %8s %9s %9s %9s %9s %7s %7s %9s %9s\n' streams run ours iperf3 ratio \
+    snd_ours snd_ref rcv_ours rcv_ref r_snd r_rcv wake_ours wake_ref
 declare -A RSUM RCOUNT
 for run in $(seq "$RUNS"); do
     for p in 1 4; do
         r0=$(cpu_s "$PID_OURS")
+        w0=$(wakes "$PID_OURS")
         timed in_a "${SND[@]}" "$CLI" bw --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --streams "$p" \
               --duration "$DURATION" "${OURS_EXTRA[@]}" || die "our probe failed: $(cat "$LOGDIR/out")"
         out=$(cat "$LOGDIR/out")
@@ -131,16 +139,19 @@ for run in $(seq "$RUNS"); do
         ob=$(kv bytes "$out")
         osnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$ob")
         orcv=$(per_gb "$(awk -v a="$r0" -v b="$(cpu_s "$PID_OURS")" 'BEGIN { print b - a }')" "$ob")
+        owake=$(per_gb_n $(( $(wakes "$PID_OURS") - w0 )) "$ob")
         r0=$(cpu_s "$PID_IPERF")
+        w0=$(wakes "$PID_IPERF")
         timed in_a "${SND[@]}" iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J "${IPERF_EXTRA[@]}" || die "iperf3 failed"
         ref=$(jq -r '.end.sum_received.bits_per_second / 1e9' "$LOGDIR/out")
         rb=$(jq -r '.end.sum_received.bytes' "$LOGDIR/out")
         rsnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$rb")
         rrcv=$(per_gb "$(awk -v a="$r0" -v b="$(cpu_s "$PID_IPERF")" 'BEGIN { print b - a }')" "$rb")
+        rwake=$(per_gb_n $(( $(wakes "$PID_IPERF") - w0 )) "$rb")
         ref=$(printf '%.3f' "$ref")
         r=$(ratio "$ours" "$ref")
-        printf '%-8s %-4s %10s %10s %8s %9s %9s %9s %9s %7s %7s\n' "$p" "$run" "$ours" "$ref" "$r" \
-            "$osnd" "$rsnd" "$orcv" "$rrcv" "$(ratio "$osnd" "$rsnd")" "$(ratio "$orcv" "$rrcv")"
+        printf '%-8s %-4s %10s %10s %8s %9s %9s %9s %9s %7s %7s %9s %9s\n' "$p" "$run" "$ours" "$ref" "$r" \
+            "$osnd" "$rsnd" "$orcv" "$rrcv" "$(ratio "$osnd" "$rsnd")" "$(ratio "$orcv" "$rrcv")" "$owake" "$rwake"
         RSUM[$p]=$(awk -v s="${RSUM[$p]:-0}" -v r="$r" 'BEGIN { print s + r }')
         RCOUNT[$p]=$(( ${RCOUNT[$p]:-0} + 1 ))
     done
