@@ -65,6 +65,11 @@ struct PeerRoutesTest : ::testing::Test {
 
     void SetUp() override {
         cfg->peers = {PeerConfig{.name = "b", .address = "127.0.0.1:1"}};
+        start(kToken, "");
+    }
+    // The routes on a new server: with `token` empty, peer probing is off for `no_probing`.
+    void start(const std::string& token, const std::string& no_probing) {
+        if (server) server->stop();
         server = api::ApiServer::create({.host = "127.0.0.1", .port = 0}, source, nullptr, log);
         // A session kind that refuses every request, naming the session id it was sent.
         SessionAccept refuse = [](const Config&, const Snapshot&, const json& r, const std::atomic<bool>*) {
@@ -73,8 +78,8 @@ struct PeerRoutesTest : ::testing::Test {
         };
         api::add_peer_routes(*server, {.snapshots = source,
                                        .config = cfg,
-                                       .token_hex = kToken,
-                                       .no_probing = "",
+                                       .token_hex = token,
+                                       .no_probing = no_probing,
                                        .data_port = 9880,
                                        .scheduler = scheduler,
                                        .sessions = sessions,
@@ -225,40 +230,19 @@ TEST_F(PeerRoutesTest, HelloCarriesTheApiVersion) {
 
 // With no token there is no probing: POST /api/v1/probes/run says so, as /probe and the peer
 // session routes do, rather than 401, which told the caller its credentials were wrong.
-TEST(PeerRoutesOff, EveryProbeRouteSaysProbingIsOff) {
-    std::ostringstream logged;
-    auto log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::ostream_sink_mt>(logged));
-    auto cfg = std::make_shared<Config>();
-    Source source;
+TEST_F(PeerRoutesTest, EveryProbeRouteSaysProbingIsOff) {
     source.set(std::make_shared<const Snapshot>());
-    ProbeStore store;
-    ProbeScheduler scheduler{
-        cfg,
-        ProbeSchedulerDeps{.run = [](const ProbeJob&, const PeerHello&, Deadline) { return ProbeResult{}; },
-                           .hello = [](const PeerConfig&, SteadyClock::time_point) { return PeerState{}; }},
-        store, log};
-    SessionHost sessions;
-    auto server = api::ApiServer::create({.host = "127.0.0.1", .port = 0}, source, nullptr, log);
-    api::add_peer_routes(*server, {.snapshots = source,
-                                   .config = cfg,
-                                   .token_hex = "",
-                                   .no_probing = "no peer token file",
-                                   .data_port = 9880,
-                                   .scheduler = scheduler,
-                                   .sessions = sessions,
-                                   .session_kinds = {},
-                                   .log = log,
-                                   .budget = nullptr});
-    server->start();
-    httplib::Client cli("127.0.0.1", server->port());
-    auto res = cli.Post("/api/v1/probes/run", R"({"peer": "b", "kind": "tcp_lat"})", "application/json");
+    start("", "no peer token file");
+    auto res = cli->Post("/api/v1/probes/run", R"({"peer": "b", "kind": "tcp_lat"})", "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 503) << res->body;
     EXPECT_NE(res->body.find("peer probing is off: no peer token file"), std::string::npos) << res->body;
-    res = cli.Get("/probe?target=b&module=tcp_lat");
+    res = cli->Get("/probe?target=b&module=tcp_lat");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 503) << res->body;
-    server->stop();
+    res = cli->Post("/api/v1/peer/rdma", "{}", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 503) << res->body;
 }
 
 static std::string b64(const std::string& in) { return base64_encode(in); }
