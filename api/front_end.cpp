@@ -123,6 +123,7 @@ struct FrontEnd::Impl {
     void send_now(Conn& c, const std::string& bytes);
     void read_ready(Conn& c, SteadyClock::time_point now);
     void advance(Conn& c, SteadyClock::time_point now);
+    static void skip_blank_lines(Conn& c);
     void maybe_continue(Conn& c);
     [[nodiscard]] bool advance_alive(Conn& c, SteadyClock::time_point now);
     void hand_over(Conn& c, size_t need, SteadyClock::time_point now);
@@ -373,18 +374,29 @@ void FrontEnd::Impl::read_ready(Conn& c, SteadyClock::time_point now) {
     const ssize_t n = conn_recv(c, buf, std::min(sizeof buf, want));
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n <= 0) return close_conn(c.id);  // closed or reset: nobody to answer
-    if (c.state == State::head && c.in.empty() && c.served > 0) {
+    const bool idle = c.state == State::head && c.in.empty();
+    c.recheck = c.recheck || std::memchr(buf, '\n', static_cast<size_t>(n)) != nullptr ||
+                c.in.size() + static_cast<size_t>(n) > opts.max_header_bytes;
+    c.in.append(buf, static_cast<size_t>(n));
+    if (c.state == State::head) skip_blank_lines(c);
+    if (idle && !c.in.empty() && c.served > 0) {
         // The first byte of a kept-alive connection's next request: its own deadline starts.
         c.waiting_since = now;
         set_deadline(c, now + opts.timeout);
     }
-    c.recheck = c.recheck || std::memchr(buf, '\n', static_cast<size_t>(n)) != nullptr ||
-                c.in.size() + static_cast<size_t>(n) > opts.max_header_bytes;
-    c.in.append(buf, static_cast<size_t>(n));
-    if (!advance_alive(c, now)) return;
+    if (!c.in.empty() && !advance_alive(c, now)) return;
     // TLS keeps decrypted bytes of a record beyond `want` to itself, where epoll does not
     // see them: read on while it has some and the connection still reads.
     if (c.ssl && SSL_pending(c.ssl) > 0 && (c.state == State::head || c.state == State::body)) read_ready(c, now);
+}
+
+// Empty lines before a request line are ignored (RFC 9112 2.2): a client may end a body with
+// a CRLF more than its Content-Length, and the request after it was refused. They are not the
+// start of a request either: they move no deadline, so a trickle of them keeps no connection.
+void FrontEnd::Impl::skip_blank_lines(Conn& c) {
+    size_t blank = 0;
+    while (std::string_view(c.in).substr(blank, 2) == "\r\n") blank += 2;
+    if (blank > 0) c.in.erase(0, blank);
 }
 
 // advance(), then whether `c` still exists: a refusal or a 503 that cannot be written (the
@@ -411,11 +423,6 @@ void FrontEnd::Impl::maybe_continue(Conn& c) {
 // Judges what is buffered: rejects, keeps reading, or hands a complete request over.
 void FrontEnd::Impl::advance(Conn& c, SteadyClock::time_point now) {
     if (c.state == State::head) {
-        // Empty lines before a request line are ignored (RFC 9112 2.2): a client may end a
-        // body with a CRLF more than its Content-Length, and the next request was refused.
-        size_t blank = 0;
-        while (c.in.compare(blank, 2, "\r\n") == 0) blank += 2;
-        if (blank > 0) c.in.erase(0, blank);
         if (!c.recheck) return;
         c.recheck = false;
         const auto verdict = check_request_head(c.in, opts);
@@ -603,6 +610,7 @@ void FrontEnd::Impl::after_write(Conn& c, SteadyClock::time_point now) {
     c.state = State::head;
     c.recheck = true;
     c.waiting_since = now;
+    skip_blank_lines(c);
     set_interest(c, EPOLLIN);
     // An idle kept-alive connection may wait keep_alive_timeout for its next request; once
     // that request has begun, it has `timeout` to finish, as on a new connection.

@@ -621,6 +621,40 @@ TEST_F(ApiServerTest, IdleKeptAliveConnectionIsClosedQuietly) {
     EXPECT_LT(Steady::now() - t0, 2000ms);
 }
 
+// Empty lines are not the start of a request: a trickle of them, each within the request
+// timeout, does not keep an idle kept-alive connection past keep_alive_timeout (review).
+TEST_F(ApiServerTest, BlankLinesDoNotKeepAnIdleConnection) {
+    server->stop();
+    auto o = test_options();
+    o.timeout = 2000ms;
+    o.keep_alive_timeout = 300ms;
+    server = make(o);
+    server->start();
+    const int fd = connect_to(server->port());
+    send_best_effort(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    const auto t0 = Steady::now();
+    std::string r;
+    bool closed = false;
+    for (int i = 0; i < 20 && !closed; ++i) {  // a CRLF every 100 ms for up to 2 s
+        (void)::send(fd, "\r\n", 2, MSG_NOSIGNAL);
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) > 0) {
+            char buf[4096];
+            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0)
+                closed = true;
+            else
+                r.append(buf, static_cast<size_t>(n));
+        }
+    }
+    const auto took = Steady::now() - t0;
+    ::close(fd);
+    EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
+    EXPECT_TRUE(closed) << "still open after 2 s of blank lines";
+    EXPECT_LT(took, 1500ms);
+    EXPECT_EQ(r.find("400"), std::string::npos) << r;
+}
+
 TEST_F(ApiServerTest, SlowlorisCutOffByTimeout) {
     const std::string req =
         "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
