@@ -445,12 +445,7 @@ void FrontEnd::Impl::hand_over(Conn& c, size_t need, SteadyClock::time_point now
     // exact "Keep-Alive", and announced keep-alive on a connection it then closed.
     r.last = c.served + 1 >= opts.keep_alive_max_requests || stopping ||
              wants_close(header_list(r.bytes, "Connection")) || is_http10(r.bytes);
-    // With basic auth on, the lane reserved for scrapes is for credentials verified before:
-    // wrong ones (a bcrypt check each) queue with everything else (issue 14's slow-client design).
     r.priority = is_priority_request(r.bytes);
-    if (r.priority && web)
-        if (const auto st = web->current(now); st->auth->enabled())
-            r.priority = st->auth->known(header_list(r.bytes, "Authorization"));
     r.remote_ip = c.source;
     r.remote_port = c.remote_port;
     r.local_ip = c.local_ip;

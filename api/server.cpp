@@ -9,6 +9,7 @@
 
 #include "api/http_wire.hpp"
 #include "api/mem_stream.hpp"
+#include "api/probe_view.hpp"
 #include "api/server_impl.hpp"
 
 namespace rocewatch::api {
@@ -45,6 +46,16 @@ bool ApiServer::Impl::serve_on_front_end(const GatedRequest& r) {
     if (!is_metrics_request(r.bytes) || web->current()->auth->enabled()) return false;
     const auto s = src.latest();
     return s && metrics.ready(s, accepts_gzip(header_list(r.bytes, "Accept-Encoding")));
+}
+
+// With basic auth on, the lane reserved for scrapes is for credentials verified before (the
+// cache, no bcrypt) and the peer token: a flood of wrong passwords to /metrics, a bcrypt check
+// each on a worker, queues with everything else and cannot take the lane from a scraper.
+bool ApiServer::Impl::may_take_reserved_lane(std::string_view head) const {
+    const auto st = web->current();
+    if (!st->auth->enabled()) return true;
+    const std::string authz = header_list(head, "Authorization");
+    return st->auth->known(authz) || credentials_match(authz, peer_token_hex);
 }
 
 ApiServer::ApiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -138,7 +149,7 @@ void ApiServer::start() {
                 return true;
             }
             auto req = std::make_shared<GatedRequest>(std::move(r));
-            const bool priority = req->priority;
+            const bool priority = req->priority && im.may_take_reserved_lane(req->bytes);
             return im.pool->submit([&im, req] { im.serve(*req); }, priority);
         },
         im.web.get());

@@ -60,6 +60,7 @@ struct ApiServer::Impl {
 
     std::unique_ptr<WebGuard> web;  // made by create(): a bad web config fails there
     std::string peer_token_hex;     // also opens the port when basic auth is on
+    [[nodiscard]] bool may_take_reserved_lane(std::string_view head) const;
 
     GatedServer server;
     std::unique_ptr<WorkerPool> pool;

@@ -61,6 +61,13 @@ std::shared_ptr<const WebState> WebGuard::current(SteadyClock::time_point now) {
         if ((next->tls != nullptr) != tls_)
             throw WebConfigError(path_ + ": tls_server_config: switching TLS " + (tls_ ? "off" : "on") +
                                  " takes a restart of rocewatchd; the running web config stays");
+        // The same users: the credentials verified so far stay verified (a certificate
+        // rotation must not send every scraper through bcrypt and the general lane again).
+        if (next->config.users == state_->config.users) {
+            auto kept = std::make_shared<WebState>(*next);
+            kept->auth = state_->auth;
+            next = std::move(kept);
+        }
         state_ = std::move(next);
         stamps_ = stamps_of(&state_->config);
         refused_.clear();

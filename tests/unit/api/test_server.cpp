@@ -793,7 +793,14 @@ TEST_F(ApiServerTest, WithBasicAuthOnlyVerifiedScrapesTakeTheReservedLane) {
     o.max_queued_connections = 2;
     o.web_config_file = (dir / "web.yml").string();
     Gate gate;
-    restart_with_slow_handler(o, gate);
+    server->stop();
+    server = make(o);
+    server->accept_peer_token(std::string(64, 'a'));  // peers' daemons scrape with it
+    server->add_get("/slow", [&gate](const httplib::Request&, httplib::Response& res) {
+        gate.wait();
+        res.set_content("done\n", "text/plain");
+    });
+    server->start();
     const auto scrape = [](const char* auth) {
         return std::string("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: ") + auth +
                "\r\nConnection: close\r\n\r\n";
@@ -818,6 +825,9 @@ TEST_F(ApiServerTest, WithBasicAuthOnlyVerifiedScrapesTakeTheReservedLane) {
     const auto t0 = Steady::now();
     EXPECT_EQ(status_line(raw_request(server->port(), scrape(kGood))), "HTTP/1.1 200 OK");
     EXPECT_LT(Steady::now() - t0, 500ms) << "the verified scraper is served by the reserved worker at once";
+    const auto bearer = "Bearer " + std::string(64, 'a');
+    EXPECT_EQ(status_line(raw_request(server->port(), scrape(bearer.c_str()))), "HTTP/1.1 200 OK");
+    EXPECT_LT(Steady::now() - t0, 1000ms) << "and so is one with the peer token";
 
     gate.release();
     EXPECT_NE(read_all(slow, 2000ms).find("done\n"), std::string::npos);

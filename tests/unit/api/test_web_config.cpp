@@ -1,12 +1,18 @@
 // The exporter toolkit's web config as rocewatch reads it, and basic auth against bcrypt hashes.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "api/basic_auth.hpp"
 #include "api/web_config.hpp"
+#include "api/web_guard.hpp"
 #include "util/base64.hpp"
 
 namespace rocewatch::api {
@@ -152,6 +158,29 @@ TEST(BasicAuth, KnownUserWithTheRightPasswordOnly) {
     EXPECT_FALSE(auth.check("Bearer s3cret"));
     EXPECT_FALSE(auth.check(""));
     EXPECT_FALSE(BasicAuth(std::map<std::string, std::string>{}).enabled());
+}
+
+// A reload with the same users keeps what was verified (a certificate rotation must not send
+// every scraper through bcrypt and the general lane again); other users start afresh.
+TEST(WebGuard, AReloadWithTheSameUsersKeepsTheirVerifiedCredentials) {
+    namespace fs = std::filesystem;
+    using namespace std::chrono_literals;
+    const auto dir = fs::temp_directory_path() / ("rw-webguard-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const auto path = (dir / "web.yml").string();
+    std::ofstream(path) << "basic_auth_users:\n  prometheus: '" << kHash << "'\n";
+    WebGuard guard(path, std::make_shared<spdlog::logger>("t"));
+    auto t = SteadyClock::now();
+    ASSERT_TRUE(guard.current(t)->auth->check(basic("prometheus:s3cret")));
+    std::ofstream(path) << "# rotated\nbasic_auth_users:\n  prometheus: '" << kHash << "'\n";
+    t += 2s;
+    EXPECT_TRUE(guard.current(t)->auth->known(basic("prometheus:s3cret"))) << "the same users: still verified";
+    std::ofstream(path) << "basic_auth_users:\n  prometheus: '" << kHash << "'\n  grafana: '" << kHash << "'\n";
+    t += 2s;
+    const auto st = guard.current(t);
+    EXPECT_EQ(st->config.users.size(), 2u) << "reloaded";
+    EXPECT_FALSE(st->auth->known(basic("prometheus:s3cret"))) << "other users: verified afresh";
+    fs::remove_all(dir);
 }
 
 // known(): verified before, without a bcrypt check of its own (the front end's lane choice).
