@@ -110,7 +110,9 @@ wait_listen "$PORT_IPERF"
 TICK=$(getconf CLK_TCK)
 # utime + stime of a process, in seconds (every thread of it).
 cpu_s() { awk -v t="$TICK" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.3f", (f[12] + f[13]) / t }' "/proc/$1/stat"; }
-# Voluntary context switches of a process, every thread.
+# Voluntary context switches of a process, every thread alive at the time: iperf3 3.12
+# (Debian 12) is one thread; later versions run a thread a stream that ends with the test,
+# whose switches this would miss.
 wakes() { awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s }' /proc/"$1"/task/*/status; }
 per_gb_n() { awk -v c="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.0f", c / (b / 1e9); else print "n/a" }'; }
 TIMEFORMAT='%U %S'

@@ -96,7 +96,7 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
     }
     // Without --once the daemon would start and the flag be ignored: one forgotten --once must
     // not leave a daemon listening on every address with the host's defaults.
-    if (format_given && !f.once) {
+    if (format_given && !f.once && !f.help && !f.version) {
         std::cerr << "rocewatchd: --format applies to --once only\n";
         return std::nullopt;
     }

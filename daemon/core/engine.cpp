@@ -565,7 +565,7 @@ void Engine::log_ignored(const std::vector<SysfsError>& ignored) {
     for (const auto& e : ignored) {
         if (!logged_ignored_.admit(e.path)) continue;
         logging::Fields f({{"FILE", e.path}});
-        log_->info("sysfs: {}: {}; ignored (logged once)", e.path, e.reason);
+        log_->info("sysfs: {}: {}; ignored (logged once)", log_safe(e.path, 256), e.reason);
     }
 }
 

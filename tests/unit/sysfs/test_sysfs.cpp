@@ -386,13 +386,13 @@ TEST(SysfsRead, QuotedFileContentsCannotForgeLogLines) {
     ScratchTree t("forge");
     const std::string port = "class/infiniband/mlx5_0/ports/1/";
     t.write(port + "state", "4: ACTIVE\n");
-    t.write(port + "counters/port_rcv_errors", "x\n[2026-11-29 14:40:00.000] [rocewatchd] [info] \x1b[31m\xff\n");
+    // A newline, a terminal escape and a byte that is not UTF-8, all within the 40 bytes quoted.
+    t.write(port + "counters/port_rcv_errors", "x\x1b[31m\xff\n[2026-11-29 14:40:00.000] [rocewatchd] [info] ok\n");
     const auto r = read_rdma_devices(t.root);
     ASSERT_EQ(r.errors.size(), 1u);
     const std::string text = r.errors.front().text();
-    EXPECT_EQ(text.find('\n'), std::string::npos) << text;
-    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
-    EXPECT_NE(text.find("not a counter: 'x\\x0a[2026-11-29 14:40:00.000] [rocewatchd]...(54 bytes)'"),
+    for (const char raw : {'\n', '\x1b', '\xff'}) EXPECT_EQ(text.find(raw), std::string::npos) << text;
+    EXPECT_NE(text.find("not a counter: 'x\\x1b[31m\\xff\\x0a[2026-11-29 14:40:00.000] [rocew...(56 bytes)'"),
               std::string::npos)
         << text;
 }
