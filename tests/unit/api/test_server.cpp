@@ -160,6 +160,16 @@ protected:
         server->start();
     }
 
+    // The server restarted with `o`, and a connection to it that has sent one request.
+    int restart_and_send_one(ApiOptions o) {
+        server->stop();
+        server = make(std::move(o));
+        server->start();
+        const int fd = connect_to(server->port());
+        send_best_effort(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        return fd;
+    }
+
     httplib::Client client() const {
         httplib::Client c("127.0.0.1", server->port());
         c.set_connection_timeout(2s);
@@ -606,13 +616,9 @@ TEST_F(ApiServerTest, KeepAliveRequestBudget) {
 }
 
 TEST_F(ApiServerTest, IdleKeptAliveConnectionIsClosedQuietly) {
-    server->stop();
     auto o = test_options();
     o.keep_alive_timeout = 300ms;
-    server = make(o);
-    server->start();
-    const int fd = connect_to(server->port());
-    send_best_effort(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    const int fd = restart_and_send_one(o);
     const auto t0 = Steady::now();
     const auto r = read_all(fd, 3000ms);
     ::close(fd);
@@ -624,14 +630,10 @@ TEST_F(ApiServerTest, IdleKeptAliveConnectionIsClosedQuietly) {
 // Empty lines are not the start of a request: a trickle of them, each within the request
 // timeout, does not keep an idle kept-alive connection past keep_alive_timeout (review).
 TEST_F(ApiServerTest, BlankLinesDoNotKeepAnIdleConnection) {
-    server->stop();
     auto o = test_options();
     o.timeout = 2000ms;
     o.keep_alive_timeout = 300ms;
-    server = make(o);
-    server->start();
-    const int fd = connect_to(server->port());
-    send_best_effort(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    const int fd = restart_and_send_one(o);
     const auto t0 = Steady::now();
     std::string r;
     bool closed = false;
