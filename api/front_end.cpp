@@ -25,9 +25,9 @@
 
 #include "api/http_text.hpp"
 #include "api/http_wire.hpp"
-#include "util/log_safe.hpp"
 #include "api/request_gate.hpp"
 #include "util/clock.hpp"
+#include "util/log_safe.hpp"
 
 namespace rocewatch::api {
 

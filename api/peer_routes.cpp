@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <future>
 
-#include "util/log_safe.hpp"
 #include "api/metrics.hpp"
 #include "api/probe_view.hpp"
 #include "api/replies.hpp"
@@ -16,6 +15,7 @@
 #include "probes/budget.hpp"
 #include "probes/errors.hpp"
 #include "probes/session.hpp"
+#include "util/log_safe.hpp"
 
 namespace rocewatch::api {
 namespace {

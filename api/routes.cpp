@@ -7,7 +7,6 @@
 
 #include "api/cluster_view.hpp"
 #include "api/http_wire.hpp"
-#include "util/log_safe.hpp"
 #include "api/replies.hpp"
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"
@@ -15,6 +14,7 @@
 #include "api/request_gate.hpp"
 #include "api/server_impl.hpp"
 #include "daemon/rules/rules.hpp"
+#include "util/log_safe.hpp"
 
 namespace rocewatch::api {
 

@@ -12,11 +12,11 @@
 #include <sstream>
 #include <thread>
 
-#include "util/log_safe.hpp"
 #include "api/peer_routes.hpp"
 #include "api/probe_view.hpp"
 #include "probes/budget.hpp"
 #include "util/base64.hpp"
+#include "util/log_safe.hpp"
 
 using namespace rocewatch;
 using nlohmann::json;
