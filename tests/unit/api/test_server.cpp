@@ -149,10 +149,12 @@ protected:
         });
         return s;
     }
-    // The server again with `o` and GET /slow, which waits for `gate`.
-    void restart_with_slow_handler(ApiOptions o, Gate& gate) {
+    // The server again with `o` and GET /slow, which waits for `gate`; `peer_token` as
+    // peers' daemons present it, where given.
+    void restart_with_slow_handler(ApiOptions o, Gate& gate, const std::string& peer_token = "") {
         server->stop();
         server = make(std::move(o));
+        if (!peer_token.empty()) server->accept_peer_token(peer_token);
         server->add_get("/slow", [&gate](const httplib::Request&, httplib::Response& res) {
             gate.wait();
             res.set_content("done\n", "text/plain");
@@ -795,14 +797,7 @@ TEST_F(ApiServerTest, WithBasicAuthOnlyVerifiedScrapesTakeTheReservedLane) {
     o.max_queued_connections = 2;
     o.web_config_file = (dir / "web.yml").string();
     Gate gate;
-    server->stop();
-    server = make(o);
-    server->accept_peer_token(std::string(64, 'a'));  // peers' daemons scrape with it
-    server->add_get("/slow", [&gate](const httplib::Request&, httplib::Response& res) {
-        gate.wait();
-        res.set_content("done\n", "text/plain");
-    });
-    server->start();
+    restart_with_slow_handler(o, gate, std::string(64, 'a'));  // peers' daemons scrape with the token
     const auto scrape = [](const char* auth) {
         return std::string("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: ") + auth +
                "\r\nConnection: close\r\n\r\n";
