@@ -240,7 +240,8 @@ Engine::Engine(std::shared_ptr<const Config> config, EngineSources sources, Snap
     trends_ = std::make_unique<TrendTracker>();
     alerts_ = std::make_unique<AlertTracker>(config_->daemon.history_limit);
     if (!config_->daemon.state_dir.empty()) {
-        state_ = std::make_unique<StateStore>(config_->daemon.state_dir);
+        state_ = std::make_unique<StateStore>(config_->daemon.state_dir,
+                                              StateStore::max_bytes_for(config_->daemon.history_limit));
         load_state();
     }
     if (src_.wake)

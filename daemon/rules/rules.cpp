@@ -1456,6 +1456,45 @@ void rule_peermem_missing(const Context& ctx, Severity sev, Findings& out) {
              {{"nvidia_gpu_present", "yes"}, {"nvidia_peermem_loaded", "no"}}));
 }
 
+// A collector that failed, or sysfs files it could not read: the rules that need what they
+// hold are silent, so without this a node whose driver returns EIO on its counters, or whose
+// sysfs reads hang, would pass as healthy (and `--once` would exit 0).
+void rule_collector_errors(const Context& ctx, Severity sev, Findings& out) {
+    for (const auto& c : ctx.s.collectors) {
+        if (c.name != "sysfs" && c.name != "netlink") continue;
+        const std::string first = c.errors.empty() ? c.last_error : c.errors.front();
+        const bool sysfs = c.name == "sysfs";
+        const std::string needs = sysfs ? "devices, ports, GID tables and counters" : "links, addresses and bonds";
+        if (!c.success) {
+            out.push_back(make(
+                "collector_errors", sev, c.name,
+                "The " + c.name + " collector failed this round (" + first + "): the " + needs +
+                    " it reads are not current, so the verdicts that need them are missing or stale",
+                sysfs ? "A sysfs read that does not return is a wedged driver or firmware: check `dmesg | grep -i -E "
+                        "'mlx5|infiniband|timeout'` and the device's health (`devlink health show`). If rocewatchd "
+                        "runs with --sysfs-root, check that the tree is readable."
+                      : "Check that rocewatchd may open netlink sockets (the unit's RestrictAddressFamilies keeps "
+                        "AF_NETLINK) and the journal for the netlink error; `ip -d link show` should work here.",
+                {{"collector", c.name}, {"error", first}}));
+            continue;
+        }
+        if (c.read_errors == 0) continue;
+        const bool one = c.read_errors == 1;
+        out.push_back(make(
+            "collector_errors", sev, c.name,
+            plural(c.read_errors, "file", "files") + " the " + c.name +
+                " collector reads could not be read or parsed this round (" + first + (one ? "" : ", and more") +
+                (one ? "): the value it holds is missing" : "): the values they hold are missing") +
+                ", so the verdicts that need them are incomplete",
+            "Read the file by hand (`cat FILE`) and check `dmesg` for the driver's errors at that time; a file that "
+            "fails with EIO or EINVAL is often a counter the firmware does not serve. If that is expected on this "
+            "hardware, give the rule a delay or turn it off ([rules.collector_errors] for = \"10m\" or enabled = "
+            "false). `GET /api/v1/status` lists the first few dozen files that failed (collectors[].errors), and the "
+            "journal each one once.",
+            {{"collector", c.name}, {"read_errors", num(c.read_errors)}, {"first_error", first}}));
+    }
+}
+
 // ---------------------------------------------------------------- probe rules
 //
 // Over the probe book (latest result per peer, rail and kind). Rules over RDMA and UCX
@@ -1915,6 +1954,10 @@ constexpr RuleDef kRules[] = {
      rule_link_flapping},
     {"peermem_missing", Severity::warning, Scope::node, "NVIDIA GPU present without nvidia_peermem (no GPUDirect RDMA)",
      rule_peermem_missing},
+    {"collector_errors", Severity::warning, Scope::node,
+     "the sysfs or netlink collector failed this round, or sysfs files could not be read or parsed (the verdicts "
+     "that need them are incomplete)",
+     rule_collector_errors},
     {"peer_unreachable", Severity::critical, Scope::peer,
      "every latest probe to a peer failed: unreachable, refused, timed out or no RDMA ACK", rule_peer_unreachable},
     {"rail_unreachable", Severity::critical, Scope::path,

@@ -38,7 +38,8 @@ std::string utc_stamp() {
 
 }  // namespace
 
-StateStore::StateStore(std::filesystem::path dir) : dir_(std::move(dir)), file_(dir_ / "alerts.json") {}
+StateStore::StateStore(std::filesystem::path dir, std::uintmax_t max_bytes)
+    : dir_(std::move(dir)), file_(dir_ / "alerts.json"), max_bytes_(max_bytes) {}
 
 bool StateStore::save(const nlohmann::json& state, std::string* error) {
     if (aside_pending_ && !set_aside(error)) return false;
@@ -124,8 +125,12 @@ std::optional<nlohmann::json> StateStore::load(std::string* error, const Accept&
     // A file we cannot read is set aside too: saving over it would lose what it holds.
     std::string why;
     nlohmann::json j;
-    std::ifstream in(file_, std::ios::binary);
-    if (!in) {
+    const std::uintmax_t size = std::filesystem::file_size(file_, ec);
+    std::ifstream in;
+    if (!ec && size > max_bytes_) {
+        why = "is " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes_) +
+              " bytes the daemon's history_limit can have written (not read)";
+    } else if (in.open(file_, std::ios::binary); !in) {
         why = std::string("cannot be read: ") + std::strerror(errno);
     } else {
         std::ostringstream text;

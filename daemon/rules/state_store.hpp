@@ -1,6 +1,8 @@
 // Keeps the alert state on disk across restarts, written atomically.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -17,7 +19,17 @@ public:
     // Throws from accept when a document parses but is not a state the caller can use.
     using Accept = std::function<void(const nlohmann::json&)>;
 
-    explicit StateStore(std::filesystem::path dir);
+    // A file larger than max_bytes is set aside unread: parsed, a JSON document takes several
+    // times its size in memory, and no history this daemon keeps writes one that large.
+    explicit StateStore(std::filesystem::path dir, std::uintmax_t max_bytes = kDefaultMaxBytes);
+
+    static constexpr std::uintmax_t kDefaultMaxBytes = 64u << 20;
+
+    // What a daemon keeping history_limit transitions reads at most: its active alerts (64 MiB
+    // hold tens of thousands) and 8 KiB a transition, several times what one takes.
+    static constexpr std::uintmax_t max_bytes_for(std::size_t history_limit) {
+        return kDefaultMaxBytes + std::uintmax_t{history_limit} * 8192;
+    }
 
     // Creates the directory when missing. On failure returns false and, when error is
     // given, says what failed; a half-written alerts.json.tmp is removed so a full disk
@@ -42,6 +54,7 @@ private:
     std::filesystem::path dir_;
     std::filesystem::path file_;
     std::filesystem::path aside_;
+    std::uintmax_t max_bytes_;
     bool aside_pending_ = false;  // a bad file is still in place: save() must not replace it
 };
 

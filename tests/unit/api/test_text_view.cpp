@@ -42,6 +42,25 @@ TEST(TextView, AlertsWithTheirActionsAndTheNodeVerdict) {
     EXPECT_EQ(text.find('\033'), std::string::npos) << "no escape codes without colour";
 }
 
+// A netdev may be named with an ESC in it, and a summary quotes what a sysfs file held: neither
+// reaches the terminal as a command. The rules' own UTF-8 (a degree sign) stays.
+TEST(TextView, ControlBytesInNamesAndSummariesAreShownNotSentToTheTerminal) {
+    auto s = sample();
+    s.host.hostname = "node\033]0;pwned\007";
+    s.alerts[0].object = "eth\033[2J0";
+    s.alerts[0].summary = "module at 71 \u00b0C, value \xc2\x9b"
+                          "6n and \xff";
+    s.alerts[0].action = "line\rforged";
+    const auto text = api::once_text(s, false);
+    EXPECT_EQ(text.find('\033'), std::string::npos) << text;
+    EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+    EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;
+    EXPECT_NE(text.find("rocewatch node\\x1b]0;pwned\\x07: CRITICAL"), std::string::npos) << text;
+    EXPECT_NE(text.find("port_down  eth\\x1b[2J0\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("module at 71 \u00b0C, value \\x9b6n and \\xff\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("action: line\\x0dforged\n"), std::string::npos) << text;
+}
+
 TEST(TextView, PeerAlertsAloneLeaveTheNodeHealthy) {
     auto s = sample();
     s.alerts.erase(s.alerts.begin());

@@ -97,7 +97,8 @@ const std::string kRuleIds =
     "gid_on_bond, "
     "bond_slave_down, "
     "bond_degraded, bond_link_failures, bond_mode_reorders, subnet_overlap, error_counters, congestion, "
-    "link_flapping, peermem_missing, peer_unreachable, rail_unreachable, probe_bandwidth_low, probe_latency_high, "
+    "link_flapping, peermem_missing, collector_errors, peer_unreachable, rail_unreachable, probe_bandwidth_low, "
+    "probe_latency_high, "
     "rdma_fails_tcp_works, tcp_fails_rdma_works, probe_failed, rail_imbalance, ucx_version_mismatch, "
     "peer_config_mismatch, rails_crossed, arp_answered_by_wrong_nic, rail_subnet_mismatch";
 

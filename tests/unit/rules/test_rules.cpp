@@ -167,6 +167,45 @@ TEST(NoRdmaDevice, ANodeWithoutDevicesIsCriticalNotHealthy) {
     EXPECT_TRUE(of_rule(evaluate_rules(s, c), "no_rdma_device").empty());
 }
 
+// ---------------------------------------------------------------- collector_errors
+
+// Files the sysfs collector could not read leave the rules that need them silent: the node
+// must not pass as healthy (and `--once` exit 0) on what was never read.
+TEST(CollectorErrors, UnreadableFilesAndFailedCollectorsAreAWarningNotHealthy) {
+    const Config c = spark_config();
+    Snapshot s = healthy_spark();
+    s.collectors = {{.name = "sysfs", .success = true}, {.name = "netlink", .success = true}};
+    EXPECT_TRUE(of_rule(evaluate_rules(s, c), "collector_errors").empty()) << "every read went through";
+
+    s.collectors[0].read_errors = 3;
+    s.collectors[0].errors = {"/sys/class/infiniband/rocep1s0f0/ports/1/counters/port_rcv_data: Input/output error",
+                              "b: x", "c: y"};
+    auto all = evaluate_rules(s, c);
+    auto f = find(all, "collector_errors", "sysfs");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_EQ(f->severity, Severity::warning);
+    EXPECT_TRUE(has(f->summary, "3 files")) << f->summary;
+    EXPECT_TRUE(has(f->summary, "port_rcv_data: Input/output error, and more")) << f->summary;
+    EXPECT_EQ(f->details.at("read_errors"), "3");
+    EXPECT_TRUE(has(f->action, "[rules.collector_errors]")) << f->action;
+
+    // A collector that failed outright (a read that never returned, netlink refused) says why.
+    s.collectors[0] = {.name = "sysfs", .success = false, .last_error = "reading x did not return within 2000 ms"};
+    s.collectors[1] = {.name = "netlink", .success = false, .last_error = "Operation not permitted"};
+    all = evaluate_rules(s, c);
+    f = find(all, "collector_errors", "sysfs");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_TRUE(has(f->summary, "failed this round (reading x did not return within 2000 ms)")) << f->summary;
+    f = find(all, "collector_errors", "netlink");
+    ASSERT_TRUE(f) << dump(all);
+    EXPECT_TRUE(has(f->summary, "links, addresses and bonds")) << f->summary;
+
+    // Other collectors (verbs, lldp) are not this rule's: lldpd is optional, verbs adds detail.
+    s.collectors = {{.name = "lldp", .success = false, .last_error = "no lldpd"},
+                    {.name = "verbs", .success = false, .read_errors = 2}};
+    EXPECT_TRUE(of_rule(evaluate_rules(s, c), "collector_errors").empty());
+}
+
 // ---------------------------------------------------------------- port_down, netdev_down
 
 TEST(PortDown, DisabledPortSaysBringTheNetdevUp) {

@@ -226,3 +226,43 @@ TEST(StateStore, AlertTrackerSurvivesARestart) {
     EXPECT_EQ(back.active()[0].state, AlertState::firing);
     EXPECT_EQ(back.history()->size(), 1u);
 }
+
+// A state file far larger than any this daemon writes (a disk error, a file copied over it)
+// would take several times its size in memory to parse: it is set aside unread.
+TEST(StateStore, AFileOverTheSizeBoundIsSetAsideUnread) {
+    TempDir d;
+    const std::string text = R"({"version": 1, "alerts": [], "history": []})";
+    std::ofstream(d.path() / "alerts.json") << text << std::string(200, ' ');
+    StateStore store(d.path(), 100);
+    std::string err;
+    bool accepted = false;
+    EXPECT_FALSE(store.load(&err, [&](const nlohmann::json&) { accepted = true; }));
+    EXPECT_FALSE(accepted) << "not parsed";
+    EXPECT_NE(err.find("is " + std::to_string(text.size() + 200) + " bytes, more than the 100 bytes"),
+              std::string::npos)
+        << err;
+    ASSERT_EQ(set_aside_files(d.path()).size(), 1u) << "the evidence is kept";
+    // At the bound itself it is read.
+    std::ofstream(d.path() / "alerts.json") << text;
+    EXPECT_TRUE(StateStore(d.path(), text.size()).load(&err)) << err;
+}
+
+// The bound never refuses what the daemon itself wrote: a full history of transitions with
+// long names and summaries stays well under it.
+TEST(StateStore, TheSizeBoundHoldsAFullHistoryOfLongTransitions) {
+    constexpr size_t kLimit = 200;
+    AlertTracker t(kLimit);
+    Config c;
+    c.daemon.history_limit = kLimit;
+    const TimePoint t0 = TimePoint{} + std::chrono::hours(24 * 365 * 50);
+    const std::string object(256, 'o'), summary(2000, 's');
+    for (size_t i = 0; i < kLimit; ++i) {
+        const Finding f{.rule = "collector_errors", .object = object + std::to_string(i), .summary = summary};
+        t.update({f}, c, t0 + std::chrono::minutes(3 * i));
+        t.update({}, c, t0 + std::chrono::minutes(3 * i + 1));  // missing from here...
+        t.update({}, c, t0 + std::chrono::minutes(3 * i + 2));  // ...resolved past clear_after
+    }
+    ASSERT_EQ(t.history()->size(), kLimit);
+    const auto bytes = t.to_json().dump(1).size();
+    EXPECT_LT(bytes, (StateStore::max_bytes_for(kLimit) - StateStore::kDefaultMaxBytes) / 2) << bytes;
+}
