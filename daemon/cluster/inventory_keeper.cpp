@@ -52,13 +52,18 @@ InventoryKeeper::InventoryKeeper(std::string path, uint16_t listen_port, std::fu
 
 InventoryKeeper::~InventoryKeeper() { stop(); }
 
+// Adding a watch on a directory already watched returns the same descriptor and queues
+// nothing. Only a different one (the directory was replaced, or the path changed) retires the
+// old watch, whose removal queues IN_IGNORED for it: the loop takes IN_IGNORED as a change
+// only for the watch it holds, or every reload would queue the next one.
 void InventoryKeeper::arm_watch_locked() {
     if (!inotify_ || path_.empty()) return;
-    if (watch_ >= 0) inotify_rm_watch(inotify_.get(), watch_);
     const auto dir = std::filesystem::path(path_).parent_path();
-    watch_ = inotify_add_watch(inotify_.get(), (dir.empty() ? std::string(".") : dir.string()).c_str(),
-                               IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB |
-                                   IN_DELETE_SELF | IN_MOVE_SELF);
+    const int wd = inotify_add_watch(inotify_.get(), (dir.empty() ? std::string(".") : dir.string()).c_str(),
+                                     IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB |
+                                         IN_DELETE_SELF | IN_MOVE_SELF);
+    if (watch_ >= 0 && watch_ != wd) inotify_rm_watch(inotify_.get(), watch_);
+    watch_ = wd;
 }
 
 void InventoryKeeper::load_locked() {
@@ -160,17 +165,19 @@ void InventoryKeeper::loop() {
         if (stopping_) break;
         if (inotify_ && ready > 0 && (p[1].revents & POLLIN)) {
             std::string name;
+            int watch = -1;
             {
                 std::lock_guard lock(mu_);
                 name = std::filesystem::path(path_).filename().string();
+                watch = watch_;
             }
             for (;;) {
                 const ssize_t n = read(inotify_.get(), buf, sizeof(buf));
                 if (n <= 0) break;
                 for (ssize_t off = 0; off < n;) {
                     const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
-                    if ((ev->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) ||
-                        (ev->len > 0 && name == ev->name))
+                    if ((ev->mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF)) ||
+                        ((ev->mask & IN_IGNORED) && ev->wd == watch) || (ev->len > 0 && name == ev->name))
                         ours = true;
                     off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
                 }

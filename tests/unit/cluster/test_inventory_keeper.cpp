@@ -71,6 +71,14 @@ TEST(InventoryKeeper, FollowsTheFileAndSleepsWhileNothingHappens) {
     for (int i = 0; i < 100 && keeper.latest()->inventory.entries.size() != 2; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(keeper.latest()->inventory.entries.size(), 2u) << "the change is read";
+    // One change, one reload: re-arming the watch after a load queued IN_IGNORED for the old
+    // watch, which read as another change, so the file was reloaded ten times a second forever.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const auto loads = keeper.latest()->loads;
+    const long settled = voluntary_switches(tid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_EQ(keeper.latest()->loads, loads) << "reloaded with no change to the file";
+    EXPECT_LE(voluntary_switches(tid) - settled, 1) << "woken after the change was read";
 
     const auto t0 = std::chrono::steady_clock::now();
     keeper.stop();
