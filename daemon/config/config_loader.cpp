@@ -1019,8 +1019,11 @@ void keep_start_only(Config& next, const Config& running) {
     const auto keep = [&](const char* key, auto& now, const auto& was) {
         if (now == was) return;
         const auto text = [](const auto& v) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, std::string>)
                 return in_quotes(v);
+            else if constexpr (std::is_same_v<T, Duration>)
+                return in_quotes(format_duration(v));
             else
                 return std::to_string(v);
         };
@@ -1030,6 +1033,9 @@ void keep_start_only(Config& next, const Config& running) {
     keep("daemon.listen", next.daemon.listen, running.daemon.listen);
     keep("daemon.web_config_file", next.daemon.web_config_file, running.daemon.web_config_file);
     keep("daemon.state_dir", next.daemon.state_dir, running.daemon.state_dir);
+    // The HTTP server's worker pool and its timeouts are made once, with the listening socket.
+    keep("daemon.http_threads", next.daemon.http_threads, running.daemon.http_threads);
+    keep("daemon.http_timeout", next.daemon.http_timeout, running.daemon.http_timeout);
     keep("probes.data_port", next.probes.data_port, running.probes.data_port);
     keep("probes.token_file", next.probes.token_file, running.probes.token_file);
 }

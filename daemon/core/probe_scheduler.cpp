@@ -377,6 +377,33 @@ ProbeResult ProbeScheduler::execute(const ProbeJob& job, bool scheduled) {
     }
 }
 
+// A kind that runs only when asked (POST /api/v1/probes/run, not in probes.enabled) has no
+// next run to replace its result: it is shown and judged for kOnDemandKeep after it ran, then
+// dropped, so a one-off that failed does not hold its alert for good. Returns when the next
+// such result is due to go.
+SteadyClock::time_point ProbeScheduler::expire_on_demand(SteadyClock::time_point now) {
+    const TimePoint wall = deps_.wall_now();
+    const auto scheduled = [&](ProbeKind k) { return std::find(kinds_.begin(), kinds_.end(), k) != kinds_.end(); };
+    const auto expired = [&](const ProbeKey& k, const std::deque<ProbeResult>& results) {
+        return !scheduled(k.kind) && (results.empty() || wall - results.back().started >= kOnDemandKeep);
+    };
+    auto next = SteadyClock::time_point::max();
+    bool any = false;
+    for (const auto& [k, results] : store_.latest()->results) {
+        if (expired(k, results)) {
+            any = true;
+        } else if (!scheduled(k.kind)) {
+            const auto left = std::chrono::ceil<SteadyClock::duration>(kOnDemandKeep - (wall - results.back().started));
+            next = std::min(next, now + left);
+        }
+    }
+    if (any)
+        store_.update([&](ProbeBook& b) {
+            std::erase_if(b.results, [&](const auto& kv) { return expired(kv.first, kv.second); });
+        });
+    return next;
+}
+
 SteadyClock::time_point ProbeScheduler::run_due(SteadyClock::time_point now) {
     {
         std::lock_guard lock(mu_);
@@ -413,7 +440,7 @@ SteadyClock::time_point ProbeScheduler::run_due(SteadyClock::time_point now) {
         if (!rematch_.empty()) break;  // entries_ changes under this loop
     }
     if (!rematch_.empty()) replan_matched(now);
-    auto next = std::max(next_round, now);
+    auto next = std::max(std::min(next_round, expire_on_demand(now)), now);
     for (const auto& e : entries_) next = std::min(next, e.due);
     return next;
 }

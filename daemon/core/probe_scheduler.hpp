@@ -81,6 +81,8 @@ public:
     // again after this plus up to as much again at random, or its interval if shorter:
     // not a whole interval later (a bandwidth probe's is long), and not all callers at once.
     static constexpr std::chrono::seconds kBusyRetry{5};
+    // How long the result of a kind not in probes.enabled, run on demand, is kept and judged.
+    static constexpr std::chrono::minutes kOnDemandKeep{15};
 
     ProbeScheduler(std::shared_ptr<const Config> config, ProbeSchedulerDeps deps, ProbeStore& store,
                    std::shared_ptr<spdlog::logger> log, uint64_t seed = std::random_device{}());
@@ -120,6 +122,7 @@ private:
     SteadyClock::time_point rotate(SteadyClock::time_point now);
     void drop_rotating();
     void replan_matched(SteadyClock::time_point now);
+    SteadyClock::time_point expire_on_demand(SteadyClock::time_point now);
     SteadyClock::duration jitter(ProbeKind k);
     SteadyClock::duration next_after(const ProbeJob& job, const ProbeResult& r);
     const PeerHello* fresh_hello(const ProbeJob& job, SteadyClock::time_point now, ProbeResult& failed);

@@ -1055,15 +1055,21 @@ TEST(ConfigLoader, AReloadKeepsWhatIsTakenAtStartAndNamesIt) {
     next.probes.token_file = "/etc/rocewatch/token2";
     next.daemon.state_dir = "/srv/rocewatch";
     next.daemon.interval = std::chrono::seconds(7);  // applies at once
+    next.daemon.http_threads = 8;
+    next.daemon.http_timeout = std::chrono::minutes(1);
     keep_start_only(next, running);
+    EXPECT_EQ(next.daemon.http_threads, running.daemon.http_threads);
+    EXPECT_EQ(next.daemon.http_timeout, running.daemon.http_timeout);
     EXPECT_EQ(next.probes.data_port, running.probes.data_port);
     EXPECT_EQ(next.probes.token_file, "/etc/rocewatch/token");
     EXPECT_EQ(next.daemon.state_dir, running.daemon.state_dir);
     EXPECT_EQ(next.daemon.interval, std::chrono::seconds(7));
-    ASSERT_EQ(next.restart_pending.size(), 3u);
+    ASSERT_EQ(next.restart_pending.size(), 5u);
     EXPECT_EQ(next.restart_pending[0],
               "daemon.state_dir: \"/srv/rocewatch\" in the file, \"/var/lib/rocewatch\" running");
-    EXPECT_EQ(next.restart_pending[1], "probes.data_port: 19889 in the file, 9880 running");
+    EXPECT_EQ(next.restart_pending[1], "daemon.http_threads: 8 in the file, 4 running");
+    EXPECT_EQ(next.restart_pending[2], "daemon.http_timeout: \"1m\" in the file, \"5s\" running");
+    EXPECT_EQ(next.restart_pending[3], "probes.data_port: 19889 in the file, 9880 running");
     // The file put back as it was: nothing waits.
     Config again = running;
     keep_start_only(again, running);

@@ -33,8 +33,9 @@ struct SchedulerTest : ::testing::Test {
     std::vector<ProbeJob> jobs;
     std::vector<SteadyClock::time_point> hello_deadlines;
     std::function<bool(ProbeKind)> available = [](ProbeKind k) { return is_tcp_kind(k); };
-    std::string hello_error;  // "" = hello succeeds
-    std::string run_reason;   // "" = the run succeeds
+    std::string hello_error;              // "" = hello succeeds
+    std::string run_reason;               // "" = the run succeeds
+    std::function<TimePoint()> wall_now;  // unset: the real clock
     std::shared_ptr<spdlog::logger> log =
         std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
 
@@ -80,6 +81,7 @@ struct SchedulerTest : ::testing::Test {
             .available = [this](ProbeKind k) { return available(k); },
             .now = [this] { return now; },
         };
+        if (wall_now) d.wall_now = wall_now;
         return std::make_unique<ProbeScheduler>(c, std::move(d), store, log, 42);
     }
 
@@ -251,6 +253,38 @@ TEST_F(SchedulerTest, OnDemandProbesRunOnTheWorkerAndTheQueueIsBounded) {
     ASSERT_EQ(f1->wait_for(0s), std::future_status::ready);
     EXPECT_TRUE(f1->get().success);
     EXPECT_EQ(f1->get().rail, "rail0");
+}
+
+// A kind not in probes.enabled runs only when asked: nothing replaces its result, so it is
+// kept for kOnDemandKeep and then dropped (a failed one-off held probe_failed for good).
+TEST_F(SchedulerTest, AnOnDemandResultOfAnUnscheduledKindIsDroppedAfterItsKeep) {
+    TimePoint wall = Clock::now();
+    wall_now = [&] { return wall; };
+    auto c = config();
+    c->probes.enabled = {"tcp_lat"};
+    auto s = make(c);
+    run_reason = "timeout";
+    auto f = s->submit(*s->find_job("spark-b", "rail0", ProbeKind::tcp_bw));
+    ASSERT_TRUE(f);
+    s->run_due(now);                   // plans, and runs the one asked for
+    auto next = s->run_due(now + 5s);  // past tcp_lat's jitter: both ran
+    ASSERT_EQ(f->wait_for(0s), std::future_status::ready);
+    const auto has = [&](ProbeKind k) {
+        for (const auto& [key, results] : store.latest()->results)
+            if (key.kind == k && !results.empty()) return true;
+        return false;
+    };
+    EXPECT_TRUE(has(ProbeKind::tcp_bw)) << "judged while fresh";
+    EXPECT_TRUE(has(ProbeKind::tcp_lat));
+    EXPECT_LE(next, now + 5s + ProbeScheduler::kOnDemandKeep) << "the scheduler wakes to drop it";
+
+    wall += ProbeScheduler::kOnDemandKeep - 1s;
+    s->run_due(now + 5s + ProbeScheduler::kOnDemandKeep - 1s);
+    EXPECT_TRUE(has(ProbeKind::tcp_bw)) << "kept until its keep is over";
+    wall += 1s;
+    s->run_due(now + 5s + ProbeScheduler::kOnDemandKeep);
+    EXPECT_FALSE(has(ProbeKind::tcp_bw)) << "dropped once it is";
+    EXPECT_TRUE(has(ProbeKind::tcp_lat)) << "a scheduled kind's result stays: its next run replaces it";
 }
 
 TEST_F(SchedulerTest, AReloadDropsPeersNoLongerConfigured) {
