@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "api/json_view.hpp"
+#include "util/log_safe.hpp"
 
 namespace rocewatch::api {
 namespace {
@@ -33,34 +33,6 @@ std::string paint(const std::string& text, std::string_view colour, bool color) 
     return std::string(colour) + text + std::string(kReset);
 }
 
-// Object names are netdev and device names, and summaries quote what sysfs files hold: bytes
-// no one checked. A terminal takes ESC (or a C1 control, 0x9b is CSI) as the start of a
-// command, so those, the other control characters and bytes that are not UTF-8 are written
-// as \xNN; the UTF-8 the rules write themselves (a degree sign) stays.
-std::string terminal_safe(std::string_view s) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    const std::string valid = escape_invalid_utf8(s);
-    std::string out;
-    out.reserve(valid.size());
-    const auto hex = [&](unsigned char c) {
-        out += "\\x";
-        out += kHex[c >> 4];
-        out += kHex[c & 0xF];
-    };
-    for (size_t i = 0; i < valid.size(); ++i) {
-        const auto c = static_cast<unsigned char>(valid[i]);
-        const bool c1 = c == 0xC2 && i + 1 < valid.size() && static_cast<unsigned char>(valid[i + 1]) < 0xA0;
-        if (c1) {
-            hex(static_cast<unsigned char>(valid[++i]));  // U+0080..U+009F, as the C1 byte it stands for
-        } else if (c < 0x20 || c == 0x7f) {
-            hex(c);
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
-}
-
 }  // namespace
 
 std::string once_text(const Snapshot& s, bool color) {
@@ -70,18 +42,18 @@ std::string once_text(const Snapshot& s, bool color) {
     std::string_view hc = h == Health::critical  ? colour_of(Severity::critical)
                           : h == Health::warning ? colour_of(Severity::warning)
                                                  : std::string_view("\033[32m");
-    std::string out = "rocewatch " + (s.host.hostname.empty() ? std::string("node") : terminal_safe(s.host.hostname)) +
+    std::string out = "rocewatch " + (s.host.hostname.empty() ? std::string("node") : text_safe(s.host.hostname)) +
                       ": " + paint(upper(to_string(h)), hc, color);
     out += " (" + std::to_string(node) + (node == 1 ? " node alert" : " node alerts");
     if (other > 0) out += ", " + std::to_string(other) + " about peers or paths, not counted";
     out += ")\n";
     for (const auto& a : s.alerts) {
         out += "\n" + paint(upper(to_string(a.severity)), colour_of(a.severity), color) + "  " + a.rule + "  " +
-               terminal_safe(a.object);
+               text_safe(a.object);
         if (a.state != AlertState::firing) out += "  (" + std::string(to_string(a.state)) + ")";
         if (a.scope != Scope::node) out += "  [" + std::string(to_string(a.scope)) + "]";
-        out += "\n  " + terminal_safe(a.summary) + "\n";
-        if (!a.action.empty()) out += "  action: " + terminal_safe(a.action) + "\n";
+        out += "\n  " + text_safe(a.summary) + "\n";
+        if (!a.action.empty()) out += "  action: " + text_safe(a.action) + "\n";
     }
     return out;
 }

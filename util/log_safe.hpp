@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/utf8.hpp"
+
 namespace rocewatch {
 
 // What a peer or client sends (a session id, a request path) and what a sysfs file holds go
@@ -26,6 +28,38 @@ inline std::string log_safe(std::string_view s, size_t max = 128) {
             std::snprintf(hex, sizeof hex, "\\x%02x", c);
             out += hex;
         }
+    }
+    if (s.size() > max) out += "...(" + std::to_string(s.size()) + " bytes)";
+    return out;
+}
+
+// As log_safe, for text people read that may hold UTF-8 of its own (a rule's summary with a
+// degree sign, a hostname): valid UTF-8 stays, and only control characters (C0, DEL, and the
+// C1 range U+0080..U+009F a terminal may take as ESC or CSI), bytes that are not UTF-8 and the
+// backslash are escaped. For a log line, a journal field or a terminal.
+inline std::string text_safe(std::string_view s, size_t max = 4096) {
+    std::string out;
+    const std::string_view shown = s.substr(0, max);
+    out.reserve(shown.size() + 16);
+    const auto hex = [&](unsigned char c) {
+        char buf[5];
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+    };
+    for (size_t i = 0; i < shown.size();) {
+        const auto c = static_cast<unsigned char>(shown[i]);
+        const size_t n = utf8_sequence(shown, i);
+        const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(shown[i + 1]) < 0xA0;
+        if (c == '\\') {
+            out += "\\\\";
+        } else if (n == 0 || c < 0x20 || c == 0x7f) {
+            hex(c);
+        } else if (c1) {
+            hex(static_cast<unsigned char>(shown[i + 1]));  // as the C1 byte it stands for
+        } else {
+            out.append(shown.substr(i, n));
+        }
+        i += n == 0 ? 1 : n;
     }
     if (s.size() > max) out += "...(" + std::to_string(s.size()) + " bytes)";
     return out;

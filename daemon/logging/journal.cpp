@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "util/log_safe.hpp"
+
 namespace rocewatch::logging {
 namespace {
 
@@ -87,8 +89,10 @@ std::string transition_message(const AlertTransition& t) {
     std::string what = to_string(t.to);
     if (t.to == AlertState::inactive) what = "dropped (cleared while pending)";
     if (t.from == AlertState::firing && t.to == AlertState::firing) what = "firing, now";
-    return "alert " + t.rule + " " + t.object + " " + what + " (" + to_string(t.severity) + ", " + to_string(t.scope) +
-           "): " + t.summary;
+    // The object and summary quote netdev names, sysfs values and what a peer's hello said:
+    // a newline in them would forge a log line, an ESC a terminal command.
+    return "alert " + t.rule + " " + text_safe(t.object, 256) + " " + what + " (" + to_string(t.severity) + ", " +
+           to_string(t.scope) + "): " + text_safe(t.summary);
 }
 
 std::string object_device(const std::string& object) { return object.substr(0, object.find_first_of("/:")); }

@@ -551,6 +551,10 @@ void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
                 FileText f = rd.read(ndevs, entry.name);
                 if (f.status == ReadStatus::ok) e.netdev = std::string(trim(f.text));
             }
+            if (!e.netdev.empty() && !valid_netdev_name(e.netdev)) {
+                rd.error(rd.path(), "not a netdev name: " + excerpt(e.netdev));
+                e.netdev.clear();
+            }
         }
         port.gids.push_back(std::move(e));
     }
@@ -764,6 +768,13 @@ std::optional<double> parse_rate_gbps(std::string_view text) {
 bool is_valid_gid(std::string_view gid) {
     in6_addr a{};
     return parse_in6(gid, a);
+}
+
+bool valid_netdev_name(std::string_view name) {
+    if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
+    return std::none_of(name.begin(), name.end(), [](char c) {
+        return c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) || c == '\0';
+    });
 }
 
 bool is_zero_gid(std::string_view gid) {

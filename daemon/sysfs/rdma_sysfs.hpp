@@ -43,6 +43,11 @@ namespace rocewatch {
 // performance management agent (i40iw, some IB drivers). Not a value, and not an error.
 [[nodiscard]] bool is_no_pma(std::string_view text);
 
+// A name the kernel would give a netdev (dev_valid_name): 1..15 bytes, not "." or "..", no
+// '/', ':' or whitespace. What a gid_attrs/ndevs file holds is checked against it: a file that
+// holds anything else is garbled, not a name.
+[[nodiscard]] bool valid_netdev_name(std::string_view name);
+
 // "0x3" (lid, sm_lid, cap_mask: hex with 0x) or "0" (sm_sl: decimal) -> the number.
 [[nodiscard]] std::optional<uint32_t> parse_u32_attr(std::string_view text);
 

@@ -54,6 +54,19 @@ TEST(Journal, TransitionMessageNamesRuleObjectAndSummary) {
     EXPECT_EQ(object_device("bond0"), "bond0");
 }
 
+// The object and summary quote netdev names, sysfs values and a peer's hello: a newline in
+// them forged a whole log line, an ESC sent a terminal command to whoever read the log.
+TEST(Journal, TransitionMessageCannotForgeALineOrATerminalCommand) {
+    auto t = transition(Severity::warning, AlertState::pending, AlertState::firing);
+    t.object = "spark-b/rail0\n[critical] FORGED";
+    t.summary = "gid types RoCE v2\n[2026-11-29 00:00:00.000] [rocewatchd] [critical] FORGED\033[2J at 71 \u00b0C";
+    const auto m = transition_message(t);
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_EQ(m.find('\033'), std::string::npos) << m;
+    EXPECT_EQ(m, "alert port_down spark-b/rail0\\x0a[critical] FORGED firing (warning, node): gid types RoCE "
+                 "v2\\x0a[2026-11-29 00:00:00.000] [rocewatchd] [critical] FORGED\\x1b[2J at 71 \u00b0C");
+}
+
 TEST(Journal, WithoutTheSocketEveryLineCarriesItsPriorityPrefix) {
     spdlog::logger log("t", make_journal_sink("rocewatchd", false));
     log.set_level(spdlog::level::debug);

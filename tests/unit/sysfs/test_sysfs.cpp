@@ -448,6 +448,43 @@ TEST(SysfsRead, EnslavedPortKeepsItsOwnNetdevWhileGidsMoveToTheBond) {
     EXPECT_FALSE(p.roce_v2_ipv4_gid_index) << "no GID on the port's own netdev: RDMA by IP cannot work";
 }
 
+// A netdev name is what dev_valid_name allows; a gid_attrs/ndevs file holding a newline and
+// more (a terminal command, a forged label) is garbled: that GID keeps no netdev, the error
+// is counted, the device and its other GIDs stay.
+TEST(SysfsParse, NetdevNames) {
+    EXPECT_TRUE(valid_netdev_name("enp1s0f0np0"));
+    EXPECT_TRUE(valid_netdev_name("bond0.100"));
+    EXPECT_TRUE(valid_netdev_name("abcdefghijklmno"));  // 15 bytes
+    EXPECT_FALSE(valid_netdev_name("abcdefghijklmnop"));
+    EXPECT_FALSE(valid_netdev_name(""));
+    EXPECT_FALSE(valid_netdev_name(".."));
+    EXPECT_FALSE(valid_netdev_name("eth0\n\033[2J"));
+    EXPECT_FALSE(valid_netdev_name("a/b"));
+    EXPECT_FALSE(valid_netdev_name("eth0:1"));
+    EXPECT_FALSE(valid_netdev_name(std::string_view("eth\0x", 5)));
+}
+
+TEST(SysfsRead, AGarbledGidNetdevIsAnErrorAndTheGidStays) {
+    ScratchTree t("ndev");
+    t.write("class/infiniband/rxe0/parent", "railA\n");
+    t.write("class/infiniband/rxe0/ports/1/gids/0", "fe80:0000:0000:0000:5054:00ff:fe0a:0001\n");
+    t.write("class/infiniband/rxe0/ports/1/gid_attrs/types/0", "RoCE v2\n");
+    t.write("class/infiniband/rxe0/ports/1/gid_attrs/ndevs/0", "railA\n\033[2Jx\n");
+    t.write("class/infiniband/rxe0/ports/1/gids/1", "0000:0000:0000:0000:0000:ffff:0a0a:0101\n");
+    t.write("class/infiniband/rxe0/ports/1/gid_attrs/types/1", "RoCE v2\n");
+    t.write("class/infiniband/rxe0/ports/1/gid_attrs/ndevs/1", "railA\n");
+    const auto r = read_rdma_devices(t.root);
+    ASSERT_EQ(r.devices.size(), 1u);
+    const auto& p = r.devices[0].ports.at(0);
+    ASSERT_EQ(p.gids.size(), 2u);
+    EXPECT_EQ(p.gids[0].netdev, "");
+    EXPECT_EQ(p.gids[1].netdev, "railA");
+    EXPECT_EQ(r.read_errors, 1u);
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_NE(r.errors[0].text().find("gid_attrs/ndevs/0: not a netdev name: 'railA\\x0a\\x1b[2Jx'"), std::string::npos)
+        << r.errors[0].text();
+}
+
 TEST(SysfsRead, LagDeviceIsBoundWhereItsGidsPoint) {
     ScratchTree t("lag");
     std::filesystem::create_directories(t.root / "class/infiniband/mlx5_bond_0/device/net/enp1s0f0np0");
