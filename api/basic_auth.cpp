@@ -34,6 +34,9 @@ std::string digest(std::string_view user, std::string_view password, std::string
 }  // namespace
 
 bool bcrypt_matches(const std::string& password, const std::string& hash) {
+    // crypt() takes a C string, so "secret\0anything" would check as "secret"; Go's bcrypt,
+    // which the exporter toolkit uses, hashes every byte and refuses it. No password holds a NUL.
+    if (password.find('\0') != std::string::npos) return false;
     auto data = std::make_unique<crypt_data>();
     const char* out = ::crypt_rn(password.c_str(), hash.c_str(), data.get(), sizeof(crypt_data));
     return out && out[0] != '*' && constant_time_equal(std::string_view(out), std::string_view(hash));

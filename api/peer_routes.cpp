@@ -39,10 +39,16 @@ struct State {
     std::atomic<int> blackbox_waiting{0};
 
     // The peer token as a Bearer token, or as the password of basic auth (any user name):
-    // what Prometheus' `authorization` and `basic_auth` scrape settings send.
+    // what Prometheus' `authorization` and `basic_auth` scrape settings send. A user of the
+    // web config's basic_auth_users may ask for probes (`/probe`, `POST /api/v1/probes/run`)
+    // with the credential it scrapes with, but is no peer daemon: the peer routes (hello,
+    // sessions) take the token only.
     bool authorized(const Req& req) const {
         const std::string& h = req.get_header_value("Authorization");
         return credentials_match(h, r.token_hex) || (r.web_user && r.web_user(h));
+    }
+    bool peer_authorized(const Req& req) const {
+        return credentials_match(req.get_header_value("Authorization"), r.token_hex);
     }
     bool probing_off(Res& res) const {
         if (!r.token_hex.empty()) return false;
@@ -77,7 +83,7 @@ bool moves_bulk(const nlohmann::json& request) {
 
 void session(State& st, const std::string& what, const SessionAccept& accept, const Req& req, Res& res) {
     if (st.probing_off(res)) return;
-    if (!st.authorized(req)) return send_unauthorized(res);
+    if (!st.peer_authorized(req)) return send_unauthorized(res);
     auto s = snapshot_or_503(st.r.snapshots, res);
     if (!s) return;
     auto request = nlohmann::json::parse(req.body, nullptr, false);
@@ -260,7 +266,7 @@ double probe_timeout_seconds(const std::string& header) {
 void add_peer_routes(ApiServer& api, PeerRoutes routes) {
     auto st = std::make_shared<State>(std::move(routes));
     api.add_get("/api/v1/peer/hello", [st](const Req& req, Res& res) {
-        if (!st->authorized(req)) return send_unauthorized(res);
+        if (!st->peer_authorized(req)) return send_unauthorized(res);
         if (auto s = snapshot_or_503(st->r.snapshots, res))
             send_json(res, 200, versioned(hello_json(*s, st->r.data_port)));
     });

@@ -206,6 +206,9 @@ def main():
             code, body = a.get("/probe?target=node-b&module=tcp_lat")
             t.check(code == 200 and re.search(r"^probe_success 1$", body, re.M) is not None,
                     "a basic auth user of the web config may run /probe")
+            # ... but is no peer daemon: the peer routes take the token only.
+            rc, out = curl(*auth_a, url=base_a + "/api/v1/peer/hello")
+            t.check(out.startswith("HTTP/1.1 401"), f"a basic auth user gets 401 from /api/v1/peer/hello ({out[:80]!r})")
 
             # ---- a real Prometheus: tls_config and basic_auth, as for any exporter-toolkit exporter
             prom_yml = os.path.join(work, "prometheus.yml")

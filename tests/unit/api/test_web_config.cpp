@@ -145,6 +145,10 @@ TEST(BasicAuth, BcryptHashesDecide) {
     EXPECT_TRUE(bcrypt_matches("s3cret", kHash));
     EXPECT_FALSE(bcrypt_matches("s3creT", kHash));
     EXPECT_FALSE(bcrypt_matches("s3cret", "not a hash"));
+    // crypt() would stop at the NUL and check "s3cret"; Go's bcrypt hashes every byte.
+    EXPECT_FALSE(bcrypt_matches(std::string("s3cret\0zzzz", 11), kHash));
+    const BasicAuth auth(std::map<std::string, std::string>{{"prometheus", kHash}});
+    EXPECT_FALSE(auth.check(basic(std::string("prometheus:s3cret\0zzzz", 22))));
 }
 
 TEST(BasicAuth, KnownUserWithTheRightPasswordOnly) {
