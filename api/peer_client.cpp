@@ -17,6 +17,7 @@
 
 #include "api/probe_view.hpp"
 #include "daemon/config/config_loader.hpp"
+#include "util/http_watchdog.hpp"
 
 namespace rocewatch::api {
 namespace {
@@ -58,46 +59,13 @@ struct Outcome {
     httplib::Result res;
     std::string reason;  // transport failure, "" when a response came back
     std::string detail;  // what went wrong before any request was sent
+    std::string body;    // the answer's body, at most kMaxAnswer bytes
 };
 
-// Stops a client's request in flight once `cancel` rises (the daemon is stopping): a peer
-// slow to answer a session POST (seconds, on a loaded node) must not hold SIGTERM up until
-// the probe's deadline. A thread per request, checking every Deadline::kCancelSlice.
-class CancelWatch {
-public:
-    CancelWatch(httplib::Client& cli, const std::atomic<bool>* cancel) {
-        if (!cancel) return;
-        try {
-            thread_ = std::thread([this, &cli, cancel] {
-                std::unique_lock lock(mu_);
-                while (!done_) {
-                    if (cancel->load()) {
-                        cli.stop();  // shuts the socket down: the blocked read returns at once
-                        return;
-                    }
-                    cv_.wait_for(lock, Deadline::kCancelSlice);
-                }
-            });
-        } catch (const std::exception&) {  // no thread to spare: the deadline still ends it
-        }
-    }
-    ~CancelWatch() {
-        {
-            std::lock_guard lock(mu_);
-            done_ = true;
-        }
-        cv_.notify_all();
-        if (thread_.joinable()) thread_.join();
-    }
-    CancelWatch(const CancelWatch&) = delete;
-    CancelWatch& operator=(const CancelWatch&) = delete;
-
-private:
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool done_ = false;
-    std::thread thread_;
-};
+// A hello or a session answer is a few KiB. A peer (or whoever answers at its address) that
+// sends more is cut off here: read whole, a 400 MB body, or a 400 KB gzip bomb that the client
+// would inflate, took the daemon's memory to 800 MB.
+constexpr size_t kMaxAnswer = 1 << 20;
 
 constexpr std::chrono::microseconds kMaxConnect = std::chrono::seconds(3);
 
@@ -105,7 +73,7 @@ constexpr std::chrono::microseconds kMaxConnect = std::chrono::seconds(3);
 // most kMaxConnect); the transport's
 // failure mapped to a probe reason ("cancelled" when `cancel` cut it short).
 Outcome call(const std::string& address, std::chrono::steady_clock::time_point deadline, const PeerTransport& tr,
-             const std::function<httplib::Result(httplib::Client&)>& send, const std::atomic<bool>* cancel = nullptr) {
+             httplib::Request req, const std::atomic<bool>* cancel = nullptr) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return {httplib::Result{nullptr, httplib::Error::Unknown}, "timeout"};
     auto where = parse_listen_address(address);
@@ -141,13 +109,26 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
     cli.set_read_timeout(secs, usecs);
     cli.set_write_timeout(secs, usecs);
     cli.set_keep_alive(false);
+    cli.set_decompress(false);  // no Accept-Encoding: an answer is JSON as sent, never inflated here
+    std::string body;
+    bool too_large = false;
+    req.content_receiver = bounded_body(body, kMaxAnswer, too_large);
     httplib::Result res{nullptr, httplib::Error::Unknown};
+    bool stopped = false;
     {
-        CancelWatch watch(cli, cancel);
-        res = send(cli);
+        // httplib's read timeout bounds each read: a peer that trickles a byte a second kept a
+        // 2 s hello (and the one scheduler thread, and SIGTERM) waiting a minute.
+        HttpWatchdog watch(cli, deadline, cancel, Deadline::kCancelSlice);
+        res = cli.send(req);
+        stopped = watch.fired();
     }
     if (cancel && cancel->load()) return {httplib::Result{nullptr, httplib::Error::Canceled}, "cancelled"};
-    if (res) return {std::move(res), ""};
+    if (too_large)
+        return {httplib::Result{nullptr, httplib::Error::Canceled}, "protocol_error",
+                "the answer is larger than " + std::to_string(kMaxAnswer >> 20) + " MiB"};
+    if (res) return {std::move(res), "", "", std::move(body)};
+    if (stopped)
+        return {httplib::Result{nullptr, httplib::Error::Canceled}, "timeout", "no whole answer by the deadline"};
     auto late = [&] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline; };
     std::string reason;
     switch (res.error()) {
@@ -209,15 +190,17 @@ PeerState fetch_hello(const PeerConfig& peer, const std::string& token, std::chr
         return st;
     };
     try {
-        auto out = call(peer.address, deadline, transport, [&](httplib::Client& cli) {
-            return cli.Get("/api/v1/peer/hello", {{"Authorization", "Bearer " + token}});
-        });
+        httplib::Request req;
+        req.method = "GET";
+        req.path = "/api/v1/peer/hello";
+        req.headers = {{"Authorization", "Bearer " + token}};
+        auto out = call(peer.address, deadline, transport, std::move(req));
         if (!out.reason.empty()) return fail(out.reason);
         const auto& res = out.res;
         if (res->status == 401 || res->status == 403) return fail("auth_refused");
         if (res->status == 503) return fail("peer_busy");
         if (res->status != 200) return fail("protocol_error");
-        auto hello = hello_from_json(nlohmann::json::parse(res->body));
+        auto hello = hello_from_json(nlohmann::json::parse(out.body));
         if (hello.protocol_version != static_cast<uint32_t>(kPeerProtocolVersion)) return fail("version_mismatch");
         st.hello = std::move(hello);
         st.hello_ok = true;
@@ -232,9 +215,9 @@ namespace {
 // Why a peer answered 503, in its words: the detail or error of its JSON (another session
 // running, its probe budget spent, peer probing off, no snapshot yet), else its text (its
 // front end saturated), and when it asks to be tried again.
-std::string unavailable_detail(const httplib::Response& res) {
+std::string unavailable_detail(const httplib::Response& res, const std::string& text) {
     std::string why = "the peer is unavailable (HTTP 503)";
-    const auto body = nlohmann::json::parse(res.body, nullptr, false);
+    const auto body = nlohmann::json::parse(text, nullptr, false);
     if (body.is_object()) {
         for (const char* key : {"detail", "error"})
             if (const auto it = body.find(key);
@@ -243,10 +226,10 @@ std::string unavailable_detail(const httplib::Response& res) {
                 break;
             }
     } else {
-        const auto first = res.body.find_first_not_of(" \t\r\n");
-        const auto last = res.body.find_last_not_of(" \t\r\n");
+        const auto first = text.find_first_not_of(" \t\r\n");
+        const auto last = text.find_last_not_of(" \t\r\n");
         if (first != std::string::npos && last - first < 200)
-            why = "the peer says " + res.body.substr(first, last - first + 1);
+            why = "the peer says " + text.substr(first, last - first + 1);
     }
     if (const auto after = res.get_header_value("Retry-After"); !after.empty() && after.size() <= 32)
         why += " (retry after " + after + " s)";
@@ -265,24 +248,24 @@ SessionReply post_session(const PeerConfig& peer, const std::string& token, cons
         return r;
     };
     try {
-        auto out = call(
-            peer.address, deadline.at, transport,
-            [&](httplib::Client& cli) {
-                return cli.Post(path, {{"Authorization", "Bearer " + token}}, request.dump(), "application/json");
-            },
-            deadline.cancel);
+        httplib::Request req;
+        req.method = "POST";
+        req.path = path;
+        req.headers = {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}};
+        req.body = request.dump();
+        auto out = call(peer.address, deadline.at, transport, std::move(req), deadline.cancel);
         const std::string where = "POST " + path + " to " + peer.name + " (" + peer.address + ")";
         if (!out.reason.empty())
             return fail(out.reason,
                         where + ": " + (out.detail.empty() ? httplib::to_string(out.res.error()) : out.detail));
         const auto& res = out.res;
         if (res->status == 401 || res->status == 403) return fail("auth_refused", where + ": our token was refused");
-        if (res->status == 503) return fail("peer_busy", where + ": " + unavailable_detail(*res));
+        if (res->status == 503) return fail("peer_busy", where + ": " + unavailable_detail(*res, out.body));
         if (res->status == 404)
             return fail("version_mismatch", where + ": the peer has no such endpoint (older version?)");
         if (res->status != 200 && res->status != 422)
             return fail("protocol_error", where + ": HTTP " + std::to_string(res->status));
-        auto body = nlohmann::json::parse(res->body, nullptr, false);
+        auto body = nlohmann::json::parse(out.body, nullptr, false);
         if (body.is_discarded() || !body.is_object()) return fail("protocol_error", where + ": the answer is not JSON");
         r.body = std::move(body);
         return r;

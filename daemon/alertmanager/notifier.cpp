@@ -5,6 +5,8 @@
 
 #include "util/clock.hpp"
 #include "util/http_url.hpp"
+#include "util/http_watchdog.hpp"
+#include "util/log_safe.hpp"
 #include "util/read_file.hpp"
 
 namespace rocewatch::alertmanager {
@@ -165,11 +167,33 @@ void Notifier::send(Target& t, const AlertmanagerConfig& c, const std::string& b
         cli.set_read_timeout(secs, usecs);
         cli.set_write_timeout(secs, usecs);
         if (password) cli.set_basic_auth(c.basic_auth_username, *password);
-        auto res = cli.Post(url->path + "/api/v2/alerts", headers, body, "application/json");
-        if (!res)
+        cli.set_decompress(false);
+        // The timeout is the whole POST's: httplib's bounds each read, and an Alertmanager (or
+        // a proxy in front of it) that trickled its answer held the notifier, and SIGTERM, for
+        // most of a minute. Its answer is read up to 64 KiB: only an error's first words are kept.
+        headers.emplace("Content-Type", "application/json");
+        httplib::Request req;
+        req.method = "POST";
+        req.path = url->path + "/api/v2/alerts";
+        req.headers = std::move(headers);
+        req.body = body;
+        std::string answer;
+        bool too_large = false;
+        req.content_receiver = bounded_body(answer, 64 << 10, too_large);
+        httplib::Result res{nullptr, httplib::Error::Unknown};
+        bool late = false;
+        {
+            HttpWatchdog watch(cli, std::chrono::steady_clock::now() + c.timeout);
+            res = cli.send(req);
+            late = watch.fired();
+        }
+        if (!res && late)
+            error = "no answer within the timeout (" + std::to_string(c.timeout.count()) + " ms)";
+        else if (!res && !too_large)
             error = httplib::to_string(res.error());
-        else if (res->status < 200 || res->status > 299)
-            error = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 200);
+        else if (too_large || res->status < 200 || res->status > 299)
+            error = (res ? "HTTP " + std::to_string(res->status) : std::string("an answer over 64 KiB")) + ": " +
+                    log_safe(answer, 200);
     }
     if (error.empty()) {
         t.sent += count;

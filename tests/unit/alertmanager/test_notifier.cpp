@@ -223,6 +223,37 @@ TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {
     n.stop();
 }
 
+// An Alertmanager (or a proxy before it) that trickles its answer: every read returns within
+// the timeout, so only the POST's own deadline ends it. It held the notifier, and SIGTERM,
+// for 49 s with timeout = "1s".
+TEST(Notifier, ATricklingAlertmanagerFailsAtTheTimeoutAndStopIsPrompt) {
+    httplib::Server server;
+    std::atomic<bool> stopping{false};
+    server.Post("/api/v2/alerts", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+            std::this_thread::sleep_for(100ms);
+            return !stopping && sink.write(" ", 1);
+        });
+    });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread t([&] { server.listen_after_bind(); });
+    auto snap = snapshot_with_firing_alert();
+    Config c = config_for("http://127.0.0.1:" + std::to_string(port));
+    c.alertmanager.timeout = 500ms;
+    Notifier n(c, {.snapshots = [&] { return snap; }, .log = quiet()});
+    const auto t0 = std::chrono::steady_clock::now();
+    n.start();
+    ASSERT_TRUE(eventually([&] { return n.stats() && n.stats()->targets[0].errors >= 1; }, 5s));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "the POST outlived its timeout";
+    const auto t1 = std::chrono::steady_clock::now();
+    n.stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - t1, 2s) << "stop waited for the trickle";
+    stopping = true;
+    server.stop();
+    t.join();
+}
+
 TEST(Notifier, NoUrlsNoStatsNoThreadsBusy) {
     Config c;
     auto snap = snapshot_with_firing_alert();

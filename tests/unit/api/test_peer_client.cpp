@@ -128,5 +128,67 @@ TEST(PeerClient, APeersRefusalSaysWhyInItsWords) {
     t.join();
 }
 
+// A peer (or whoever answers at its address) that trickles its answer a byte at a time: each
+// read returns within httplib's read timeout, so only the request's own deadline ends it. It
+// held a 2 s hello, the one scheduler thread and SIGTERM for a minute.
+TEST(PeerClient, ATricklingPeerIsCutOffAtTheDeadline) {
+    httplib::Server server;
+    std::atomic<bool> stopping{false};
+    server.Get("/api/v1/peer/hello", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+            std::this_thread::sleep_for(100ms);
+            return !stopping && sink.write(" ", 1);
+        });
+    });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread t([&] { server.listen_after_bind(); });
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto st = api::fetch_hello(peer_at(static_cast<uint16_t>(port)), "t", t0 + 700ms);
+    const double took = seconds_since(t0);
+    EXPECT_FALSE(st.hello_ok);
+    EXPECT_EQ(st.hello_error, "timeout");
+    EXPECT_GE(took, 0.6);
+    EXPECT_LT(took, 2.0) << "the hello outlived its deadline";
+    stopping = true;
+    server.stop();
+    t.join();
+}
+
+// An answer past 1 MiB is cut off, not read whole, and nothing is inflated: the client asks
+// for no encoding, and a gzip body sent anyway is not JSON to it. A 408 KB gzip hello took the
+// daemon to 787 MB.
+TEST(PeerClient, AnAnswerIsBoundedAndNeverInflated) {
+    httplib::Server server;
+    std::string body, encoding, asked_encoding;
+    server.Get("/api/v1/peer/hello", [&](const httplib::Request& req, httplib::Response& res) {
+        asked_encoding = req.get_header_value("Accept-Encoding");
+        if (!encoding.empty()) res.set_header("Content-Encoding", encoding);
+        res.set_content(body, "application/json");
+    });
+    server.Post("/api/v1/peer/rdma",
+                [&](const httplib::Request&, httplib::Response& res) { res.set_content(body, "application/json"); });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread t([&] { server.listen_after_bind(); });
+    const auto peer = peer_at(static_cast<uint16_t>(port));
+
+    body = "[" + std::string(2 << 20, ' ') + "]";
+    auto st = api::fetch_hello(peer, "t", std::chrono::steady_clock::now() + 5s);
+    EXPECT_EQ(st.hello_error, "protocol_error");
+    auto r = api::post_session(peer, "t", "/api/v1/peer/rdma", {{"x", 1}}, Deadline::after(5s));
+    EXPECT_EQ(r.reason, "protocol_error");
+    EXPECT_NE(r.detail.find("larger than 1 MiB"), std::string::npos) << r.detail;
+    EXPECT_EQ(asked_encoding, "") << "no Accept-Encoding";
+
+    // What gzip of a JSON object looks like on the wire: the magic bytes, not JSON.
+    body = std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8);
+    encoding = "gzip";
+    st = api::fetch_hello(peer, "t", std::chrono::steady_clock::now() + 5s);
+    EXPECT_EQ(st.hello_error, "protocol_error");
+    server.stop();
+    t.join();
+}
+
 }  // namespace
 }  // namespace rocewatch
