@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -128,6 +129,11 @@ private:
     TcpServerLimits limits_;
     Counters& counters_;
     std::shared_ptr<spdlog::logger> log_;
+    // Wrong tokens are logged at most once per kAuthLogEvery: anyone who reaches the port can
+    // present one, and each was a warning line. The stats count every one.
+    static constexpr std::chrono::seconds kAuthLogEvery{10};
+    std::optional<SteadyClock::time_point> auth_logged_;
+    uint64_t auth_unlogged_ = 0;
     SteadyClock::duration handshake_timeout_;
     SteadyClock::duration idle_timeout_;
     SteadyClock::duration grace_;
@@ -330,7 +336,18 @@ bool DataPortLoop::on_handshake(Session& s) {
     }
     if (!token_equal(req->token, token_)) {
         ++counters_.auth_refused;
-        if (log_) log_->warn("probe port: {} presented a wrong token", s.peer);
+        const auto now = SteadyClock::now();
+        if (log_ && (!auth_logged_ || now - *auth_logged_ >= kAuthLogEvery)) {
+            if (auth_unlogged_ > 0)
+                log_->warn("probe port: {} presented a wrong token ({} more refused since the last such line)", s.peer,
+                           auth_unlogged_);
+            else
+                log_->warn("probe port: {} presented a wrong token", s.peer);
+            auth_logged_ = now;
+            auth_unlogged_ = 0;
+        } else {
+            ++auth_unlogged_;
+        }
         return refuse(s, tcpwire::Code::auth_refused);
     }
     const bool echo = req->mode == tcpwire::Mode::echo;

@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <spdlog/logger.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -509,6 +510,23 @@ TEST_F(TcpProbeNetns, WrongTokenIsAuthRefused) {
     EXPECT_EQ(server_->stats().auth_refused - before.auth_refused, 2u);
     EXPECT_EQ(server_->stats().sessions, before.sessions) << "a refused peer gets no session";
     expect_server_responsive("a wrong token");
+}
+
+// Anyone who reaches the data port can present a wrong token: one warning line per 10 s, not
+// one per connection (300 connections wrote 300 lines); the stats still count every one.
+TEST_F(TcpProbeNetns, WrongTokensAreLoggedAtMostOnceATenSeconds) {
+    auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+    auto log = std::make_shared<spdlog::logger>("ring", ring);
+    auto s = in_b([&] { return TcpProbeServer::create(kAddrB, 0, token_, test_limits(), log); });
+    s->start();
+    auto t = target(s->port());
+    t.token = token(99);
+    for (int i = 0; i < 5; ++i)
+        EXPECT_EQ(tcp_latency(t, TcpLatSettings{}, Deadline::after(2s)).reason, reason::auth_refused);
+    EXPECT_EQ(s->stats().auth_refused, 5u);
+    size_t lines = 0;
+    for (const auto& l : ring->last_formatted()) lines += l.find("presented a wrong token") != std::string::npos;
+    EXPECT_EQ(lines, 1u);
 }
 
 TEST_F(TcpProbeNetns, BlackholedAddressTimesOutAtTheDeadline) {
