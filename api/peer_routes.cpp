@@ -23,20 +23,21 @@ namespace {
 using Req = httplib::Request;
 using Res = httplib::Response;
 
-// GET /probe requests waiting at once, at most: the scheduler runs their probes one after
-// the other, so a multi-target Prometheus job's concurrent scrapes queue instead of failing.
-// Beyond this many, 429. Each waits on an HTTP worker; /metrics and /healthz keep their
-// reserved workers whatever waits (worker_pool.hpp), and 3 leaves the default pool of 4 one
-// general worker for the REST routes.
-constexpr int kMaxBlackboxWaiting = 3;
+// On-demand probe requests (GET /probe and POST /api/v1/probes/run together) waiting at once,
+// at most: the scheduler runs their probes one after the other, so a multi-target Prometheus
+// job's concurrent scrapes queue instead of failing. Beyond this many, 429. Each waits on an
+// HTTP worker; /metrics and /healthz keep their reserved workers whatever waits
+// (worker_pool.hpp), and 3 leaves the default pool of 4 one general worker for the REST
+// routes (a POST run used to count apart, and with three scrapes took that one too).
+constexpr int kMaxProbeWaiting = 3;
 
-// The handlers' shared state; at most one POST run and kMaxBlackboxWaiting /probe waits at
-// a time.
+// The handlers' shared state; at most one POST run, and kMaxProbeWaiting on-demand waits
+// (the POST run among them) at a time.
 struct State {
     explicit State(PeerRoutes routes) : r(std::move(routes)) {}
     PeerRoutes r;
     std::atomic<bool> run_busy{false};
-    std::atomic<int> blackbox_waiting{0};
+    std::atomic<int> probes_waiting{0};
 
     // The peer token as a Bearer token, or as the password of basic auth (any user name):
     // what Prometheus' `authorization` and `basic_auth` scrape settings send. A user of the
@@ -139,6 +140,12 @@ void run_now(State& st, const Req& req, Res& res) {
         return send_json(res, 429, error_json(429, "a probe run is already in progress"));
     }
     Release release{st.run_busy};
+    Slot slot(st.probes_waiting, kMaxProbeWaiting);
+    if (!slot.held) {
+        res.set_header("Retry-After", "1");
+        return send_json(res, 429,
+                         error_json(429, std::to_string(kMaxProbeWaiting) + " probe requests are waiting already"));
+    }
     // The query only, from the target: clients (curl -d, Python's urllib) label JSON as a form,
     // which the front end keeps httplib from parsing into parameters (request_for_httplib).
     if (const auto q = req.target.find('?'); q != std::string::npos && q + 1 < req.target.size()) {
@@ -233,11 +240,11 @@ void blackbox(State& st, const Req& req, Res& res) {
         res.status = 200;
         return res.set_content(render_probe_result(r), kMetricsContentType);
     }
-    Slot slot(st.blackbox_waiting, kMaxBlackboxWaiting);
+    Slot slot(st.probes_waiting, kMaxProbeWaiting);
     if (!slot.held) {
         res.set_header("Retry-After", "1");
         return send_json(res, 429,
-                         error_json(429, std::to_string(kMaxBlackboxWaiting) + " /probe requests are waiting already"));
+                         error_json(429, std::to_string(kMaxProbeWaiting) + " probe requests are waiting already"));
     }
     const double seconds = probe_timeout_seconds(req.get_header_value("X-Prometheus-Scrape-Timeout-Seconds"));
     const auto bound = std::chrono::milliseconds(std::llround(seconds * 1000));

@@ -322,9 +322,13 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     serve(flags, sigs, run, store, *log);
     sd_notify(0, "STOPPING=1");
     ShutdownSteps stop(*log);
+    // The scheduler first: stopping it pulls the running probe's deadline in and answers every
+    // queued on-demand caller with reason "stopped", so the HTTP workers waiting on them return
+    // at once. Stopped after the HTTP server, it let those workers (joined by the server's
+    // stop) wait out the probe, and the callers got no answer at all.
+    stop.step("the probe scheduler (the running probe)", [&] { scheduler.stop(); });
     stop.step("the HTTP server", [&] { api->stop(); });
     stop.step("the Alertmanager notifier", [&] { notifier.stop(); });
-    stop.step("the probe scheduler (the running probe)", [&] { scheduler.stop(); });
     stop.step("the peer session host (a peer's running session)", [&] { sessions.stop(); });
     stop.step("the inventory watch", [&] { inventory->stop(); });
     if (probing.data_port) stop.step("the TCP data port", [&] { probing.data_port->stop(); });

@@ -186,6 +186,32 @@ TEST_F(PeerRoutesTest, BlackboxProbeWantsTheTokenAndAnswersUnknownTargetsAsAFail
     EXPECT_EQ(res->status, 400) << res->body;
 }
 
+// /probe scrapes and a POST run share one bound of three waits, so one general worker of the
+// default four stays for the REST routes: a POST run counted apart, and with three scrapes
+// waiting it took that worker too (GET /api/v1/status waited 6 s).
+TEST_F(PeerRoutesTest, ProbeScrapesAndAPostRunShareOneBoundOfWaits) {
+    source.set(std::make_shared<const Snapshot>());
+    auto slow = auth;
+    slow.emplace("X-Prometheus-Scrape-Timeout-Seconds", "2");  // queued: the scheduler is not running
+    std::vector<std::thread> scrapes;
+    for (int i = 0; i < 3; ++i)
+        scrapes.emplace_back([&] {
+            httplib::Client c("127.0.0.1", server->port());
+            auto r = c.Get("/probe?target=b&module=tcp_lat", slow);
+            EXPECT_TRUE(r && r->status == 200);
+        });
+    std::this_thread::sleep_for(300ms);  // the three are waiting
+    auto res = cli->Post("/api/v1/probes/run", auth, R"({"peer": "b", "kind": "tcp_lat"})", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 429) << res->body;
+    EXPECT_NE(res->body.find("3 probe requests are waiting already"), std::string::npos) << res->body;
+    const auto t0 = std::chrono::steady_clock::now();
+    res = cli->Get("/api/v1/config");
+    EXPECT_TRUE(res);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "a general worker was free";
+    for (auto& t : scrapes) t.join();
+}
+
 // As blackbox_exporter: no target is a job misconfigured, 400, not a probe of nobody; and a
 // per-rail kind to a peer of several rails needs its rail (the first is not picked), while a
 // peer's only rail needs no naming.
