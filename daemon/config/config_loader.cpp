@@ -11,6 +11,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <limits>
 #include <regex>
@@ -906,8 +908,17 @@ std::optional<std::pair<int, std::string>> nesting_problem(std::string_view text
 // --check-config said ok. Empty when they differ, when the listen address is not valid, or
 // when no token_file asks for peer probing (the data port is then not opened; a config that
 // ran before must still load).
+// Whether peer probing will be on: a token_file, or the systemd credential the shipped unit
+// loads (kTokenCredential in daemon/peering/token.hpp, under $CREDENTIALS_DIRECTORY).
+bool probing_token_expected(const Config& c) {
+    if (!c.probes.token_file.empty()) return true;
+    const char* creds = std::getenv("CREDENTIALS_DIRECTORY");
+    std::error_code ec;
+    return creds && *creds && std::filesystem::exists(std::filesystem::path(creds) / "rocewatch-peer-token", ec);
+}
+
 std::string port_clash(const Config& c) {
-    if (c.probes.token_file.empty()) return {};
+    if (!probing_token_expected(c)) return {};
     const auto listen = parse_listen_address(c.daemon.listen);
     if (!listen || listen->port != c.probes.data_port) return {};
     return "is the port the HTTP API listens on (daemon.listen = " + in_quotes(c.daemon.listen) +

@@ -560,6 +560,24 @@ TEST(ConfigErrors, ProbeDataPortOnTheHttpPort) {
     EXPECT_EQ(flag.errors[0].key, "--listen");
 }
 
+// The token the README recommends comes as the unit's credential, not a token_file: the clash
+// was not seen then, --check-config said ok and the daemon failed to bind its own port.
+TEST(ConfigErrors, ProbeDataPortOnTheHttpPortWithTheTokenAsACredential) {
+    const auto dir = std::filesystem::temp_directory_path() / ("rw-creds-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const char* was = std::getenv("CREDENTIALS_DIRECTORY");
+    const std::string saved = was ? was : "";
+    ::setenv("CREDENTIALS_DIRECTORY", dir.c_str(), 1);
+    EXPECT_TRUE(errors_of("[daemon]\nlisten = \":9880\"\n").empty()) << "no credential there: no data port";
+    std::ofstream(dir / "rocewatch-peer-token") << std::string(64, 'a') << "\n";
+    EXPECT_EQ(errors_of("[daemon]\nlisten = \":9880\"\n").size(), 1u) << "the credential turns probing on";
+    if (was)
+        ::setenv("CREDENTIALS_DIRECTORY", saved.c_str(), 1);
+    else
+        ::unsetenv("CREDENTIALS_DIRECTORY");
+    std::filesystem::remove_all(dir);
+}
+
 TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
               (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, metrics, "
