@@ -94,8 +94,10 @@ def convert(lines):
         if line.startswith("```"):
             out.append("```")
             i += 1
+            # scdoc takes a backslash as an escape inside literal blocks too: a jq filter's
+            # \( and \n came out of the man page as ( and n.
             while i < len(lines) and not lines[i].startswith("```"):
-                out.append(lines[i])
+                out.append(lines[i].replace("\\", "\\\\"))
                 i += 1
             out.append("```")
             i += 1

@@ -79,5 +79,12 @@ for page in (page8, page5):
     g = subprocess.run(["groff", "-k", "-man", "-Tutf8", "-ww", "-z", page], capture_output=True, text=True)
     check(g.returncode == 0 and not g.stderr.strip(), f"groff renders {Path(page).name} without warnings {g.stderr.strip()}")
 
+# The README's jq example, rendered: scdoc took its backslashes as escapes, and \(.severity)
+# came out as (.severity), a filter that prints its own text.
+g = subprocess.run(["groff", "-k", "-man", "-Tutf8", page8], capture_output=True, text=True)
+rendered = re.sub(r".\x08", "", g.stdout)  # overstrike (bold) undone
+check('"\\(.severity) \\(.object): \\(.summary)\\n' in rendered,
+      "rocewatchd(8) shows the jq example's backslashes")
+
 print(f"{len(failures)} failures")
 sys.exit(1 if failures else 0)
