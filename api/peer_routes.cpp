@@ -169,7 +169,10 @@ void run_now(State& st, const Req& req, Res& res) {
     if (!kind || !st.r.scheduler.runnable(*kind))
         return send_json(res, 400, error_json(400, "kind " + kind_name + " is not a probe this daemon runs"));
     auto job = st.r.scheduler.find_job(peer, rail, *kind);
-    if (!job) return send_json(res, 404, error_json(404, "no configured peer/rail " + peer + "/" + rail));
+    if (!job)
+        return send_json(res, 404,
+                         error_json(404, rail.empty() ? "no configured peer " + peer
+                                                      : "no configured peer/rail " + peer + "/" + rail));
     // A per-rail kind says which rail: the first is not picked for the caller.
     if (job->rail && rail.empty())
         return send_json(res, 400, error_json(400, "rail is missing: " + kind_name + " runs over one rail of " + peer));
@@ -207,14 +210,22 @@ void blackbox(State& st, const Req& req, Res& res) {
     if (const auto twice = repeated_param(req, {"target", "module", "rail"}); !twice.empty())
         return send_json(res, 400, error_json(400, twice + " given more than once"));
     const std::string module = req.get_param_value("module");
-    auto kind = probe_kind_from_string(module);
-    if (!kind || !st.r.scheduler.runnable(*kind))
-        return send_json(res, 400,
-                         error_json(400, "module must be a probe kind this daemon runs (tcp_lat, tcp_bw, "
-                                         "rdma_write_lat, rdma_write_bw, rdma_multirail_bw, ucx_put_lat, "
-                                         "ucx_put_bw)"));
     const auto snap = st.r.snapshots.latest();
     const Config& cfg = snap && snap->config ? *snap->config : *st.r.config;
+    auto kind = probe_kind_from_string(module);
+    if (!kind || !st.r.scheduler.runnable(*kind)) {
+        // The kinds a scrape may ask for here: enabled and runnable in this build.
+        std::string runs;
+        for (const auto& name : cfg.probes.enabled)
+            if (auto k = probe_kind_from_string(name); k && st.r.scheduler.runnable(*k))
+                runs += (runs.empty() ? "" : ", ") + name;
+        return send_json(res, 400,
+                         error_json(400,
+                                    (module.empty() ? std::string("module is missing")
+                                                    : "module " + module + " is not a probe kind this daemon runs") +
+                                        ": /probe?target=PEER&module=KIND, KIND one of probes.enabled (" +
+                                        (runs.empty() ? std::string("none") : runs) + ")"));
+    }
     if (std::find(cfg.probes.enabled.begin(), cfg.probes.enabled.end(), module) == cfg.probes.enabled.end())
         return send_json(res, 400, error_json(400, "module " + module + " is not among this daemon's probes.enabled"));
     // No target is a job misconfigured (blackbox_exporter: 400 "Target parameter is missing"),
@@ -274,6 +285,7 @@ void add_peer_routes(ApiServer& api, PeerRoutes routes) {
     auto st = std::make_shared<State>(std::move(routes));
     api.add_get("/api/v1/peer/hello", [st](const Req& req, Res& res) {
         if (!st->peer_authorized(req)) return send_unauthorized(res);
+        if (!only_params(req, res, {})) return;
         if (auto s = snapshot_or_503(st->r.snapshots, res))
             send_json(res, 200, versioned(hello_json(*s, st->r.data_port)));
     });

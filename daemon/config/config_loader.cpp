@@ -165,6 +165,8 @@ public:
         : node_(node), key_(std::move(key)), errors_(errors) {}
 
     void fail(std::string problem) const { errors_.add(node_.source(), key_, std::move(problem)); }
+    // The value as text when it is a string, without recording anything when it is not.
+    [[nodiscard]] std::optional<std::string> text_if_string() const { return node_.value_exact<std::string>(); }
 
     std::optional<std::string> string() const {
         if (auto v = node_.value_exact<std::string>()) return v;
@@ -654,6 +656,12 @@ const KeySpec<ProbesConfig> kProbeKeys[] = {
      }},
     {"latency_threshold",
      [](const Field& f, ProbesConfig& p) {
+         // Microseconds are a kind's own limit's ("500us" read as "not a duration" here).
+         if (auto text = f.text_if_string(); text && !parse_duration(*text) && parse_latency(*text))
+             return f.fail(in_quotes(*text) +
+                           " is finer than this key's milliseconds: write at least \"1ms\", or give the kind its "
+                           "own limit in microseconds ([probes.tcp_lat] latency_threshold = " +
+                           in_quotes(*text) + ")");
          assign(p.latency_threshold, f.duration(Duration{1}, kMaxLatencyThreshold));
      }},
     // A million runs a minute is far beyond what one node can serve; 0 = no limit.

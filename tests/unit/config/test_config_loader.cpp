@@ -578,6 +578,15 @@ TEST(ConfigErrors, ProbeDataPortOnTheHttpPortWithTheTokenAsACredential) {
     std::filesystem::remove_all(dir);
 }
 
+// probes.latency_threshold is whole milliseconds; a kind's own limit takes microseconds.
+TEST(ConfigErrors, MicrosecondsOnTheMillisecondLatencyThresholdSayWhereTheyGo) {
+    EXPECT_EQ(errors_of("[probes]\nlatency_threshold = \"500us\"\n"),
+              (Lines{"t.toml:2: probes.latency_threshold: \"500us\" is finer than this key's milliseconds: write at "
+                     "least \"1ms\", or give the kind its own limit in microseconds ([probes.tcp_lat] "
+                     "latency_threshold = \"500us\")"}));
+    EXPECT_TRUE(errors_of("[probes]\nlatency_threshold = \"2ms\"\n").empty());
+}
+
 TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
               (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, metrics, "

@@ -186,6 +186,30 @@ TEST_F(PeerRoutesTest, BlackboxProbeWantsTheTokenAndAnswersUnknownTargetsAsAFail
     EXPECT_EQ(res->status, 400) << res->body;
 }
 
+// What a caller got wrong is said in its terms: a missing module (not "must be a kind", with
+// every kind listed), the kinds enabled here, a peer without a trailing "/", a filter the
+// hello does not take.
+TEST_F(PeerRoutesTest, MistakesAreNamedAsTheCallerMadeThem) {
+    source.set(std::make_shared<const Snapshot>());
+    cfg->probes.enabled = {"tcp_lat"};
+    auto res = cli->Get("/probe?target=b", auth);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400);
+    EXPECT_NE(res->body.find("module is missing: /probe?target=PEER&module=KIND, KIND one of probes.enabled (tcp_lat)"),
+              std::string::npos)
+        << res->body;
+    res = cli->Get("/probe?target=b&module=nope", auth);
+    ASSERT_TRUE(res);
+    EXPECT_NE(res->body.find("module nope is not a probe kind this daemon runs"), std::string::npos) << res->body;
+    res = cli->Post("/api/v1/probes/run", auth, R"({"peer": "nobody", "kind": "tcp_lat"})", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 404);
+    EXPECT_NE(res->body.find("\"no configured peer nobody\""), std::string::npos) << res->body;
+    res = cli->Get("/api/v1/peer/hello?x=1", auth);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << res->body;
+}
+
 // /probe scrapes and a POST run share one bound of three waits, so one general worker of the
 // default four stays for the REST routes: a POST run counted apart, and with three scrapes
 // waiting it took that worker too (GET /api/v1/status waited 6 s).
