@@ -128,6 +128,7 @@ struct FrontEnd::Impl {
     [[nodiscard]] bool advance_alive(Conn& c, SteadyClock::time_point now);
     void hand_over(Conn& c, size_t need, SteadyClock::time_point now);
     void reject(Conn& c, const HeadCheck& why, SteadyClock::time_point now);
+    std::string answer_headers() const;
     void begin_write(Conn& c, std::string bytes, bool close, SteadyClock::time_point now);
     void write_ready(Conn& c, SteadyClock::time_point now);
     void after_write(Conn& c, SteadyClock::time_point now);
@@ -455,7 +456,7 @@ void FrontEnd::Impl::hand_over(Conn& c, size_t need, SteadyClock::time_point now
     set_deadline(c, SteadyClock::time_point::max());
     if (!dispatch(std::move(r))) {
         stats.count_rejected(RejectReason::overload);
-        begin_write(c, raw_error_response(503, "server busy, retry"), true, now);
+        begin_write(c, raw_error_response(503, "server busy, retry", "", answer_headers()), true, now);
     }
 }
 
@@ -479,7 +480,18 @@ void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, SteadyClock::time_poi
         }
     }
     c.in.clear();
-    begin_write(c, raw_error_response(status, message, allow), true, now);
+    begin_write(c, raw_error_response(status, message, allow, answer_headers()), true, now);
+}
+
+// What every routed answer carries (routes.cpp's default headers and the web config's, an
+// HSTS header say), for the answers the gate gives itself.
+std::string FrontEnd::Impl::answer_headers() const {
+    std::string h = "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n";
+    if (web)
+        for (const auto& [name, value] : web->current()->config.headers)
+            if (name.find_first_of("\r\n") == std::string::npos && value.find_first_of("\r\n") == std::string::npos)
+                h += name + ": " + value + "\r\n";
+    return h;
 }
 
 void FrontEnd::set_allow_for(AllowFor allow_for) { impl_->allow_for = std::move(allow_for); }

@@ -13,13 +13,15 @@
 
 namespace rocewatch::api {
 
-std::string raw_error_response(int status, const std::string& message, const std::string& allow) {
+std::string raw_error_response(int status, const std::string& message, const std::string& allow,
+                               const std::string& headers) {
     const std::string body = dump_json(error_json(status, message));
     std::string r = "HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) + "\r\n";
     r += "Content-Type: application/json\r\n";
     r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     if (status == 405) r += "Allow: " + (allow.empty() ? std::string("GET, HEAD, POST") : allow) + "\r\n";
     if (status == 503) r += "Retry-After: 1\r\n";
+    r += headers;
     r += "Connection: close\r\n\r\n";
     return r + body;
 }

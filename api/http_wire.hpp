@@ -15,7 +15,11 @@ namespace rocewatch::api {
 std::string request_path(std::string_view head);
 
 // `allow`: the Allow header of a 405 ("GET, HEAD, POST" where not given).
-std::string raw_error_response(int status, const std::string& message, const std::string& allow = "");
+// `headers`: more header lines, each ending in CRLF (the routes' Cache-Control and
+// X-Content-Type-Options, and the web config's headers), so that an answer from the gate
+// carries what every routed answer does.
+std::string raw_error_response(int status, const std::string& message, const std::string& allow = "",
+                               const std::string& headers = "");
 
 // Numeric address of `ss` ("127.0.0.1", "::1"), "" for other families; `port` gets the port.
 std::string address_of(const sockaddr_storage& ss, int& port);

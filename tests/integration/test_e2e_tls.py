@@ -180,6 +180,10 @@ def main():
             t.check(out.startswith("HTTP/1.1 200") and "rocewatch_build_info" in out,
                     "the right user and password: 200 with the metrics")
             t.check("Strict-Transport-Security: max-age=31536000" in out, "the web config's header is on the answer")
+            rc, out = curl("--cacert", pki.ca, "-X", "DELETE", url=base_a + "/api/v1/status")
+            t.check(out.startswith("HTTP/1.1 405") and "Strict-Transport-Security: max-age=31536000" in out
+                    and "X-Content-Type-Options: nosniff" in out,
+                    f"a method refused before routing carries the same headers ({out[:300]!r})")
             rc, out = curl(url=f"http://127.0.0.1:{port_a}/metrics")
             t.check("400 Bad Request" in out and "Client sent an HTTP request to an HTTPS server." in out,
                     "plain HTTP to the HTTPS port is told so (400), not reset")
