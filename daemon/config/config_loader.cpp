@@ -249,6 +249,9 @@ public:
                        name->find_first_of("/ \t\n") != std::string::npos) {
                 item.fail(in_quotes(*name) + " is not a device or interface name");
                 ok = false;
+            } else if (std::ranges::find(out, *name) != out.end()) {
+                item.fail(in_quotes(*name) + " is listed twice");
+                ok = false;
             } else {
                 out.push_back(std::move(*name));
             }
@@ -980,6 +983,13 @@ ConfigResult parse_config(std::string_view text, const std::string& source_name)
         }
         section->load(*t, name, errors, c);
     }
+    // A rail that is also ignored is judged by nothing: expect.rails names what must be
+    // there and healthy, ignore_devices what no rule looks at. The node passed as healthy.
+    if (const auto* ignore = doc.at_path("expect.ignore_devices").node())
+        for (const auto& rail : c.expect.rails)
+            if (std::ranges::find(c.expect.ignore_devices, rail) != c.expect.ignore_devices.end())
+                errors.add(ignore->source(), "expect.ignore_devices",
+                           in_quotes(rail) + " is in expect.rails too: a rail is judged, an ignored device is not");
     if (errors.empty()) {
         if (auto clash = port_clash(c); !clash.empty()) {
             if (const auto* port = doc.at_path("probes.data_port").node())

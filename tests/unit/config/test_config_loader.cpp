@@ -587,6 +587,17 @@ TEST(ConfigErrors, MicrosecondsOnTheMillisecondLatencyThresholdSayWhereTheyGo) {
     EXPECT_TRUE(errors_of("[probes]\nlatency_threshold = \"2ms\"\n").empty());
 }
 
+// A name listed twice, and a rail that is also ignored (judged by nothing: the node passed as
+// healthy with that rail down).
+TEST(ConfigErrors, ARailTwiceOrARailIgnoredIsRefused) {
+    EXPECT_EQ(errors_of("[expect]\nrails = [\"r0\", \"r0\"]\n"),
+              (Lines{"t.toml:2: expect.rails[1]: \"r0\" is listed twice"}));
+    EXPECT_EQ(errors_of("[expect]\nrails = [\"r0\", \"r1\"]\nignore_devices = [\"r1\"]\n"),
+              (Lines{"t.toml:3: expect.ignore_devices: \"r1\" is in expect.rails too: a rail is judged, an ignored "
+                     "device is not"}));
+    EXPECT_TRUE(errors_of("[expect]\nrails = [\"r0\"]\nignore_devices = [\"r1\"]\n").empty());
+}
+
 TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
               (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, metrics, "
