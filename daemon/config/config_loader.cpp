@@ -1007,23 +1007,31 @@ ConfigResult parse_config(std::string_view text, const std::string& source_name)
 }
 
 ConfigResult load_config(const std::optional<std::string>& path, const ConfigOverrides& o) {
-    ConfigResult r = path ? load_config_file(*path) : ConfigResult{.config = default_config(), .errors = {}};
-    if (!r.config) return r;
-    auto& d = r.config->daemon;
-    auto flag_error = [&](const char* flag, std::string problem) {
+    auto flag_error = [](ConfigResult& r, const char* flag, std::string problem) {
         r.errors.push_back({.file = "command line", .line = 0, .key = flag, .problem = std::move(problem)});
     };
+    if (path && path->empty()) {
+        ConfigResult r;
+        flag_error(r, "--config", "must not be empty");
+        return r;
+    }
+    ConfigResult r = path ? load_config_file(*path) : ConfigResult{.config = default_config(), .errors = {}};
+    // A file with errors still has its flags checked (against the defaults), so that one run
+    // of --check-config names every mistake, not the file's first and the flags' next time.
+    const bool file_ok = r.config.has_value();
+    if (!file_ok) r.config = default_config();
+    auto& d = r.config->daemon;
     auto nonempty = [&](const char* flag, const std::optional<std::string>& v, std::string& target) {
         if (!v) return;
-        if (v->empty()) flag_error(flag, "must not be empty");
+        if (v->empty()) flag_error(r, flag, "must not be empty");
         target = *v;
     };
     if (o.listen) {
         std::string why;
         if (!config_detail::parse_listen_address(*o.listen, 0, why))
-            flag_error("--listen", in_quotes(*o.listen) + " is not a listen address: " + why);
+            flag_error(r, "--listen", in_quotes(*o.listen) + " is not a listen address: " + why);
         d.listen = *o.listen;
-        if (!port_clash(*r.config).empty()) flag_error("--listen", listen_on_data_port(*r.config));
+        if (!port_clash(*r.config).empty()) flag_error(r, "--listen", listen_on_data_port(*r.config));
     }
     nonempty("--sysfs-root", o.sysfs_root, d.sysfs_root);
     nonempty("--procfs-root", o.procfs_root, d.procfs_root);
@@ -1031,15 +1039,15 @@ ConfigResult load_config(const std::optional<std::string>& path, const ConfigOve
     if (o.web_config_file) d.web_config_file = *o.web_config_file;
     if (o.lldpd_socket) {
         if (o.lldpd_socket->size() > kMaxLldpdSocket)
-            flag_error("--lldpd-socket", in_quotes(*o.lldpd_socket) + kLldpdSocketTooLong);
+            flag_error(r, "--lldpd-socket", in_quotes(*o.lldpd_socket) + kLldpdSocketTooLong);
         d.lldpd_socket = *o.lldpd_socket;
     }
     if (o.log_level) {
         if (std::ranges::find(kLogLevels, *o.log_level) == std::end(kLogLevels))
-            flag_error("--log-level", in_quotes(*o.log_level) + " is not a log level (" + joined(kLogLevels) + ")");
+            flag_error(r, "--log-level", in_quotes(*o.log_level) + " is not a log level (" + joined(kLogLevels) + ")");
         d.log_level = *o.log_level;
     }
-    if (!r.errors.empty()) r.config.reset();
+    if (!file_ok || !r.errors.empty()) r.config.reset();
     return r;
 }
 

@@ -598,6 +598,24 @@ TEST(ConfigErrors, ARailTwiceOrARailIgnoredIsRefused) {
     EXPECT_TRUE(errors_of("[expect]\nrails = [\"r0\"]\nignore_devices = [\"r1\"]\n").empty());
 }
 
+// One --check-config names every mistake: the flags' errors were hidden until the file's were
+// fixed. An empty --config= is a flag error, not ": cannot read".
+TEST(ConfigErrors, FlagErrorsAreReportedWithTheFilesAndAnEmptyConfigPathIsOne) {
+    const auto path = std::filesystem::temp_directory_path() / ("rw-both-" + std::to_string(::getpid()) + ".toml");
+    std::ofstream(path) << "[daemon]\ninterval = \"1x\"\n";
+    const auto r = load_config(path.string(), ConfigOverrides{.listen = "nonsense", .log_level = "loud"});
+    std::filesystem::remove(path);
+    EXPECT_FALSE(r.config);
+    ASSERT_EQ(r.errors.size(), 3u);
+    EXPECT_EQ(r.errors[0].key, "daemon.interval");
+    EXPECT_EQ(r.errors[1].key, "--listen");
+    EXPECT_EQ(r.errors[2].key, "--log-level");
+    const auto empty = load_config(std::string(), ConfigOverrides{});
+    EXPECT_FALSE(empty.config);
+    ASSERT_EQ(empty.errors.size(), 1u);
+    EXPECT_EQ(empty.errors[0].to_string(), "command line: --config: must not be empty");
+}
+
 TEST(ConfigErrors, UnknownTopLevelTable) {
     EXPECT_EQ(errors_of("[peer]\nspark-2 = \"192.168.100.12\"\n"),
               (Lines{"t.toml:1: peer: unknown table; did you mean \"peers\"? Valid tables: daemon, expect, metrics, "
