@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <optional>
@@ -378,35 +379,57 @@ nlohmann::json hello_json(const Snapshot& s, uint16_t data_port) {
 
 namespace {
 
-// A short name from a peer: a string of at most 255 bytes, else "".
+// Whether a string from a peer can be a name, version or type: at most 255 bytes, no control
+// characters. What a peer says ends up in alert summaries, the log and the API.
+bool peer_text_ok(const std::string& v) {
+    return v.size() <= 255 &&
+           std::none_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+// A short name from a peer: a string peer_text_ok takes, else "".
 std::string peer_name(const nlohmann::json& j, const char* key) {
     auto it = j.find(key);
     if (it == j.end() || !it->is_string()) return "";
     const auto& v = it->get_ref<const std::string&>();
-    return v.size() <= 255 ? v : "";
+    return peer_text_ok(v) ? v : "";
+}
+
+// A string the hello needs: refused whole when it is no name (a hostile or broken peer).
+std::string peer_text(const nlohmann::json& v, const char* what) {
+    auto s = v.get<std::string>();
+    if (!peer_text_ok(s))
+        throw std::invalid_argument(std::string("hello: ") + what +
+                                    " is longer than 255 bytes or holds control characters");
+    return s;
+}
+std::vector<std::string> peer_texts(const nlohmann::json& v, const char* what) {
+    std::vector<std::string> out;
+    for (const auto& e : v) out.push_back(peer_text(e, what));
+    return out;
 }
 
 }  // namespace
 
 PeerHello hello_from_json(const nlohmann::json& j) {
     PeerHello h;
-    h.version = j.at("version").get<std::string>();
+    h.version = peer_text(j.at("version"), "version");
     const auto protocol = json_uint<uint32_t>(j.at("protocol_version"));
     const auto port = json_uint<uint16_t>(j.at("data_port"));
     if (!protocol || !port)
         throw std::invalid_argument("hello: protocol_version and data_port must be integers in range");
     h.protocol_version = *protocol;
     h.data_port = *port;
-    h.ucx_version = j.value("ucx_version", "");
+    h.ucx_version = j.contains("ucx_version") ? peer_text(j["ucx_version"], "ucx_version") : "";
     for (const auto& item : j.at("interfaces").items()) {
         // Named, not a structured binding: clang 14 (Debian 12) cannot capture one in a lambda.
         const std::string& name = item.key();
         const nlohmann::json& i = item.value();
+        if (!peer_text_ok(name)) throw std::invalid_argument("hello: an interface name is no name");
         PeerInterfaceInfo info;
         if (i.contains("mtu")) info.mtu = json_uint<uint32_t>(i["mtu"]);
-        if (i.contains("gid_types")) info.gid_types = i["gid_types"].get<std::vector<std::string>>();
+        if (i.contains("gid_types")) info.gid_types = peer_texts(i["gid_types"], "a GID type");
         if (i.contains("mac") && i["mac"].is_string()) info.mac = i["mac"].get<std::string>();
-        if (i.contains("cidrs")) info.cidrs = i["cidrs"].get<std::vector<std::string>>();
+        if (i.contains("cidrs")) info.cidrs = peer_texts(i["cidrs"], "a CIDR");
         auto small = [&](const char* key) -> std::optional<int> {
             if (!i.contains(key)) return std::nullopt;
             auto v = json_uint<uint8_t>(i[key]);
@@ -424,7 +447,7 @@ PeerHello hello_from_json(const nlohmann::json& j) {
         info.ecn_np_enabled = bits("ecn_np_enabled");
         if (auto prio = small("roce_priority"); prio && *prio < 8) info.roce_priority = prio;
         if (i.contains("addresses"))
-            for (const auto& a : i["addresses"]) h.address_interface[a.get<std::string>()] = name;
+            for (const auto& a : i["addresses"]) h.address_interface[peer_text(a, "an address")] = name;
         // Added after protocol 1 shipped: absent or malformed is "not said", never an error.
         if (auto p = i.find("prefixes"); p != i.end() && p->is_array())
             for (const auto& e : *p) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <functional>
 
 #include "api/json_view.hpp"
 #include "api/metrics.hpp"
@@ -527,6 +528,19 @@ TEST(ProbeView, HelloRoundTripsAndBearerIsExact) {
             k[key] = bad;
             EXPECT_THROW(api::hello_from_json(k), std::exception) << key << " " << bad.dump();
         }
+    // What a peer says reaches alert summaries, the log and the API: a name, version or GID
+    // type holding a control character (a forged log line) or past 255 bytes refuses the hello.
+    const auto refused = [&](const std::function<void(nlohmann::json&)>& edit) {
+        auto k = j;
+        edit(k);
+        EXPECT_THROW(api::hello_from_json(k), std::invalid_argument) << k.dump();
+    };
+    refused([](nlohmann::json& k) { k["interfaces"]["enp1s0f0np0"]["gid_types"] = {"RoCE v2\n[critical] FORGED"}; });
+    refused([](nlohmann::json& k) { k["ucx_version"] = "1.16\033[2J"; });
+    refused([](nlohmann::json& k) { k["version"] = std::string(300, 'v'); });
+    refused([](nlohmann::json& k) { k["interfaces"]["eth\r0"] = nlohmann::json::object(); });
+    refused([](nlohmann::json& k) { k["interfaces"]["enp1s0f0np0"]["addresses"] = {"10.1.0.2\n"}; });
+    EXPECT_NO_THROW(api::hello_from_json(j));
     // The lossless set-up (issue 12): sent where known, absent where not.
     EXPECT_FALSE(h.interfaces.at("enp1s0f0np0").pfc_enabled);
     EXPECT_FALSE(h.interfaces.at("enp1s0f0np0").roce_priority);
