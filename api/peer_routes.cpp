@@ -283,23 +283,29 @@ double probe_timeout_seconds(const std::string& header) {
 
 void add_peer_routes(ApiServer& api, PeerRoutes routes) {
     auto st = std::make_shared<State>(std::move(routes));
-    api.add_get("/api/v1/peer/hello", [st](const Req& req, Res& res) {
-        if (!st->peer_authorized(req)) return send_unauthorized(res);
-        if (!only_params(req, res, {})) return;
-        if (auto s = snapshot_or_503(st->r.snapshots, res))
-            send_json(res, 200, versioned(hello_json(*s, st->r.data_port)));
-    });
+    api.add_get("/api/v1/peer/hello",
+                "for peer daemons (peer token): this node's version, data port, interfaces and rails",
+                [st](const Req& req, Res& res) {
+                    if (!st->peer_authorized(req)) return send_unauthorized(res);
+                    if (!only_params(req, res, {})) return;
+                    if (auto s = snapshot_or_503(st->r.snapshots, res))
+                        send_json(res, 200, versioned(hello_json(*s, st->r.data_port)));
+                });
     // The passive side of a peer's RDMA or UCX probe: endpoints opened (RDMA: at RTR) before
     // we answer, the serve step on the session host's thread. Our own [probes.*] budget caps
     // it. {"end_session": id} from a peer whose side failed ends it.
     for (const auto& k : st->r.session_kinds)
-        api.add_post(k.path, [st, k](const Req& req, Res& res) { session(*st, k.what, k.accept, req, res); });
-    api.add_get("/api/v1/probes", [st](const Req& req, Res& res) {
-        if (!only_params(req, res, {})) return;
-        if (auto s = snapshot_or_503(st->r.snapshots, res)) send_json(res, 200, probes_json(*s));
-    });
-    api.add_post("/api/v1/probes/run", [st](const Req& req, Res& res) { run_now(*st, req, res); });
-    api.add_get("/probe", [st](const Req& req, Res& res) { blackbox(*st, req, res); });
+        api.add_post(k.path, "for peer daemons (peer token): the passive side of a " + k.what + " probe session",
+                     [st, k](const Req& req, Res& res) { session(*st, k.what, k.accept, req, res); });
+    api.add_get("/api/v1/probes", "peers, their hellos, latest probe results, the probe budget",
+                [st](const Req& req, Res& res) {
+                    if (!only_params(req, res, {})) return;
+                    if (auto s = snapshot_or_503(st->r.snapshots, res)) send_json(res, 200, probes_json(*s));
+                });
+    api.add_post("/api/v1/probes/run", "run one probe now (peer token): {\"peer\", \"rail\", \"kind\"}",
+                 [st](const Req& req, Res& res) { run_now(*st, req, res); });
+    api.add_get("/probe", "one probe, blackbox_exporter style: ?target=PEER&module=KIND[&rail=R]",
+                [st](const Req& req, Res& res) { blackbox(*st, req, res); });
 }
 
 }  // namespace rocewatch::api

@@ -121,12 +121,12 @@ bool ApiServer::web_user(const std::string& authorization_header) const {
     return st->auth->enabled() && st->auth->check(authorization_header).has_value();
 }
 
-void ApiServer::add_get(const std::string& pattern, httplib::Server::Handler h) {
-    impl_->add_route(pattern, pattern, "GET", "", std::move(h));
+void ApiServer::add_get(const std::string& pattern, std::string description, httplib::Server::Handler h) {
+    impl_->add_route(pattern, pattern, "GET", std::move(description), std::move(h));
 }
 
-void ApiServer::add_post(const std::string& pattern, httplib::Server::Handler h) {
-    impl_->add_route(pattern, pattern, "POST", "", std::move(h));
+void ApiServer::add_post(const std::string& pattern, std::string description, httplib::Server::Handler h) {
+    impl_->add_route(pattern, pattern, "POST", std::move(description), std::move(h));
 }
 
 void ApiServer::start() {

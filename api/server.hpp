@@ -53,8 +53,9 @@ public:
     // Extension point (probe endpoints): extra routes, registered before start(). The
     // pattern is an httplib regex and doubles as the `handler` label of the request
     // counter, so keep it a fixed string, not something built from input.
-    void add_get(const std::string& pattern, httplib::Server::Handler h);
-    void add_post(const std::string& pattern, httplib::Server::Handler h);
+    // `description`: what GET / says the route does.
+    void add_get(const std::string& pattern, std::string description, httplib::Server::Handler h);
+    void add_post(const std::string& pattern, std::string description, httplib::Server::Handler h);
 
     struct Impl;
 

@@ -378,7 +378,7 @@ nlohmann::json config_to_json(const Config& c) {
     for (const auto& id : all_rule_ids()) rules[id] = rule_json(rule_settings(c, id));
     for (const auto& [id, r] : c.rules) rules[id] = rule_json(r);  // ids only code can set
     nlohmann::json j = {
-        {"source", c.source},
+        {"source", c.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.source)},  // null: built-in defaults
         {"restart_pending", c.restart_pending},
         {"daemon",
          {

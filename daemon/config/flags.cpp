@@ -25,6 +25,7 @@ const char* const kUsage = R"(usage: rocewatchd [options]
   --format FORMAT      with --once: json (default, for scripts) or text (alerts with their
                        actions, coloured by severity on a terminal unless NO_COLOR is set)
   --version            print the version and exit
+  --help               print this and exit
 )";
 
 std::optional<Flags> parse_flags(int argc, char** argv) {

@@ -210,6 +210,20 @@ TEST_F(PeerRoutesTest, MistakesAreNamedAsTheCallerMadeThem) {
     EXPECT_EQ(res->status, 400) << res->body;
 }
 
+// GET / says what each route does, the probe routes included (they said null).
+TEST_F(PeerRoutesTest, TheIndexDescribesEveryRoute) {
+    auto res = cli->Get("/");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200);
+    const auto j = json::parse(res->body);
+    size_t described = 0;
+    for (const auto& e : j.at("endpoints")) {
+        EXPECT_TRUE(e.at("description").is_string()) << e.dump();
+        described += e.at("description").is_string();
+    }
+    EXPECT_GE(described, 6u) << j.dump();
+}
+
 // /probe scrapes and a POST run share one bound of three waits, so one general worker of the
 // default four stays for the REST routes: a POST run counted apart, and with three scrapes
 // waiting it took that worker too (GET /api/v1/status waited 6 s).
