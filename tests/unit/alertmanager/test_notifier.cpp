@@ -17,6 +17,7 @@
 
 #include "daemon/alertmanager/alert_queue.hpp"
 #include "daemon/alertmanager/notifier.hpp"
+#include "trickling_server.hpp"
 
 using namespace rocewatch;
 using namespace rocewatch::alertmanager;
@@ -227,19 +228,10 @@ TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {
 // the timeout, so only the POST's own deadline ends it. It held the notifier, and SIGTERM,
 // for 49 s with timeout = "1s".
 TEST(Notifier, ATricklingAlertmanagerFailsAtTheTimeoutAndStopIsPrompt) {
-    httplib::Server server;
-    std::atomic<bool> stopping{false};
-    server.Post("/api/v2/alerts", [&](const httplib::Request&, httplib::Response& res) {
-        res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
-            std::this_thread::sleep_for(100ms);
-            return !stopping && sink.write(" ", 1);
-        });
-    });
-    const int port = server.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port, 0);
-    std::thread t([&] { server.listen_after_bind(); });
+    rocewatch::testing::TricklingServer am("POST", "/api/v2/alerts");
+    ASSERT_GT(am.port(), 0);
     auto snap = snapshot_with_firing_alert();
-    Config c = config_for("http://127.0.0.1:" + std::to_string(port));
+    Config c = config_for("http://127.0.0.1:" + std::to_string(am.port()));
     c.alertmanager.timeout = 500ms;
     Notifier n(c, {.snapshots = [&] { return snap; }, .log = quiet()});
     const auto t0 = std::chrono::steady_clock::now();
@@ -249,9 +241,6 @@ TEST(Notifier, ATricklingAlertmanagerFailsAtTheTimeoutAndStopIsPrompt) {
     const auto t1 = std::chrono::steady_clock::now();
     n.stop();
     EXPECT_LT(std::chrono::steady_clock::now() - t1, 2s) << "stop waited for the trickle";
-    stopping = true;
-    server.stop();
-    t.join();
 }
 
 TEST(Notifier, NoUrlsNoStatsNoThreadsBusy) {

@@ -15,6 +15,7 @@
 #include <httplib.h>
 
 #include "api/peer_client.hpp"
+#include "trickling_server.hpp"
 
 namespace rocewatch {
 namespace {
@@ -132,27 +133,15 @@ TEST(PeerClient, APeersRefusalSaysWhyInItsWords) {
 // read returns within httplib's read timeout, so only the request's own deadline ends it. It
 // held a 2 s hello, the one scheduler thread and SIGTERM for a minute.
 TEST(PeerClient, ATricklingPeerIsCutOffAtTheDeadline) {
-    httplib::Server server;
-    std::atomic<bool> stopping{false};
-    server.Get("/api/v1/peer/hello", [&](const httplib::Request&, httplib::Response& res) {
-        res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
-            std::this_thread::sleep_for(100ms);
-            return !stopping && sink.write(" ", 1);
-        });
-    });
-    const int port = server.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port, 0);
-    std::thread t([&] { server.listen_after_bind(); });
+    rocewatch::testing::TricklingServer peer("GET", "/api/v1/peer/hello");
+    ASSERT_GT(peer.port(), 0);
     const auto t0 = std::chrono::steady_clock::now();
-    const auto st = api::fetch_hello(peer_at(static_cast<uint16_t>(port)), "t", t0 + 700ms);
+    const auto st = api::fetch_hello(peer_at(static_cast<uint16_t>(peer.port())), "t", t0 + 700ms);
     const double took = seconds_since(t0);
     EXPECT_FALSE(st.hello_ok);
     EXPECT_EQ(st.hello_error, "timeout");
     EXPECT_GE(took, 0.6);
     EXPECT_LT(took, 2.0) << "the hello outlived its deadline";
-    stopping = true;
-    server.stop();
-    t.join();
 }
 
 // An answer past 1 MiB is cut off, not read whole, and nothing is inflated: the client asks
