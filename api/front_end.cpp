@@ -483,14 +483,19 @@ void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, SteadyClock::time_poi
     begin_write(c, raw_error_response(status, message, allow, answer_headers()), true, now);
 }
 
-// What every routed answer carries (routes.cpp's default headers and the web config's, an
-// HSTS header say), for the answers the gate gives itself.
+// What every routed answer carries (kAnswerHeaders and the web config's, an HSTS header say),
+// for the answers the gate gives itself. The web config's names are spelled as its loader
+// knows them and its values are one line (web_config.cpp refuses others).
 std::string FrontEnd::Impl::answer_headers() const {
-    std::string h = "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n";
-    if (web)
-        for (const auto& [name, value] : web->current()->config.headers)
-            if (name.find_first_of("\r\n") == std::string::npos && value.find_first_of("\r\n") == std::string::npos)
-                h += name + ": " + value + "\r\n";
+    const auto st = web ? web->current() : nullptr;
+    const auto set_by_web = [&](std::string_view name) {
+        return st && std::ranges::any_of(st->config.headers, [&](const auto& h) { return h.first == name; });
+    };
+    std::string h;
+    for (const auto& [name, value] : kAnswerHeaders)
+        if (!set_by_web(name)) h += std::string(name) + ": " + std::string(value) + "\r\n";
+    if (st)
+        for (const auto& [name, value] : st->config.headers) h += name + ": " + value + "\r\n";
     return h;
 }
 

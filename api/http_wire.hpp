@@ -3,9 +3,11 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace rocewatch::api {
 
@@ -20,6 +22,13 @@ std::string request_path(std::string_view head);
 // carries what every routed answer does.
 std::string raw_error_response(int status, const std::string& message, const std::string& allow = "",
                                const std::string& headers = "");
+
+// What every answer carries, routed (routes.cpp's default headers) or the gate's own; the
+// web config's headers come after and win over a header of the same name.
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kAnswerHeaders{{
+    {"Cache-Control", "no-store"},
+    {"X-Content-Type-Options", "nosniff"},
+}};
 
 // Numeric address of `ss` ("127.0.0.1", "::1"), "" for other families; `port` gets the port.
 std::string address_of(const sockaddr_storage& ss, int& port);

@@ -231,7 +231,9 @@ void ApiServer::Impl::install_handlers() {
         // The path is URL-decoded by httplib: %0d%0a would forge log lines.
         log->debug("api: {} {} {}", req.method, log_safe(req.path, 200), res.status);
     });
-    s.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
+    httplib::Headers defaults;
+    for (const auto& [name, value] : kAnswerHeaders) defaults.emplace(name, value);
+    s.set_default_headers(std::move(defaults));
     // The web config's basic auth guards every route; peers' daemons get in with the token.
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         const auto st = web->current();
