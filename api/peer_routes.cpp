@@ -129,6 +129,14 @@ void session(State& st, const std::string& what, const SessionAccept& accept, co
     send_json(res, 200, reply);
 }
 
+// Answers 429 when `slot` is not held (kMaxProbeWaiting on-demand probes wait already).
+bool full(const Slot& slot, Res& res) {
+    if (slot.held) return false;
+    res.set_header("Retry-After", "1");
+    send_json(res, 429, error_json(429, std::to_string(kMaxProbeWaiting) + " probe requests are waiting already"));
+    return true;
+}
+
 // POST /api/v1/probes/run {"peer", "rail", "kind"}: runs on the scheduler's thread; the
 // HTTP worker only waits, bounded.
 void run_now(State& st, const Req& req, Res& res) {
@@ -141,11 +149,7 @@ void run_now(State& st, const Req& req, Res& res) {
     }
     Release release{st.run_busy};
     Slot slot(st.probes_waiting, kMaxProbeWaiting);
-    if (!slot.held) {
-        res.set_header("Retry-After", "1");
-        return send_json(res, 429,
-                         error_json(429, std::to_string(kMaxProbeWaiting) + " probe requests are waiting already"));
-    }
+    if (full(slot, res)) return;
     // The query only, from the target: clients (curl -d, Python's urllib) label JSON as a form,
     // which the front end keeps httplib from parsing into parameters (request_for_httplib).
     if (const auto q = req.target.find('?'); q != std::string::npos && q + 1 < req.target.size()) {
@@ -252,11 +256,7 @@ void blackbox(State& st, const Req& req, Res& res) {
         return res.set_content(render_probe_result(r), kMetricsContentType);
     }
     Slot slot(st.probes_waiting, kMaxProbeWaiting);
-    if (!slot.held) {
-        res.set_header("Retry-After", "1");
-        return send_json(res, 429,
-                         error_json(429, std::to_string(kMaxProbeWaiting) + " probe requests are waiting already"));
-    }
+    if (full(slot, res)) return;
     const double seconds = probe_timeout_seconds(req.get_header_value("X-Prometheus-Scrape-Timeout-Seconds"));
     const auto bound = std::chrono::milliseconds(std::llround(seconds * 1000));
     job->deadline = asked + bound;
