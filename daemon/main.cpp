@@ -25,6 +25,7 @@
 #include "api/tls_context.hpp"
 #include "api/web_config.hpp"
 #include "daemon/alertmanager/notifier.hpp"
+#include "daemon/cluster/inventory.hpp"
 #include "daemon/cluster/inventory_keeper.hpp"
 #include "daemon/config/config_loader.hpp"
 #include "daemon/config/flags.hpp"
@@ -372,9 +373,23 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
+    // The inventory is checked as the keeper would read it. The daemon starts with a refused one
+    // (and keeps watching for a fixed one); a check says it is wrong.
+    std::optional<Inventory> inventory;
+    if (flags->check_config && r.config && !r.config->cluster.inventory.empty()) {
+        auto inv = read_inventory(r.config->cluster.inventory);
+        if (!inv.inventory) {
+            std::cerr << inv.error << "\n";
+            return 1;
+        }
+        for (const auto& w : inv.inventory->warnings) std::cerr << r.config->cluster.inventory << ": " << w << "\n";
+        inventory = std::move(inv.inventory);
+    }
     if (flags->check_config && r.config) {
         std::cout << (flags->config_path ? *flags->config_path : "built-in defaults") << ": ok\n";
         if (!r.config->daemon.web_config_file.empty()) std::cout << r.config->daemon.web_config_file << ": ok\n";
+        if (inventory)
+            std::cout << r.config->cluster.inventory << ": ok, " << inventory->entries.size() << " entries\n";
     }
     if (flags->check_config || !r.config) return r.config ? 0 : 1;
     auto log = logging::make_logger("rocewatchd");

@@ -67,6 +67,26 @@ def main():
         r = run("--check-config", "--config", deep)
         t.check(r.returncode == 1 and re.search(r"deep\.toml:2: .*nest", r.stderr),
                 f"--check-config refuses a deeply nested file with its line (rc {r.returncode})")
+    # [cluster] inventory is read as the daemon would: a refused file fails the check with its
+    # reason, a good one is counted, a target listed twice is a warning.
+    with tempfile.TemporaryDirectory() as tmp:
+        inv, conf = os.path.join(tmp, "inventory.json"), os.path.join(tmp, "cluster.toml")
+        with open(conf, "w") as f:
+            f.write(f'[cluster]\ninventory = "{inv}"\n')
+        with open(inv, "w") as f:
+            f.write('[{"targets": ["10.0.0.1:9879", "10.0.0.2"]')
+        r = run("--check-config", "--config", conf)
+        t.check(r.returncode == 1 and inv in r.stderr and "ok" not in r.stdout,
+                f"--check-config refuses a broken inventory and names it ({r.returncode}, {r.stderr.strip()!r})")
+        with open(inv, "w") as f:
+            f.write('[{"targets": ["10.0.0.1:9879", "10.0.0.2", "10.0.0.1:9879"]}]')
+        r = run("--check-config", "--config", conf)
+        t.check(r.returncode == 0 and f"{inv}: ok, 2 entries" in r.stdout and inv in r.stderr
+                and "10.0.0.1:9879" in r.stderr,
+                f"--check-config counts a good inventory and warns of a target listed twice ({r.stdout!r}, {r.stderr!r})")
+        os.unlink(inv)
+        r = run("--check-config", "--config", conf)
+        t.check(r.returncode == 1 and inv in r.stderr, f"--check-config names a missing inventory ({r.stderr.strip()!r})")
     r = run("--check-config", "--config", "/nonexistent/rocewatch.toml")
     t.check(r.returncode == 1 and "/nonexistent/rocewatch.toml" in r.stderr, "a missing file is named")
     r = run("--listen", "nowhere")
