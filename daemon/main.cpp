@@ -90,6 +90,7 @@ int run_once(std::shared_ptr<Config> cfg, std::shared_ptr<spdlog::logger> log, b
                                 .lldp = [](const std::string& path) { return read_lldp(path, kLldpTimeout); },
                                 .ucx_version = ucx_session_child_version(ucx_exe)},
                   store, log);
+    engine.log_alerts(false);
     auto snap = engine.collect_once();
     if (text) {
         std::cout << api::once_text(*snap, api::want_color(STDOUT_FILENO)) << std::flush;

@@ -798,7 +798,7 @@ std::shared_ptr<const Snapshot> Engine::collect_once() {
     // a read at 128 NICs) is the counters' too, in CPU time as the read is.
     if (files.counters_read) counter_budget_.also_spent(thread_cpu_time() - trends_started, SteadyClock::now());
     alerts_->update(evaluate_rules(*snap, *cfg), *cfg, now);
-    log_transitions(alerts_->last_transitions());
+    if (log_alerts_) log_transitions(alerts_->last_transitions());
     snap->alerts = alerts_->active();
     snap->history = alerts_->history();
     save_state_if_changed();

@@ -86,6 +86,9 @@ public:
 
     // Runs one whole cycle and publishes its snapshot.
     std::shared_ptr<const Snapshot> collect_once();
+    // Whether alert transitions are logged (the default). --once turns it off: its report on
+    // stdout is the alerts, and a second copy of each on stderr is noise to a health check.
+    void log_alerts(bool on) { log_alerts_ = on; }
 
     // Loops until stop(): a cycle every interval, or soon after wake().
     void run();
@@ -134,6 +137,7 @@ private:
     std::condition_variable cv_;
     std::shared_ptr<const Config> config_;
     DaemonStatus daemon_;
+    bool log_alerts_ = true;
     bool woken_ = false;
     bool stopping_ = false;
     // GID tables change only when addresses, links or bonds do, and rxe has 1024 slots per

@@ -115,6 +115,11 @@ def main():
         node.ip("link", "set", "enp1s0f0np0", "down")
         r = run("--once", "--config", quiet.name, *spark, "--log-level", "warn", ns=node)
         t.check(r.returncode == 2 and "netdev_down" in r.stdout, f"--once with a rail down exits 2 ({r.returncode})")
+        # The report is stdout; the daemon's alert log lines would repeat it on stderr.
+        for fmt in ("json", "text"):
+            r = run("--once", "--format", fmt, "--config", quiet.name, *spark, ns=node)
+            t.check(r.returncode == 2 and "netdev_down" in r.stdout and "netdev_down" not in r.stderr,
+                    f"--once --format {fmt} reports the alert on stdout only (stderr {r.stderr.strip()[:200]!r})")
         node.ip("link", "set", "enp1s0f0np0", "up")
 
         # Started as systemd starts it, with a soft open-file limit of 1024 below a higher hard
