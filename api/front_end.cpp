@@ -468,7 +468,9 @@ void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, SteadyClock::time_poi
     std::string message = why.message, allow;
     // A method refused before routing: Allow names what the path serves; a path nothing
     // serves is a 404, as it would be for a method we serve.
-    if (status == 405 && allow_for) {
+    if (status == 405 && allow_for && request_path(c.in) == "*") {
+        allow = "GET, HEAD, POST";  // OPTIONS *: the server as a whole, not a path
+    } else if (status == 405 && allow_for) {
         const std::string path = request_path(c.in);
         const auto methods = allow_for(path);
         for (const auto& m : methods) allow += (allow.empty() ? "" : ", ") + m;

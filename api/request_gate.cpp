@@ -1,6 +1,7 @@
 // The front gate's rules: what a request head must look like before httplib sees it.
 #include "api/request_gate.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "api/http_text.hpp"
@@ -134,7 +135,9 @@ HeadCheck check_header_line(std::string_view line, SeenHeaders& seen, const ApiO
         if (value.empty()) return reject(400, RejectReason::malformed, "empty Content-Length");
         for (char c : value)
             if (c < '0' || c > '9') return reject(400, RejectReason::malformed, "Content-Length is not a number");
-        if (value.size() > 19)  // more digits than fit in 64 bits: certainly too large
+        // More digits than fit in 64 bits is certainly too large; leading zeros do not count
+        // (1*DIGIT: "000...05" is 5, as httplib reads it).
+        if (value.size() - std::min(value.find_first_not_of('0'), value.size()) > 19)
             return reject(413, RejectReason::body_too_large, "request body too large");
         uint64_t n = 0;
         for (char c : value) n = n * 10 + static_cast<uint64_t>(c - '0');

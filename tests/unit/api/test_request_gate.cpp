@@ -94,6 +94,11 @@ TEST(RequestGate, OneAuthorizationHeaderOnly) {
 TEST(RequestGate, ContentLengthIsReported) {
     EXPECT_EQ(check("GET / HTTP/1.1\r\nHost: x\r\n\r\n").content_length, 0u);
     EXPECT_EQ(check("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0123\r\n\r\n").content_length, 123u);
+    // Leading zeros are not digits that count towards the 64-bit bound.
+    EXPECT_EQ(check("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0000000000000000000000005\r\n\r\n").content_length,
+              5u);
+    EXPECT_EQ(check("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0000000000000000000000000\r\n\r\n").verdict,
+              V::accept);
 }
 
 TEST(RequestGate, SpoofedAddressHeaders) {

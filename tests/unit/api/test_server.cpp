@@ -576,6 +576,10 @@ TEST_F(ApiServerTest, OtherMethodsRefused) {
     r = raw_request(server->port(), "OPTIONS /api/v1/status?x=1 HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_EQ(status_line(r), "HTTP/1.1 405 Method Not Allowed");
     EXPECT_NE(r.find("Allow: GET, HEAD\r\n"), std::string::npos) << r;
+    // OPTIONS * asks about the server, not a path: the methods it serves anywhere.
+    r = raw_request(server->port(), "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.1 405 Method Not Allowed") << r;
+    EXPECT_NE(r.find("Allow: GET, HEAD, POST\r\n"), std::string::npos) << r;
     r = raw_request(server->port(), "DELETE /nonexistent HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_EQ(status_line(r), "HTTP/1.1 404 Not Found") << r;
     EXPECT_EQ(r.find("Allow:"), std::string::npos) << r;
