@@ -78,6 +78,7 @@ json peers_json(const Snapshot& s) {
     };
     if (!s.config) return doc(std::move(items));
     const auto mine = local_rails(s, *s.config);
+    const auto own = local_addresses(s);
     std::map<std::string, const InventoryEntry*> entry_of;
     if (s.cluster)
         for (const auto& e : s.cluster->inventory.entries) entry_of[e.target] = &e;
@@ -107,7 +108,7 @@ json peers_json(const Snapshot& s) {
                 peer["rails"].push_back(std::move(j));
             }
         } else if (st && st->hello) {
-            auto m = match_rails(mine, *st->hello);
+            auto m = match_rails(mine, *st->hello, own);
             for (const auto& r : m.matched) {
                 auto j = rail_json(rail_config(r));
                 j["remote_interface"] = r.remote_interface;

@@ -30,11 +30,31 @@ std::optional<std::pair<Subnet, std::string>> rail_subnet(const std::vector<Peer
     return std::nullopt;
 }
 
-// The peer's address on `iface` inside `subnet`, "" when none.
-std::string address_in(const PeerInterfaceInfo& iface, const Subnet& subnet) {
+// Addresses a peer's hello may not claim in a subnet: this node's own (probing them would
+// measure this node's loopback and report the rail healthy whatever its cable does) and the
+// subnet's network and broadcast addresses, which are no host's.
+struct NotThePeers {
+    const std::set<std::string>& own;
+    bool refuses(uint32_t a, const std::string& text, const Subnet& subnet) const {
+        if (own.count(text)) return true;
+        if (subnet.prefixlen > 30) return false;  // /31 and /32 have no network or broadcast address
+        const uint32_t host_mask = subnet.prefixlen == 0 ? ~0u : (1u << (32 - subnet.prefixlen)) - 1;
+        return a == subnet.network || a == (subnet.network | host_mask);
+    }
+};
+
+// The peer's address on `iface` inside `subnet`, "" when none; one it may not claim is skipped
+// and named in `refused`.
+std::string address_in(const PeerInterfaceInfo& iface, const Subnet& subnet, const NotThePeers& not_theirs,
+                       std::string* refused = nullptr) {
     for (const auto& p : iface.prefixes) {
         auto a = ipv4::parse(p.address);
-        if (a && ipv4::network(*a, subnet.prefixlen) == subnet.network) return p.address;
+        if (!a || ipv4::network(*a, subnet.prefixlen) != subnet.network) continue;
+        if (not_theirs.refuses(*a, p.address, subnet)) {
+            if (refused && refused->empty()) *refused = p.address;
+            continue;
+        }
+        return p.address;
     }
     return "";
 }
@@ -84,8 +104,21 @@ std::vector<LocalRail> local_rails(const Snapshot& s, const Config& c) {
     return out;
 }
 
-RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& peer) {
+std::set<std::string> local_addresses(const Snapshot& s) {
+    std::set<std::string> out;
+    for (const auto& l : s.links)
+        for (const auto& a : l.addresses) out.insert(a.address);
+    return out;
+}
+
+RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& peer,
+                         const std::set<std::string>& own_addresses) {
     RailMatching out;
+    std::set<std::string> own = own_addresses;
+    for (const auto& r : local)
+        for (const auto& p : r.prefixes) own.insert(p.address);
+    const NotThePeers not_theirs{own};
+    std::string refused;         // the first address of ours (or no host's) the peer claimed
     std::set<std::string> used;  // peer interfaces already paired
     std::set<std::string> peer_rail_netdevs;
     for (const auto& r : peer.rails) peer_rail_netdevs.insert(r.netdev);
@@ -108,11 +141,13 @@ RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& p
 
     for (const auto& [subnet, members] : groups) {
         const std::string net = subnet.text();
+        refused.clear();
         if (members.size() == 1) {
             const size_t i = members.front();
             std::vector<std::string> cands;
             for (const auto& [name, iface] : peer.interfaces)
-                if (!used.count(name) && !address_in(iface, subnet).empty()) cands.push_back(name);
+                if (!used.count(name) && !address_in(iface, subnet, not_theirs, &refused).empty())
+                    cands.push_back(name);
             std::string why = "same subnet " + net;
             if (cands.size() > 1) {
                 std::vector<std::string> rails, rdma;
@@ -136,6 +171,8 @@ RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& p
             }
             if (cands.empty()) {
                 miss[i] = "no interface of the peer in " + net;
+                if (!refused.empty())
+                    miss[i] += " (its hello claims " + refused + ", which is this node's or no host's address)";
                 continue;
             }
             const std::string& n = cands.front();
@@ -145,7 +182,7 @@ RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& p
                                    subnets[i]->second,
                                    local[i].device,
                                    n,
-                                   address_in(peer.interfaces.at(n), subnet),
+                                   address_in(peer.interfaces.at(n), subnet, not_theirs),
                                    peer_device(n),
                                    why};
             continue;
@@ -154,7 +191,8 @@ RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& p
         std::vector<std::string> theirs;
         for (const auto& r : peer.rails) {
             auto it = peer.interfaces.find(r.netdev);
-            if (it != peer.interfaces.end() && !used.count(r.netdev) && !address_in(it->second, subnet).empty())
+            if (it != peer.interfaces.end() && !used.count(r.netdev) &&
+                !address_in(it->second, subnet, not_theirs, &refused).empty())
                 theirs.push_back(r.netdev);
         }
         for (size_t pos = 0; pos < members.size(); ++pos) {
@@ -177,7 +215,7 @@ RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& p
                                    subnets[i]->second,
                                    local[i].device,
                                    n,
-                                   address_in(peer.interfaces.at(n), subnet),
+                                   address_in(peer.interfaces.at(n), subnet, not_theirs),
                                    peer_device(n),
                                    "rails share subnet " + net + ": the " + ordinal(pos) +
                                        " in rails order here and on the peer"};

@@ -1,6 +1,7 @@
 // Automatic rail matching: which of a peer's interfaces each local rail reaches, from the peer's hello. Pure.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,14 @@ std::vector<LocalRail> local_rails(const Snapshot& s, const Config& c);
 //   none (ambiguous, never a guess);
 // - rails that share one subnet pair by position: the i-th of them here (in rails order) with
 //   the i-th of the peer's rails in that subnet (in its order).
-// A peer interface is used by one rail at most.
-RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& peer);
+// A peer interface is used by one rail at most. An address of this node (`own_addresses`, and
+// the local rails' own) or a subnet's network or broadcast address is never taken as the
+// peer's: a hello that claims one would have this node probe itself.
+RailMatching match_rails(const std::vector<LocalRail>& local, const PeerHello& peer,
+                         const std::set<std::string>& own_addresses);
+
+// Every address of this node's links, any family: what match_rails never takes as a peer's.
+std::set<std::string> local_addresses(const Snapshot& s);
 
 // The [[peers.rails]] entry a match stands for.
 PeerRailConfig rail_config(const RailMatch& m);

@@ -198,7 +198,8 @@ ProbeSchedulerDeps Probers::scheduler_deps() const {
                 auto s = ctx_.snapshot();
                 auto c = ctx_.config();
                 if (!s || !c) return rails;
-                for (const auto& m : match_rails(local_rails(*s, *c), hello).matched) rails.push_back(rail_config(m));
+                for (const auto& m : match_rails(local_rails(*s, *c), hello, local_addresses(*s)).matched)
+                    rails.push_back(rail_config(m));
                 return rails;
             },
         .admit = [this] { return ctx_.budget ? ctx_.budget->admit(BudgetSide::own) : std::optional<std::string>{}; },

@@ -70,7 +70,8 @@ TEST(LocalRails, ExpectRailsOrderAndClusterRailsNetdevs) {
 }
 
 TEST(RailMatch, SparkPairPairsEachRailWithThePeersInterfaceInItsSubnet) {
-    auto m = match_rails(local_rails(testing::healthy_spark(), testing::spark_config()), spark_peer());
+    auto m = match_rails(local_rails(testing::healthy_spark(), testing::spark_config()), spark_peer(),
+                         local_addresses(testing::healthy_spark()));
     ASSERT_EQ(m.matched.size(), 2u);
     EXPECT_TRUE(m.unmatched.empty());
     EXPECT_EQ(m.matched[0].rail, "rocep1s0f0");
@@ -139,6 +140,26 @@ TEST(RailMatch, Table) {
          hello({{"p0", {{"10.0.1.2", 16}}}, {"p1", {{"10.1.0.2", 16}}}}, {{"x0", "", "p0"}, {"x1", "", "p1"}}),
          {"p0", ""},
          {"1st", "the 2nd here, the peer has 1 there"}},
+        {"a hello that claims this rail's own address is not the peer: this node would probe itself",
+         {lr("a", "10.77.1.1", 24)},
+         hello({{"p0", {{"10.77.1.1", 24}}}}),
+         {""},
+         {"no interface of the peer in 10.77.1.0/24 (its hello claims 10.77.1.1, which is this node's"}},
+        {"nor the subnet's network or broadcast address",
+         {lr("a", "10.0.1.1", 24), lr("b", "10.0.2.1", 24)},
+         hello({{"p0", {{"10.0.1.255", 24}}}, {"p1", {{"10.0.2.0", 24}}}}),
+         {"", ""},
+         {"claims 10.0.1.255", "claims 10.0.2.0"}},
+        {"an interface with our address does not make a real one ambiguous",
+         {lr("a", "10.0.1.1", 24)},
+         hello({{"p0", {{"10.0.1.1", 24}}}, {"p1", {{"10.0.1.2", 24}}}}),
+         {"p1"},
+         {"same subnet 10.0.1.0/24"}},
+        {"a /31 has no network or broadcast address: its other end is the peer",
+         {lr("a", "10.0.1.0", 31)},
+         hello({{"p0", {{"10.0.1.1", 31}}}}),
+         {"p0"},
+         {"same subnet 10.0.1.0/31"}},
         {"no peer interface in the subnet",
          {lr("a", "10.0.1.1", 24)},
          hello({{"p0", {{"10.0.2.2", 24}}}}),
@@ -172,7 +193,7 @@ TEST(RailMatch, Table) {
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.name);
-        auto m = match_rails(c.local, c.peer);
+        auto m = match_rails(c.local, c.peer, {});
         ASSERT_EQ(m.matched.size() + m.unmatched.size(), c.local.size());
         for (size_t i = 0; i < c.local.size(); ++i) {
             const auto& rail = c.local[i].name;
@@ -188,6 +209,24 @@ TEST(RailMatch, Table) {
             }
         }
     }
+}
+
+// An address of any of this node's links, not only its rails', is not the peer's either: a
+// hello naming this node's management address in a rail's subnet is refused too.
+TEST(RailMatch, AnAddressOfAnyLocalLinkIsNotThePeers) {
+    const std::vector<LocalRail> local = {lr("a", "10.0.1.1", 24)};
+    const auto peer = hello({{"p0", {{"10.0.1.9", 24}}}});
+    EXPECT_EQ(match_rails(local, peer, {}).matched.size(), 1u);
+    const auto m = match_rails(local, peer, {"10.0.1.9", "fe80::1"});
+    EXPECT_TRUE(m.matched.empty());
+    ASSERT_EQ(m.unmatched.size(), 1u);
+    EXPECT_NE(m.unmatched[0].reason.find("claims 10.0.1.9"), std::string::npos) << m.unmatched[0].reason;
+}
+
+TEST(LocalAddresses, EveryAddressOfEveryLink) {
+    const auto own = local_addresses(testing::healthy_spark());
+    EXPECT_TRUE(own.count("192.168.100.11"));
+    EXPECT_TRUE(own.count("10.0.0.5"));
 }
 
 }  // namespace
