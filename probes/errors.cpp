@@ -51,6 +51,41 @@ const char* reason_from_reply_code(tcpwire::Code code) {
     return reason::protocol_error;
 }
 
+const char* reason_from_peer(std::string_view word) {
+    // Every word of rocewatch::reason (errors.hpp); a new one is added here too.
+    static constexpr const char* kKnown[] = {
+        reason::peer_unreachable,
+        reason::connection_refused,
+        reason::timeout,
+        reason::auth_refused,
+        reason::peer_closed,
+        reason::peer_busy,
+        reason::protocol_error,
+        reason::version_mismatch,
+        reason::tls_error,
+        reason::bad_target,
+        reason::unknown_target,
+        reason::local_bind_failed,
+        reason::permission_denied,
+        reason::local_resources,
+        reason::no_data,
+        reason::socket_error,
+        reason::internal_error,
+        reason::gid_mismatch,
+        reason::qp_transition_failed,
+        reason::device_not_found,
+        reason::ucx_version_mismatch,
+        reason::rdma_no_ack,
+        reason::rdma_receiver_not_ready,
+        reason::rdma_flushed,
+        reason::rdma_remote_refused,
+        reason::local_port_down,
+    };
+    for (const char* r : kKnown)
+        if (word == r) return r;
+    return reason::protocol_error;
+}
+
 std::string errno_detail(const std::string& what, int err) {
     std::string s = what + ": " + std::strerror(err);
     if (const char* name = strerrorname_np(err)) s += std::string(" (") + name + ")";

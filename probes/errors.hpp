@@ -1,7 +1,9 @@
 // Failure reasons of probes, and the one place third-party error codes become reasons.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "daemon/model/probe.hpp"  // kReasonPeerBusy: the verdicts' own word for it
 #include "probes/tcp_wire.hpp"
@@ -55,6 +57,15 @@ const char* reason_from_errno(int err);
 
 // A refusal code from the peer's TCP probe data port -> reason ("" for ok).
 const char* reason_from_reply_code(tcpwire::Code code);
+
+// The reason word of a peer's refusal of a session (its JSON's "reason") -> ours: one of the
+// words above, which the peer's daemon speaks too, or protocol_error for any other. A peer's
+// text never becomes a metric label value, nor a word the scheduler acts on ("stopped" drops
+// a result, "skipped_budget" keeps the last one).
+const char* reason_from_peer(std::string_view word);
+
+// A peer's detail text as a failed result keeps it: at most this many bytes.
+inline constexpr size_t kMaxPeerDetail = 512;
 
 // "connect to 10.0.0.2:5201: Connection refused (ECONNREFUSED)": human detail text.
 std::string errno_detail(const std::string& what, int err);

@@ -195,8 +195,9 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
         const json& rep = *reply.body;
         if (!rep.is_object()) return failed({reason::protocol_error, "the peer's answer is not a JSON object"});
         if (rep.contains("reason"))
-            return failed({rep.value("reason", std::string(reason::protocol_error)),
-                           "peer: " + rep.value("detail", std::string("refused the RDMA session"))});
+            return failed(
+                {reason_from_peer(rep.value("reason", std::string())),
+                 "peer: " + rep.value("detail", std::string("refused the RDMA session")).substr(0, kMaxPeerDetail)});
         granted_id = granted_session(rep);
         if (auto st = connect_to_answer(rep, a.rails); !st.ok()) return failed(st);
         return done(run_counted(plan, a.rails, qps, deadline));

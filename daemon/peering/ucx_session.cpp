@@ -233,8 +233,9 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
         auto reply = exchange(request, deadline);
         if (!reply.body) return done(failed_result(kind, reply.reason, reply.detail));
         if (!reply.body->contains("endpoint"))
-            return done(failed_result(kind, reply.body->value("reason", std::string(reason::protocol_error)),
-                                      "peer: " + reply.body->value("detail", std::string("refused the UCX session"))));
+            return done(failed_result(kind, reason_from_peer(reply.body->value("reason", std::string())),
+                                      "peer: " + reply.body->value("detail", std::string("refused the UCX session"))
+                                                     .substr(0, kMaxPeerDetail)));
         granted_id = granted_session(*reply.body);
         // Which rails the run used: their counters around it (wire-up included, a few KB).
         std::vector<std::optional<uint64_t>> before;

@@ -189,6 +189,19 @@ TEST(Reasons, ErrnoMapping) {
     EXPECT_STREQ(reason_from_errno(EIO), "socket_error");
 }
 
+// A peer's session refusal names its reason in JSON: one of our words is kept, any other text
+// is a protocol error, never a label value or a word the scheduler acts on.
+TEST(Reasons, FromAPeersAnswer) {
+    EXPECT_STREQ(reason_from_peer("peer_busy"), "peer_busy");
+    EXPECT_STREQ(reason_from_peer("device_not_found"), "device_not_found");
+    EXPECT_STREQ(reason_from_peer("gid_mismatch"), "gid_mismatch");
+    EXPECT_STREQ(reason_from_peer("rdma_no_ack"), "rdma_no_ack");
+    for (const char* word : {"stopped", "skipped_budget", "skipped_busy", "", "PEER_BUSY", "peer_busy ",
+                             "anything {label=\"x\"}", "a\nnew line"})
+        EXPECT_STREQ(reason_from_peer(word), "protocol_error") << word;
+    EXPECT_STREQ(reason_from_peer(std::string(1 << 20, 'x')), "protocol_error");
+}
+
 TEST(Reasons, RefusalCodes) {
     EXPECT_STREQ(reason_from_reply_code(tcpwire::Code::ok), "");
     EXPECT_STREQ(reason_from_reply_code(tcpwire::Code::auth_refused), "auth_refused");
