@@ -1635,7 +1635,7 @@ void rule_probe_failed(const Context& ctx, Severity sev, Findings& out) {
                                std::string(to_string(r->kind)) + " to " + v.peer + over(v.rail) + " fails (" +
                                    r->reason + ")" + (r->detail.empty() ? "" : ": " + r->detail),
                                "Read the probe's detail (GET /api/v1/probes); the reason names what was observed. "
-                               "Run the probe again on demand (POST /api/v1/probe) after a change.",
+                               "Run the probe again on demand (POST /api/v1/probes/run) after a change.",
                                {{"reason", r->reason}}));
         }
     }

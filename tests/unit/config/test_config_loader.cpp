@@ -980,6 +980,7 @@ TEST(ConfigFile, ExampleConfigsParseCleanly) {
     spark.expect.port_rate_gbps = 100;
     spark.expect.rails = {"rocep1s0f0", "rocep1s0f1"};
     spark.expect.ignore_devices = {"roceP2p1s0f0"};
+    spark.rules["peermem_missing"].enabled = false;  // no GPUDirect RDMA on unified memory
     // no token_file: under the shipped unit the token is the systemd credential
     spark.probes.enabled = {"tcp_lat",           "tcp_bw",      "rdma_write_lat", "rdma_write_bw",
                             "rdma_multirail_bw", "ucx_put_lat", "ucx_put_bw"};
