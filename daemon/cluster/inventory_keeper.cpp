@@ -204,17 +204,24 @@ void InventoryKeeper::loop() {
 namespace {
 std::vector<PeerConfig> peers_at(const ClusterState& state, const Config& c, const std::vector<size_t>& indices,
                                  bool rotating) {
+    // A [[peers]] entry wins over the inventory's for the same node (same address) and for the
+    // same name: two peers of one name would share one hello and one set of results.
     std::set<std::string> configured;
-    for (const auto& p : c.peers) configured.insert(p.address);
+    for (const auto& p : c.peers) {
+        configured.insert(p.address);
+        configured.insert(p.name);
+    }
     std::vector<PeerConfig> out;
     const auto& entries = state.inventory.entries;
     for (size_t i : indices) {
-        if (configured.count(entries[i].target)) continue;
-        out.push_back(PeerConfig{.name = entries[i].target,
-                                 .address = entries[i].target,
-                                 .rails = {},
-                                 .from_inventory = true,
-                                 .rotating = rotating});
+        const auto& e = entries[i];
+        // The target as written names the peer (as Prometheus' instance label does); the address
+        // always has its port, "10.0.0.7" meaning 10.0.0.7:9879 (kDefaultInventoryPort).
+        const std::string address = (e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host) + ":" +
+                                    std::to_string(e.port);
+        if (configured.count(address) || configured.count(e.target)) continue;
+        out.push_back(PeerConfig{
+            .name = e.target, .address = address, .rails = {}, .from_inventory = true, .rotating = rotating});
     }
     return out;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "daemon/cluster/inventory.hpp"
 #include "daemon/cluster/inventory_keeper.hpp"
 
 namespace fs = std::filesystem;
@@ -84,4 +85,30 @@ TEST(InventoryKeeper, FollowsTheFileAndSleepsWhileNothingHappens) {
     keeper.stop();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "stop() wakes the thread";
     fs::remove_all(dir);
+}
+
+// The peers an inventory gives: named by the target as written, addressed with its port (a bare
+// host is port 9879), and never one a [[peers]] entry already names or addresses.
+TEST(InventoryPeers, BareHostsGetTheDefaultPortAndConfiguredPeersWin) {
+    auto parsed = parse_inventory(R"([{"targets": ["10.0.0.1:9879", "10.0.0.2", "[fd00::3]:9000", "node4"]}])");
+    ASSERT_TRUE(parsed.inventory) << parsed.error;
+    ClusterState state;
+    state.inventory = *parsed.inventory;
+    state.self.index = 0;  // sorted: 10.0.0.1:9879, 10.0.0.2, [fd00::3]:9000, node4
+    Config c;
+    c.cluster.ring_successors = 3;
+    std::vector<std::pair<std::string, std::string>> got;
+    for (const auto& p : inventory_peers(state, c)) got.emplace_back(p.name, p.address);
+    const std::vector<std::pair<std::string, std::string>> want = {{"10.0.0.2", "10.0.0.2:9879"},
+                                                                   {"[fd00::3]:9000", "[fd00::3]:9000"},
+                                                                   {"node4", "node4:9879"}};
+    EXPECT_EQ(got, want);
+
+    // A configured peer of the same name, or at the same address however written, keeps its
+    // own entry: two peers of one name would share a hello and results.
+    c.peers = {PeerConfig{.name = "10.0.0.2", .address = "10.9.9.9:9879"},
+               PeerConfig{.name = "four", .address = "node4:9879"}};
+    got.clear();
+    for (const auto& p : inventory_peers(state, c)) got.emplace_back(p.name, p.address);
+    EXPECT_EQ(got, (std::vector<std::pair<std::string, std::string>>{{"[fd00::3]:9000", "[fd00::3]:9000"}}));
 }
