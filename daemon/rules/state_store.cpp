@@ -8,11 +8,10 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 #include <utility>
 
+#include "util/read_file.hpp"
 #include "util/fd.hpp"
 
 namespace rocewatch {
@@ -126,18 +125,20 @@ std::optional<nlohmann::json> StateStore::load(std::string* error, const Accept&
     std::string why;
     nlohmann::json j;
     const std::uintmax_t size = std::filesystem::file_size(file_, ec);
-    std::ifstream in;
+    // Read bounded, and never waiting on a FIFO or reading a device to its (no) end: only the
+    // daemon writes this file, as a regular one of at most max_bytes_.
+    ReadFileResult read;
     if (!ec && size > max_bytes_) {
         why = "is " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes_) +
               " bytes the daemon's history_limit can have written (not read)";
-    } else if (in.open(file_, std::ios::binary); !in) {
-        why = std::string("cannot be read: ") + std::strerror(errno);
+    } else if (read = read_small_file(file_.string(), max_bytes_, std::chrono::seconds(1)); !read.ok) {
+        why = read.too_large ? "holds more than the " + std::to_string(max_bytes_) +
+                                   " bytes the daemon's history_limit can have written (not a regular file?)"
+                             : "cannot be read: " + (read.err ? std::string(std::strerror(read.err)) : read.error);
     } else {
-        std::ostringstream text;
-        text << in.rdbuf();
-        j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+        j = nlohmann::json::parse(read.text, nullptr, /*allow_exceptions=*/false);
         if (j.is_discarded()) {
-            why = text.str().empty() ? "is empty" : "is not valid JSON (truncated or garbage)";
+            why = read.text.empty() ? "is empty" : "is not valid JSON (truncated or garbage)";
         } else if (accept) {
             try {
                 accept(j);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -245,6 +246,26 @@ TEST(StateStore, AFileOverTheSizeBoundIsSetAsideUnread) {
     // At the bound itself it is read.
     std::ofstream(d.path() / "alerts.json") << text;
     EXPECT_TRUE(StateStore(d.path(), text.size()).load(&err)) << err;
+}
+
+// Only the daemon writes the state file, as a regular file: a FIFO in its place does not hold
+// the start up (it blocked in open(), SIGTERM masked), nor a link to /dev/zero take memory
+// without end (1.4 GB and rising). Each is set aside, and the daemon starts with no state.
+TEST(StateStore, AFifoOrADeviceInItsPlaceIsSetAsideNotWaitedOnOrReadWhole) {
+    TempDir d;
+    ASSERT_EQ(::mkfifo((d.path() / "alerts.json").c_str(), 0600), 0);
+    std::string err;
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_FALSE(StateStore(d.path()).load(&err));
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+    EXPECT_NE(err.find("FIFO"), std::string::npos) << err;
+    ASSERT_EQ(set_aside_files(d.path()).size(), 1u) << err;
+    EXPECT_FALSE(fs::exists(d.path() / "alerts.json"));
+
+    fs::create_symlink("/dev/zero", d.path() / "alerts.json");
+    EXPECT_FALSE(StateStore(d.path(), 4096).load(&err));
+    EXPECT_NE(err.find("holds more than the 4096 bytes"), std::string::npos) << err;
+    EXPECT_EQ(set_aside_files(d.path()).size(), 2u) << err;
 }
 
 // The bound never refuses what the daemon itself wrote: a full history of transitions with
