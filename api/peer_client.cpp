@@ -69,6 +69,14 @@ constexpr size_t kMaxAnswer = 1 << 20;
 
 constexpr std::chrono::microseconds kMaxConnect = std::chrono::seconds(3);
 
+// A 503 is a busy peer (another session, its budget spent, its front end saturated) unless it
+// says its peer probing is off: then it will not take part until its operator gives it the token.
+const char* unavailable_reason(const std::string& body) {
+    const auto j = nlohmann::json::parse(body, nullptr, false);
+    const bool off = j.is_object() && j.contains("reason") && j["reason"] == kReasonPeerProbingOff;
+    return off ? kReasonPeerProbingOff : kReasonPeerBusy;
+}
+
 // One request with every timeout set to what is left of the deadline (the connect's to at
 // most kMaxConnect); the transport's
 // failure mapped to a probe reason ("cancelled" when `cancel` cut it short).
@@ -198,7 +206,7 @@ PeerState fetch_hello(const PeerConfig& peer, const std::string& token, std::chr
         if (!out.reason.empty()) return fail(out.reason);
         const auto& res = out.res;
         if (res->status == 401 || res->status == 403) return fail("auth_refused");
-        if (res->status == 503) return fail("peer_busy");
+        if (res->status == 503) return fail(unavailable_reason(out.body));
         if (res->status != 200) return fail("protocol_error");
         auto hello = hello_from_json(nlohmann::json::parse(out.body));
         if (hello.protocol_version != static_cast<uint32_t>(kPeerProtocolVersion)) return fail("version_mismatch");
@@ -260,7 +268,8 @@ SessionReply post_session(const PeerConfig& peer, const std::string& token, cons
                         where + ": " + (out.detail.empty() ? httplib::to_string(out.res.error()) : out.detail));
         const auto& res = out.res;
         if (res->status == 401 || res->status == 403) return fail("auth_refused", where + ": our token was refused");
-        if (res->status == 503) return fail("peer_busy", where + ": " + unavailable_detail(*res, out.body));
+        if (res->status == 503)
+            return fail(unavailable_reason(out.body), where + ": " + unavailable_detail(*res, out.body));
         if (res->status == 404)
             return fail("version_mismatch", where + ": the peer has no such endpoint (older version?)");
         if (res->status != 200 && res->status != 422)

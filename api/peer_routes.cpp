@@ -51,9 +51,13 @@ struct State {
     bool peer_authorized(const Req& req) const {
         return credentials_match(req.get_header_value("Authorization"), r.token_hex);
     }
+    // Before the token is checked: with no token of its own, no token is right, and a peer told
+    // 401 would look for a token mismatch. `reason` tells a prober it is not busy.
     bool probing_off(Res& res) const {
         if (!r.token_hex.empty()) return false;
-        send_json(res, 503, error_json(503, "peer probing is off: " + r.no_probing));
+        auto body = error_json(503, "peer probing is off: " + r.no_probing);
+        body["reason"] = kReasonPeerProbingOff;
+        send_json(res, 503, body);
         return true;
     }
 };
@@ -286,6 +290,7 @@ void add_peer_routes(ApiServer& api, PeerRoutes routes) {
     api.add_get("/api/v1/peer/hello",
                 "for peer daemons (peer token): this node's version, data port, interfaces and rails",
                 [st](const Req& req, Res& res) {
+                    if (st->probing_off(res)) return;
                     if (!st->peer_authorized(req)) return send_unauthorized(res);
                     if (!only_params(req, res, {})) return;
                     if (auto s = snapshot_or_503(st->r.snapshots, res))

@@ -18,6 +18,7 @@ inline constexpr const char* timeout = "timeout";                        // dead
 inline constexpr const char* auth_refused = "auth_refused";              // peer rejected our token
 inline constexpr const char* peer_closed = "peer_closed";                // EOF or reset mid-probe
 inline constexpr const char* peer_busy = kReasonPeerBusy;                // peer at its session limit
+inline constexpr const char* peer_probing_off = kReasonPeerProbingOff;   // peer has no token
 inline constexpr const char* protocol_error = "protocol_error";          // bad magic, short reply
 inline constexpr const char* version_mismatch = "version_mismatch";      // peer speaks another version
 inline constexpr const char* tls_error = "tls_error";            // TLS to the peer's port failed (scheme, certificate)

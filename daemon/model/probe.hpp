@@ -89,6 +89,9 @@ inline constexpr const char* kReasonPeerBusy = "peer_busy";
 // The reason a probe carries when the daemon stopped or reloaded before or while it ran: it
 // says nothing about the peer and is not kept (the caller who asked for it gets it).
 inline constexpr const char* kReasonStopped = "stopped";
+// The peer has peer probing off (no token): its hello and sessions answer 503 with this reason.
+// A failure, not a skip: the peer will not take part until its operator gives it the token.
+inline constexpr const char* kReasonPeerProbingOff = "peer_probing_off";
 // Not run: the node's probe budget for the last minute was spent (probes/budget.hpp).
 inline constexpr const char* kReasonSkippedBudget = "skipped_budget";
 

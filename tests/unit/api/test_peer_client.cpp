@@ -104,14 +104,14 @@ TEST(PeerClient, APeersRefusalSaysWhyInItsWords) {
     const int port = server.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port, 0);
     std::thread t([&] { server.listen_after_bind(); });  // bound and listening: calls queue until it runs
-    const auto refusal = [&](std::string b, std::string ct, std::string after = "") {
+    const auto refusal = [&](std::string b, std::string ct, std::string after = "", std::string reason = "peer_busy") {
         body = std::move(b);
         type = std::move(ct);
         retry_after = std::move(after);
         auto r = api::post_session(peer_at(static_cast<uint16_t>(port)), "t", "/api/v1/peer/rdma", {{"x", 1}},
                                    Deadline::after(3s));
         EXPECT_FALSE(r.body);
-        EXPECT_EQ(r.reason, "peer_busy") << r.detail;
+        EXPECT_EQ(r.reason, reason) << r.detail;
         return r.detail;
     };
     const auto spent = refusal(R"({"reason":"peer_busy","detail":"probe budget spent: 60 runs in the last minute"})",
@@ -119,7 +119,13 @@ TEST(PeerClient, APeersRefusalSaysWhyInItsWords) {
     EXPECT_NE(spent.find("the peer says probe budget spent: 60 runs in the last minute (retry after 30 s)"),
               std::string::npos)
         << spent;
-    const auto off = refusal(R"({"error":"peer probing is off: no token file","status":503})", "application/json");
+    // An older peer with probing off says so only in words: busy, as it was.
+    const auto off_old = refusal(R"({"error":"peer probing is off: no token file","status":503})", "application/json");
+    EXPECT_NE(off_old.find("the peer says peer probing is off: no token file"), std::string::npos) << off_old;
+    // Ours names the reason: a failure (it will not take part), not a busy peer to wait for.
+    const auto off =
+        refusal(R"({"error":"peer probing is off: no token file","status":503,"reason":"peer_probing_off"})",
+                "application/json", "", "peer_probing_off");
     EXPECT_NE(off.find("the peer says peer probing is off: no token file"), std::string::npos) << off;
     const auto saturated = refusal("server busy, retry\n", "text/plain");
     EXPECT_NE(saturated.find("the peer says server busy, retry"), std::string::npos) << saturated;

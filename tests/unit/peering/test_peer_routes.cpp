@@ -307,6 +307,13 @@ TEST_F(PeerRoutesTest, EveryProbeRouteSaysProbingIsOff) {
     res = cli->Post("/api/v1/peer/rdma", "{}", "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 503) << res->body;
+    // The hello too (it answered 401, and the prober looked for a token mismatch), with the
+    // reason a prober tells from a busy peer by.
+    res = cli->Get("/api/v1/peer/hello", {{"Authorization", "Bearer " + std::string(64, 'a')}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 503) << res->body;
+    EXPECT_EQ(json::parse(res->body).value("reason", ""), "peer_probing_off") << res->body;
+    EXPECT_NE(res->body.find("peer probing is off: no peer token file"), std::string::npos) << res->body;
 }
 
 static std::string b64(const std::string& in) { return base64_encode(in); }
