@@ -386,6 +386,10 @@ int main(int argc, char** argv) {
         for (const auto& w : inv.inventory->warnings) std::cerr << r.config->cluster.inventory << ": " << w << "\n";
         inventory = std::move(inv.inventory);
     }
+    if (flags->check_config && r.config && (!r.config->peers.empty() || !r.config->cluster.inventory.empty()))
+        if (const auto listen = parse_listen_address(r.config->daemon.listen))
+            if (auto why = data_port_reach_warning(listen->host, r.config->probes.data_port))
+                std::cerr << "warning: " << *why << "\n";
     if (flags->check_config && r.config) {
         std::cout << (flags->config_path ? *flags->config_path : "built-in defaults") << ": ok\n";
         if (!r.config->daemon.web_config_file.empty()) std::cout << r.config->daemon.web_config_file << ": ok\n";

@@ -138,6 +138,13 @@ std::string ucx_session_child_version(const std::string& exe) {
 #endif
 }
 
+std::optional<std::string> data_port_reach_warning(const std::string& listen_host, uint16_t data_port) {
+    if (listen_host.empty() || listen_host == "0.0.0.0" || listen_host == "::") return std::nullopt;
+    return "the probe data port (" + std::to_string(data_port) + ") listens on " + listen_host +
+           " only, the host of listen: peers' TCP probes over the rails go to this node's rail addresses and "
+           "will be refused there (connection_refused); listen on 0.0.0.0 or :: for rail probes";
+}
+
 Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log,
                       ProbeBudget* budget) {
     const char* creds = std::getenv("CREDENTIALS_DIRECTORY");
@@ -156,6 +163,7 @@ Probing start_probing(const Config& cfg, const std::string& listen_host, const s
         try {
             p.data_port = TcpProbeServer::create(bind_host(listen_host), cfg.probes.data_port, *p.token, limits, log);
             log->info("peer probing on: token from {}", found.source);
+            if (auto why = data_port_reach_warning(listen_host, cfg.probes.data_port)) log->warn("{}", *why);
         } catch (const std::exception& e) {
             p.why_off = std::string("probe data port: ") + e.what();
             p.token.reset();

@@ -43,6 +43,11 @@ struct Probing {
     std::unique_ptr<TcpProbeServer> data_port;
 };
 
+// Why peers' rail probes will be refused when the data port binds one address (a listen host
+// that is not "", 0.0.0.0 or ::): a peer's TCP probes go to this node's rail addresses. Unset
+// when it binds every address.
+std::optional<std::string> data_port_reach_warning(const std::string& listen_host, uint16_t data_port);
+
 // Finds the token ([probes] token_file, else systemd's credential) and binds the data port
 // where the HTTP server listens (every address, both families, for "", 0.0.0.0 or ::; a
 // name is resolved first) with our own config's budget

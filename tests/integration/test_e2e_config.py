@@ -87,6 +87,15 @@ def main():
         os.unlink(inv)
         r = run("--check-config", "--config", conf)
         t.check(r.returncode == 1 and inv in r.stderr, f"--check-config names a missing inventory ({r.stderr.strip()!r})")
+    # A listen host of one address keeps the probe data port off the rails: said, not refused.
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = os.path.join(tmp, "mgmt.toml")
+        with open(conf, "w") as f:
+            f.write('[daemon]\nlisten = "10.1.2.3:9879"\n[[peers]]\nname = "b"\naddress = "10.1.2.4:9879"\n')
+        r = run("--check-config", "--config", conf)
+        t.check(r.returncode == 0 and "data port (9880) listens on 10.1.2.3 only" in r.stderr
+                and "listen on 0.0.0.0 or ::" in r.stderr,
+                f"--check-config warns that a one-address listen keeps rail probes out ({r.stderr.strip()!r})")
     r = run("--check-config", "--config", "/nonexistent/rocewatch.toml")
     t.check(r.returncode == 1 and "/nonexistent/rocewatch.toml" in r.stderr, "a missing file is named")
     r = run("--listen", "nowhere")
