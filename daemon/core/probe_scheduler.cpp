@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace rocewatch {
@@ -170,6 +172,13 @@ void ProbeScheduler::add_entries(PeerConfig peer, SteadyClock::time_point now) {
 }
 
 void ProbeScheduler::plan(SteadyClock::time_point now) {
+    // A job planned before keeps its turn: a reload (a config push to the whole cluster, an
+    // inventory edit) that re-ran every bandwidth probe within its jitter would flood every
+    // rail at once. Its next run is still no later than a whole new interval from now.
+    std::map<std::tuple<std::string, std::string, ProbeKind>, SteadyClock::time_point> planned;
+    for (const auto& e : entries_)
+        if (!e.job.peer.rotating)
+            planned.emplace(std::tuple{e.job.peer.name, e.job.rail ? e.job.rail->name : "", e.job.kind}, e.due);
     entries_.clear();
     kinds_.clear();
     for (const auto& name : cur_->probes.enabled) {
@@ -188,6 +197,13 @@ void ProbeScheduler::plan(SteadyClock::time_point now) {
     rotating_.clear();
     round_.reset();  // the next rotate() adds this round's rotating peers again
     for (const auto& peer : cur_->peers) add_entries(peer, now);
+    for (auto& e : entries_) {
+        const auto it = planned.find({e.job.peer.name, e.job.rail ? e.job.rail->name : "", e.job.kind});
+        if (it == planned.end()) continue;
+        const auto latest = now + SteadyClock::duration(probe_timing(cur_->probes, e.job.kind).interval) +
+                            SteadyClock::duration(probe_timing(cur_->probes, e.job.kind).jitter);
+        e.due = std::min(it->second, latest);
+    }
     hellos_.clear();
     store_.update([&](ProbeBook& b) {
         if (cur_->cluster.rotating_peers == 0) b.mesh.clear();

@@ -299,6 +299,23 @@ TEST_F(SchedulerTest, AReloadDropsPeersNoLongerConfigured) {
     EXPECT_TRUE(store.latest()->peers.empty());
 }
 
+// A reload keeps each probe's turn: a config push to a whole cluster re-ran every bandwidth
+// probe on every node within its jitter, all rails at once. A shorter interval still applies.
+TEST_F(SchedulerTest, AReloadKeepsEachProbesTurn) {
+    auto s = make(config());
+    for (int i = 0; i < 60; ++i, now += 1s) s->run_due(now);
+    ASSERT_EQ(count(ProbeKind::tcp_bw), 1u) << "the first run, at start";
+    s->apply_config(config());  // nothing changed
+    for (int i = 0; i < 120; ++i, now += 1s) s->run_due(now);
+    EXPECT_EQ(count(ProbeKind::tcp_bw), 1u) << "no second bandwidth run two minutes after a reload";
+    EXPECT_GE(count(ProbeKind::tcp_lat), 5u) << "latency goes on at its pace";
+    auto shorter = config();
+    shorter->probes.tcp_bw.interval = 1min;
+    s->apply_config(shorter);
+    for (int i = 0; i < 61; ++i, now += 1s) s->run_due(now);
+    EXPECT_EQ(count(ProbeKind::tcp_bw), 2u) << "a shorter interval is not waited out at the old one";
+}
+
 TEST_F(SchedulerTest, WorkerThreadStopsPromptly) {
     auto c = config();
     auto s = std::make_unique<ProbeScheduler>(
