@@ -3,6 +3,7 @@
 #include "daemon/cluster/inventory_keeper.hpp"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -66,7 +67,15 @@ void InventoryKeeper::arm_watch_locked() {
     watch_ = wd;
 }
 
+std::optional<InventoryKeeper::FileId> InventoryKeeper::file_id(const std::string& path) {
+    struct stat st {};
+    if (path.empty() || ::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return FileId{st.st_dev, st.st_ino, st.st_size,
+                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
 void InventoryKeeper::load_locked() {
+    loaded_id_ = file_id(path_);  // before the read: a change during it is loaded next time
     auto next = std::make_shared<ClusterState>(*state_);
     next->path = path_;
     next->last_attempt = Clock::now();
@@ -155,6 +164,7 @@ void InventoryKeeper::loop() {
     alignas(inotify_event) char buf[16 * 1024];
     while (!stopping_) {
         bool ours = false;
+        bool others = false;  // events for other names in the directory: a symlink swap, say
         // Asleep until the file's directory changes, stop() is called or the next recheck is
         // due: no wake-ups in between (without an eventfd, every 200 ms to see a stop).
         const auto until_check = std::chrono::ceil<std::chrono::milliseconds>(next_check - SteadyClock::now());
@@ -179,6 +189,8 @@ void InventoryKeeper::loop() {
                     if ((ev->mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF)) ||
                         ((ev->mask & IN_IGNORED) && ev->wd == watch) || (ev->len > 0 && name == ev->name))
                         ours = true;
+                    else if (ev->len > 0)
+                        others = true;
                     off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
                 }
             }
@@ -191,11 +203,15 @@ void InventoryKeeper::loop() {
             // The directory itself went away or was replaced: watch it again.
             arm_watch_locked();
             load_locked();
+        } else if (others) {
+            std::lock_guard lock(mu_);
+            if (moved_locked()) load_locked();
         }
         if (SteadyClock::now() >= next_check) {
             next_check = SteadyClock::now() + kRecheck;
             std::lock_guard lock(mu_);
             if (watch_ < 0) arm_watch_locked();
+            if (moved_locked()) load_locked();  // a symlink changed in a directory not watched
             refind_self_locked();
         }
     }

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <spdlog/logger.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +51,19 @@ public:
 
 private:
     void load_locked();
+    // The file as it was when last loaded (symlinks followed: dev, inode, size, mtime); a
+    // different one is loaded again. Catches what the directory's events do not name: a
+    // symlink swapped in another directory, as Kubernetes updates a mounted ConfigMap.
+    struct FileId {
+        dev_t dev = 0;
+        ino_t ino = 0;
+        off_t size = -1;
+        int64_t mtime_ns = 0;
+        bool operator==(const FileId&) const = default;
+    };
+    static std::optional<FileId> file_id(const std::string& path);
+    bool moved_locked() const { return file_id(path_) != loaded_id_; }
+    std::optional<FileId> loaded_id_;
     void refind_self_locked();
     void arm_watch_locked();
     void loop();

@@ -87,6 +87,35 @@ TEST(InventoryKeeper, FollowsTheFileAndSleepsWhileNothingHappens) {
     fs::remove_all(dir);
 }
 
+// Kubernetes updates a mounted ConfigMap by swapping a symlink: inventory.json ->
+// ..data/inventory.json, and ..data is renamed to point at a new directory. No event names
+// inventory.json; the file it leads to changed all the same, and is read at once.
+TEST(InventoryKeeper, FollowsASymlinkSwappedUnderIt) {
+    const fs::path dir = fs::temp_directory_path() / ("rw-inventory-k8s-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "..v1");
+    fs::create_directories(dir / "..v2");
+    std::ofstream(dir / "..v1" / "inventory.json") << R"([{"targets": ["node01:9879"]}])";
+    std::ofstream(dir / "..v2" / "inventory.json") << R"([{"targets": ["node01:9879", "node02:9879", "node03:9879"]}])";
+    fs::create_directory_symlink("..v1", dir / "..data");
+    fs::create_symlink("..data/inventory.json", dir / "inventory.json");
+    auto log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+    InventoryKeeper keeper((dir / "inventory.json").string(), 9879,
+                           [] { return LocalIdentity{.hostname = "node01", .addresses = {}}; }, log);
+    keeper.start();
+    ASSERT_EQ(keeper.latest()->inventory.entries.size(), 1u);
+    fs::create_directory_symlink("..v2", dir / "..data_tmp");
+    fs::rename(dir / "..data_tmp", dir / "..data");
+    for (int i = 0; i < 40 && keeper.latest()->inventory.entries.size() != 3; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(keeper.latest()->inventory.entries.size(), 3u) << "read within 2 s of the swap (no 5 s recheck)";
+    const auto loads = keeper.latest()->loads;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(keeper.latest()->loads, loads) << "one swap, one load";
+    keeper.stop();
+    fs::remove_all(dir);
+}
+
 // The peers an inventory gives: named by the target as written, addressed with its port (a bare
 // host is port 9879), and never one a [[peers]] entry already names or addresses.
 TEST(InventoryPeers, BareHostsGetTheDefaultPortAndConfiguredPeersWin) {
