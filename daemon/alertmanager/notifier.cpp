@@ -3,6 +3,9 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <set>
+
 #include "util/clock.hpp"
 #include "util/http_url.hpp"
 #include "util/http_watchdog.hpp"
@@ -101,16 +104,30 @@ void Notifier::watch_loop() {
         auto snap = deps_.snapshots();
         if (c->alertmanager.urls.empty() || !snap) continue;
         const auto tick = SteadyClock::now();
-        if (failing_ && tick - last_retry_ >= kRetryEvery) {
-            resend_all_ = true;
-            last_retry_ = tick;
-        }
-        if (resend_all_.exchange(false)) book_.resend_all();
         const std::string node = c->alertmanager.node.empty() ? snap->host.hostname : c->alertmanager.node;
         BookSettings s{.node = node,
                        .generator_base = generator_base(c->alertmanager, c->daemon.listen, node),
                        .resend_interval = c->alertmanager.resend_interval};
-        auto due = book_.step(snap->alerts, s, deps_.now());
+        const auto now = deps_.now();
+        auto due = book_.step(snap->alerts, s, now);
+        // Targets that failed get every alert again every kRetryEvery until one catch-up is
+        // delivered; the others get only what is due (a dead target had the healthy ones sent
+        // everything every 5 s).
+        if (tick - last_retry_ >= kRetryEvery) {
+            auto behind = std::make_shared<std::set<std::string>>();
+            {
+                std::lock_guard lock(mu_);
+                for (const auto& t : targets_)
+                    if (t->behind) behind->insert(t->url);
+            }
+            if (!behind->empty()) {
+                last_retry_ = tick;
+                for (auto& a : book_.all(s, now)) {
+                    a.only_to = behind;
+                    due.push_back(std::move(a));
+                }
+            }
+        }
         if (due.empty()) continue;
         if (size_t dropped = queue_.push(std::move(due))) {
             dropped_ += dropped;
@@ -130,13 +147,21 @@ void Notifier::send_loop() {
             std::lock_guard lock(mu_);
             targets = targets_;
         }
-        bool failing = false;
+        // A batch of catch-ups only goes to the targets they are for; one with any other alert
+        // goes to every target.
+        std::set<std::string> only_to;
+        const bool catch_up = std::ranges::all_of(batch, [](const OutgoingAlert& a) { return a.only_to != nullptr; });
+        if (catch_up)
+            for (const auto& a : batch) only_to.insert(a.only_to->begin(), a.only_to->end());
         for (auto& t : targets) {
             if (stopping_) return;
+            if (catch_up && !only_to.count(t->url)) continue;
+            const bool was_behind = t->behind;
             send(*t, c->alertmanager, body, batch.size());
-            failing = failing || t->failing;
+            // Caught up once a batch meant for it (a catch-up, which carries every alert) is in.
+            if (!t->failing && was_behind && catch_up) t->behind = false;
+            if (t->failing) t->behind = true;
         }
-        failing_ = failing;
     }
 }
 
@@ -197,10 +222,7 @@ void Notifier::send(Target& t, const AlertmanagerConfig& c, const std::string& b
     }
     if (error.empty()) {
         t.sent += count;
-        if (t.failing) {
-            deps_.log->info("alertmanager {}: reachable again; sending every alert again", t.url);
-            resend_all_ = true;
-        }
+        if (t.failing) deps_.log->info("alertmanager {}: reachable again; every alert goes to it again", t.url);
         t.failing = false;
         return;
     }

@@ -53,6 +53,9 @@ private:
         std::atomic<uint64_t> sent{0};
         std::atomic<uint64_t> errors{0};
         bool failing = false;  // sender thread only: to log changes, not every failure
+        // Failed since its last catch-up: owes every alert in the book. Set by the sender,
+        // read by the watcher, which sends the catch-ups to these targets only.
+        std::atomic<bool> behind{false};
     };
 
     void watch_loop();
@@ -67,9 +70,7 @@ private:
     AlertQueue queue_;
     AlertBook book_;  // watcher thread only
     std::atomic<uint64_t> dropped_{0};
-    std::atomic<bool> resend_all_{false};
-    std::atomic<bool> failing_{false};      // the last batch failed somewhere
-    SteadyClock::time_point last_retry_{};  // watcher thread only
+    SteadyClock::time_point last_retry_{};  // watcher thread only: the last catch-up
     std::atomic<bool> stopping_{false};
     std::mutex wake_mu_;
     std::condition_variable wake_;

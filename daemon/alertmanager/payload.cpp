@@ -121,11 +121,7 @@ std::vector<OutgoingAlert> AlertBook::step(const std::vector<Alert>& alerts, con
             continue;
         }
         if (e.changed || !e.last_sent || now - *e.last_sent >= s.resend_interval) {
-            due.push_back({.labels = alert_labels(e.alert, s.node),
-                           .annotations = alert_annotations(e.alert),
-                           .starts_at = e.alert.first_seen,
-                           .ends_at = e.resolved_at ? *e.resolved_at : now + 4 * s.resend_interval,
-                           .generator_url = generator_url(s.generator_base, e.alert)});
+            due.push_back(outgoing(e, s, now));
             e.last_sent = now;
             e.changed = false;
         }
@@ -134,8 +130,19 @@ std::vector<OutgoingAlert> AlertBook::step(const std::vector<Alert>& alerts, con
     return due;
 }
 
-void AlertBook::resend_all() {
-    for (auto& [key, e] : entries_) e.changed = true;
+OutgoingAlert AlertBook::outgoing(const Entry& e, const BookSettings& s, TimePoint now) {
+    return {.labels = alert_labels(e.alert, s.node),
+            .annotations = alert_annotations(e.alert),
+            .starts_at = e.alert.first_seen,
+            .ends_at = e.resolved_at ? *e.resolved_at : now + 4 * s.resend_interval,
+            .generator_url = generator_url(s.generator_base, e.alert),
+            .only_to = nullptr};
+}
+
+std::vector<OutgoingAlert> AlertBook::all(const BookSettings& s, TimePoint now) const {
+    std::vector<OutgoingAlert> out;
+    for (const auto& [key, e] : entries_) out.push_back(outgoing(e, s, now));
+    return out;
 }
 
 }  // namespace rocewatch::alertmanager

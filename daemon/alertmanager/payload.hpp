@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,9 @@ struct OutgoingAlert {
     TimePoint starts_at{};
     TimePoint ends_at{};
     std::string generator_url;
+    // A catch-up: only for these targets (their urls), which missed alerts while they failed;
+    // null: for every target. Not sent.
+    std::shared_ptr<const std::set<std::string>> only_to;
 };
 
 // The one place an alert's identity in Alertmanager is made: alertname ("rocewatch_<rule>", so
@@ -64,8 +69,9 @@ class AlertBook {
 public:
     [[nodiscard]] std::vector<OutgoingAlert> step(const std::vector<Alert>& alerts, const BookSettings& s,
                                                   TimePoint now);
-    // Everything in the book is due at the next step (after Alertmanager came back).
-    void resend_all();
+    // Everything in the book as it would go now, the book unchanged: a catch-up for targets
+    // that missed alerts, which must not put off the others' resends.
+    [[nodiscard]] std::vector<OutgoingAlert> all(const BookSettings& s, TimePoint now) const;
     [[nodiscard]] size_t size() const { return entries_.size(); }
 
 private:
@@ -75,6 +81,7 @@ private:
         std::optional<TimePoint> last_sent;
         bool changed = true;
     };
+    static OutgoingAlert outgoing(const Entry& e, const BookSettings& s, TimePoint now);
     std::map<std::pair<std::string, std::string>, Entry> entries_;
 };
 

@@ -224,6 +224,37 @@ TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {
     n.stop();
 }
 
+// With one of two Alertmanagers down, the catch-ups (everything, every 5 s until delivered) go
+// to the one that is down; the healthy one gets each alert once (and its resends on their
+// time). It got the whole book every 5 s for as long as the other was down.
+TEST(Notifier, ACatchUpGoesOnlyToTheTargetThatMissedAlerts) {
+    Snapshots snaps(snapshot_with_firing_alert());
+    int dead = 0;
+    {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        ASSERT_GE(fd, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+        dead = ntohs(a.sin_port);
+        close(fd);
+    }
+    FakeAlertmanager healthy;
+    auto c = config_for("http://127.0.0.1:" + std::to_string(dead));
+    c.alertmanager.urls.push_back("http://127.0.0.1:" + std::to_string(healthy.port()));
+    Notifier n(c, {.snapshots = [&] { return snaps.get(); }, .log = quiet()});
+    n.start();
+    ASSERT_TRUE(eventually([&] { return healthy.received().size() >= 1; }));
+    ASSERT_TRUE(eventually([&] { return n.stats()->targets[0].errors >= 2; }, 10s)) << "the dead one is caught up";
+    std::this_thread::sleep_for(1s);  // the batch after the dead one's would have reached it by now
+    EXPECT_EQ(healthy.received().size(), 1u) << "the healthy one got the alert once";
+    EXPECT_EQ(n.stats()->targets[1].sent, 1u);
+    n.stop();
+}
+
 // An Alertmanager (or a proxy before it) that trickles its answer: every read returns within
 // the timeout, so only the POST's own deadline ends it. It held the notifier, and SIGTERM,
 // for 49 s with timeout = "1s".

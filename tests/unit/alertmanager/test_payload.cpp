@@ -159,14 +159,19 @@ TEST(AlertBook, FiringAgainAfterResolvingIsANewAlert) {
     EXPECT_EQ(due[0].ends_at, t0 + 10s + 4min);
 }
 
-TEST(AlertBook, ResendAllMakesEverythingDue) {
+// A catch-up for a target that missed alerts: everything in the book, firing and resolved
+// alike, and the book untouched, so the other targets' resends keep their time.
+TEST(AlertBook, AllIsEverythingAndLeavesTheBookAsItWas) {
     AlertBook book;
     auto s = settings();
     ASSERT_EQ(book.step({firing_alert(), firing_alert("port_down", "x")}, s, t0).size(), 2u);
     ASSERT_EQ(book.step({firing_alert()}, s, t0 + 1s).size(), 1u);  // port_down resolved
     EXPECT_TRUE(book.step({firing_alert()}, s, t0 + 2s).empty());
-    book.resend_all();
-    EXPECT_EQ(book.step({firing_alert()}, s, t0 + 3s).size(), 2u) << "firing and resolved alike";
+    const auto all = book.all(s, t0 + 3s);
+    ASSERT_EQ(all.size(), 2u) << "firing and resolved alike";
+    EXPECT_EQ(all[0].only_to, nullptr);
+    EXPECT_TRUE(book.step({firing_alert()}, s, t0 + 4s).empty()) << "nothing made due by it";
+    EXPECT_EQ(book.step({firing_alert()}, s, t0 + s.resend_interval).size(), 1u) << "the resend on its time";
 }
 
 TEST(HttpUrl, ParsesWhatAlertmanagerUrlsLookLike) {
