@@ -42,8 +42,10 @@
 #include "daemon/netlink/watcher.hpp"
 #include "daemon/peering/probers.hpp"
 #include "daemon/peering/session_host.hpp"
+#include "daemon/peering/token.hpp"
 #include "daemon/peering/ucx_session.hpp"
 #include "daemon/rules/rules.hpp"
+#include "util/read_file.hpp"
 
 namespace rocewatch {
 namespace {
@@ -373,6 +375,27 @@ int main(int argc, char** argv) {
             std::cerr << e.what() << "\n";
             return 1;
         }
+    }
+    // The credential files the config names are read as the daemon would: a token file the
+    // daemon cannot use turns peer probing off, an Alertmanager secret it cannot read fails
+    // every POST; either is an error here, where at start or at a send it is only a log line.
+    if (flags->check_config && r.config) {
+        bool bad = false;
+        const auto& c = *r.config;
+        if (!c.probes.token_file.empty())
+            if (auto found = find_probe_token(c.probes.token_file, ""); !found.token) {
+                std::cerr << "probes.token_file: " << found.why << "\n";
+                bad = true;
+            }
+        for (const auto& [key, path] :
+             {std::pair{"alertmanager.bearer_token_file", c.alertmanager.bearer_token_file},
+              std::pair{"alertmanager.basic_auth_password_file", c.alertmanager.basic_auth_password_file}})
+            if (!path.empty())
+                if (auto f = read_small_file(path, 4096); !f.ok) {
+                    std::cerr << key << ": " << path << ": " << f.error << "\n";
+                    bad = true;
+                }
+        if (bad) return 1;
     }
     // The inventory is checked as the keeper would read it. The daemon starts with a refused one
     // (and keeps watching for a fixed one); a check says it is wrong.

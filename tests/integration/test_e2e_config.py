@@ -87,6 +87,25 @@ def main():
         os.unlink(inv)
         r = run("--check-config", "--config", conf)
         t.check(r.returncode == 1 and inv in r.stderr, f"--check-config names a missing inventory ({r.stderr.strip()!r})")
+    # Credential files are read as the daemon reads them: a token file it cannot use (probing
+    # would be off) and an Alertmanager secret it cannot read fail the check, each named.
+    with tempfile.TemporaryDirectory() as tmp:
+        conf, tok = os.path.join(tmp, "creds.toml"), os.path.join(tmp, "token")
+        with open(tok, "w") as f:
+            f.write("abc\n")
+        with open(conf, "w") as f:
+            f.write(f'[probes]\ntoken_file = "{tok}"\n[alertmanager]\nurls = ["http://127.0.0.1:9093"]\n'
+                    f'bearer_token_file = "{tmp}/missing"\n')
+        r = run("--check-config", "--config", conf)
+        t.check(r.returncode == 1 and "probes.token_file: " in r.stderr and "64 hex digits" in r.stderr
+                and f"alertmanager.bearer_token_file: {tmp}/missing: " in r.stderr,
+                f"--check-config refuses a token file and a secret the daemon cannot use ({r.stderr.strip()!r})")
+        with open(tok, "w") as f:
+            f.write("ab" * 32 + "\n")
+        with open(f"{tmp}/missing", "w") as f:
+            f.write("secret\n")
+        r = run("--check-config", "--config", conf)
+        t.check(r.returncode == 0, f"--check-config takes them once they are right ({r.stderr.strip()!r})")
     # A listen host of one address keeps the probe data port off the rails: said, not refused.
     with tempfile.TemporaryDirectory() as tmp:
         conf = os.path.join(tmp, "mgmt.toml")
