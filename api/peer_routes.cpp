@@ -174,6 +174,9 @@ void run_now(State& st, const Req& req, Res& res) {
             return send_json(res, 400, error_json(400, std::string(key) + " is missing; " + kShape));
     std::string peer = body.value("peer", ""), rail = body.value("rail", ""), kind_name = body.value("kind", "");
     auto kind = probe_kind_from_string(kind_name);
+    if (kind && !rail.empty() && is_peer_level_kind(*kind))  // a 404 "no peer/rail" misled
+        return send_json(res, 400,
+                         error_json(400, kind_name + " runs per peer, over all its rails: leave out \"rail\""));
     if (!kind || !st.r.scheduler.runnable(*kind))
         return send_json(res, 400, error_json(400, "kind " + kind_name + " is not a probe this daemon runs"));
     auto job = st.r.scheduler.find_job(peer, rail, *kind);

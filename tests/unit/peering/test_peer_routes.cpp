@@ -140,7 +140,9 @@ TEST_F(PeerRoutesTest, ProbeRunWantsPeerKindAndTheRailOfAPerRailKind) {
              {R"({"peer": "b", "rail": "rail0"})", "kind is missing"},
              {R"({"rail": "rail0", "kind": "tcp_lat"})", "peer is missing"},
              {R"({"peer": "b", "kind": "tcp_lat"})", "rail is missing"},
-             {R"({"peer": "b", "rail": "", "kind": "tcp_lat"})", "rail is missing"}}) {
+             {R"({"peer": "b", "rail": "", "kind": "tcp_lat"})", "rail is missing"},
+             // A per-peer kind with a rail: said so, where a 404 "no configured peer/rail" misled.
+             {R"({"peer": "b", "rail": "rail0", "kind": "ucx_put_lat"})", "runs per peer, over all its rails"}}) {
         auto res = cli->Post("/api/v1/probes/run", auth, body, "application/json");
         ASSERT_TRUE(res) << body;
         EXPECT_EQ(res->status, 400) << body << ": " << res->body;
