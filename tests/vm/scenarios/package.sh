@@ -55,7 +55,7 @@ check "the shipped config is a conffile" grep -qx ' /etc/rocewatch/rocewatch.tom
     <(sd dpkg-query -W -f='${Conffiles}\n' rocewatch)
 check "man rocewatchd(8) and rocewatch.toml(5) are installed" sd test -s /usr/share/man/man8/rocewatchd.8.gz -a \
     -s /usr/share/man/man5/rocewatch.toml.5.gz
-check "the shipped rules are installed" sd test -s /usr/share/rocewatch/rocewatch-rules.yml
+check "the shipped rules are installed" sd test -s /usr/share/rocewatch/prometheus/rocewatch-rules.yml
 
 section "the service, started by the package"
 check_eq "enabled by postinst" enabled "$(sd systemctl is-enabled rocewatchd.service 2>&1)"
