@@ -122,6 +122,22 @@ Config config_for(const std::string& url) {
     return c;
 }
 
+// A port that was free a moment ago: connection refused. (A plain socket: httplib::Server keeps
+// its socket open until stop(), and with SO_REUSEPORT a second server on the port would share
+// the connections with it.) 0 when none could be had.
+int refused_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    close(fd);
+    return ok ? ntohs(a.sin_port) : 0;
+}
+
 std::shared_ptr<spdlog::logger> quiet() {
     return std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
 }
@@ -180,22 +196,8 @@ TEST(Notifier, DeliversFiringAlertsWithLabelsAndAnnotations) {
 
 TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {
     Snapshots snaps(snapshot_with_firing_alert());
-    // A port that was free a moment ago: connection refused.
-    // (A plain socket: httplib::Server keeps its socket open until stop(), and with SO_REUSEPORT
-    // a second server on the port would share the connections with it.)
-    int port = 0;
-    {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        ASSERT_GE(fd, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-        port = ntohs(a.sin_port);
-        close(fd);
-    }
+    const int port = refused_port();
+    ASSERT_GT(port, 0);
     Notifier n(config_for("http://127.0.0.1:" + std::to_string(port)),
                {.snapshots = [&] { return snaps.get(); }, .log = quiet()});
     n.start();
@@ -229,19 +231,8 @@ TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {
 // time). It got the whole book every 5 s for as long as the other was down.
 TEST(Notifier, ACatchUpGoesOnlyToTheTargetThatMissedAlerts) {
     Snapshots snaps(snapshot_with_firing_alert());
-    int dead = 0;
-    {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        ASSERT_GE(fd, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-        dead = ntohs(a.sin_port);
-        close(fd);
-    }
+    const int dead = refused_port();
+    ASSERT_GT(dead, 0);
     FakeAlertmanager healthy;
     auto c = config_for("http://127.0.0.1:" + std::to_string(dead));
     c.alertmanager.urls.push_back("http://127.0.0.1:" + std::to_string(healthy.port()));
