@@ -17,6 +17,7 @@
 
 #include "api/probe_view.hpp"
 #include "daemon/config/config_loader.hpp"
+#include "util/host_port.hpp"
 #include "util/http_watchdog.hpp"
 
 namespace rocewatch::api {
@@ -97,8 +98,7 @@ Outcome call(const std::string& address, std::chrono::steady_clock::time_point d
     if (left.count() <= 0) return {httplib::Result{nullptr, httplib::Error::Unknown}, "timeout"};
     // The name as written is what the peer's certificate must carry (and the SNI); the
     // connection goes to the address resolved above, within the deadline.
-    const std::string authority = (where->host.find(':') != std::string::npos ? "[" + where->host + "]" : where->host) +
-                                  ":" + std::to_string(where->port);
+    const std::string authority = host_port(where->host, where->port);
     httplib::Client cli(tr.https ? "https://" + authority : "http://" + authority, tr.cert_file, tr.key_file);
     if (*host != where->host) cli.set_hostname_addr_map({{where->host, *host}});
     if (tr.https) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "probes/tcp_socket.hpp"
+#include "util/host_port.hpp"
 
 namespace rocewatch::tcpclient {
 
@@ -27,10 +28,7 @@ int wait_fd(int fd, short events, Deadline d, short* revents) {
     }
 }
 
-std::string target_string(const TcpProbeTarget& t) {
-    return (t.address.find(':') != std::string::npos ? "[" + t.address + "]" : t.address) + ":" +
-           std::to_string(t.port);
-}
+std::string target_string(const TcpProbeTarget& t) { return host_port(t.address, t.port); }
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "daemon/config/config_loader.hpp"
+#include "util/host_port.hpp"
 
 namespace rocewatch::alertmanager {
 
@@ -39,8 +40,7 @@ std::string generator_base(const AlertmanagerConfig& c, const std::string& liste
     auto a = parse_listen_address(listen);
     std::string host = a ? a->host : "";
     if (host.empty() || host == "0.0.0.0" || host == "::") host = node.empty() ? "localhost" : node;
-    if (host.find(':') != std::string::npos) host = "[" + host + "]";
-    return "http://" + host + ":" + std::to_string(a ? a->port : 9879);
+    return "http://" + host_port(host, a ? a->port : 9879);
 }
 
 namespace {

@@ -3,9 +3,9 @@
 #include "daemon/cluster/inventory_keeper.hpp"
 
 #include <poll.h>
-#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 
 #include "daemon/cluster/inventory.hpp"
 #include "util/clock.hpp"
+#include "util/host_port.hpp"
 
 namespace rocewatch {
 namespace {
@@ -233,8 +234,7 @@ std::vector<PeerConfig> peers_at(const ClusterState& state, const Config& c, con
         const auto& e = entries[i];
         // The target as written names the peer (as Prometheus' instance label does); the address
         // always has its port, "10.0.0.7" meaning 10.0.0.7:9879 (kDefaultInventoryPort).
-        const std::string address = (e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host) + ":" +
-                                    std::to_string(e.port);
+        const std::string address = host_port(e.host, e.port);
         if (configured.count(address) || configured.count(e.target)) continue;
         out.push_back(PeerConfig{
             .name = e.target, .address = address, .rails = {}, .from_inventory = true, .rotating = rotating});
