@@ -38,8 +38,7 @@ struct NotThePeers {
     bool refuses(uint32_t a, const std::string& text, const Subnet& subnet) const {
         if (own.count(text)) return true;
         if (subnet.prefixlen > 30) return false;  // /31 and /32 have no network or broadcast address
-        const uint32_t host_mask = subnet.prefixlen == 0 ? ~0u : (1u << (32 - subnet.prefixlen)) - 1;
-        return a == subnet.network || a == (subnet.network | host_mask);
+        return a == subnet.network || a == (subnet.network | ~ipv4::mask(subnet.prefixlen));
     }
 };
 
