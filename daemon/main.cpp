@@ -344,6 +344,59 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     return 0;
 }
 
+// --check-config past the file itself: what the config names is read as the daemon would read
+// it. 0 when all of it would load, 1 when something would not (each printed, file named).
+int check_config(const Config& c, const std::optional<std::string>& config_path) {
+    // The web config as the server loads it: YAML, keys, certificate and key.
+    if (!c.daemon.web_config_file.empty()) {
+        try {
+            const auto web = api::load_web_config(c.daemon.web_config_file);
+            if (web.tls) (void)api::make_server_tls_context(*web.tls, c.daemon.web_config_file);
+        } catch (const std::exception& e) {
+            std::cerr << e.what() << "\n";
+            return 1;
+        }
+    }
+    // The credential files: a token file the daemon cannot use turns peer probing off, an
+    // Alertmanager secret it cannot read fails every POST; either is an error here, where at
+    // start or at a send it is only a log line.
+    bool bad = false;
+    if (!c.probes.token_file.empty())
+        if (auto found = find_probe_token(c.probes.token_file, ""); !found.token) {
+            std::cerr << "probes.token_file: " << found.why << "\n";
+            bad = true;
+        }
+    for (const auto& [key, path] :
+         {std::pair{"alertmanager.bearer_token_file", c.alertmanager.bearer_token_file},
+          std::pair{"alertmanager.basic_auth_password_file", c.alertmanager.basic_auth_password_file}})
+        if (!path.empty())
+            if (auto f = read_small_file(path, 4096); !f.ok) {
+                std::cerr << key << ": " << path << ": " << f.error << "\n";
+                bad = true;
+            }
+    if (bad) return 1;
+    // The inventory as the keeper reads it. The daemon starts with a refused one (and keeps
+    // watching for a fixed one); a check says it is wrong.
+    std::optional<Inventory> inventory;
+    if (!c.cluster.inventory.empty()) {
+        auto inv = read_inventory(c.cluster.inventory);
+        if (!inv.inventory) {
+            std::cerr << inv.error << "\n";
+            return 1;
+        }
+        for (const auto& w : inv.inventory->warnings) std::cerr << c.cluster.inventory << ": " << w << "\n";
+        inventory = std::move(inv.inventory);
+    }
+    if (!c.peers.empty() || !c.cluster.inventory.empty())
+        if (const auto listen = parse_listen_address(c.daemon.listen))
+            if (auto why = data_port_reach_warning(listen->host, c.probes.data_port))
+                std::cerr << "warning: " << *why << "\n";
+    std::cout << (config_path ? *config_path : "built-in defaults") << ": ok\n";
+    if (!c.daemon.web_config_file.empty()) std::cout << c.daemon.web_config_file << ": ok\n";
+    if (inventory) std::cout << c.cluster.inventory << ": ok, " << inventory->entries.size() << " entries\n";
+    return 0;
+}
+
 }  // namespace
 }  // namespace rocewatch
 
@@ -366,60 +419,8 @@ int main(int argc, char** argv) {
     }
     auto r = load_config(flags->config_path, flags->overrides);
     for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
-    if (flags->check_config && r.config && !r.config->daemon.web_config_file.empty()) {
-        // The web config is checked as the server would load it: YAML, keys, certificate and key.
-        try {
-            const auto web = api::load_web_config(r.config->daemon.web_config_file);
-            if (web.tls) (void)api::make_server_tls_context(*web.tls, r.config->daemon.web_config_file);
-        } catch (const std::exception& e) {
-            std::cerr << e.what() << "\n";
-            return 1;
-        }
-    }
-    // The credential files the config names are read as the daemon would: a token file the
-    // daemon cannot use turns peer probing off, an Alertmanager secret it cannot read fails
-    // every POST; either is an error here, where at start or at a send it is only a log line.
-    if (flags->check_config && r.config) {
-        bool bad = false;
-        const auto& c = *r.config;
-        if (!c.probes.token_file.empty())
-            if (auto found = find_probe_token(c.probes.token_file, ""); !found.token) {
-                std::cerr << "probes.token_file: " << found.why << "\n";
-                bad = true;
-            }
-        for (const auto& [key, path] :
-             {std::pair{"alertmanager.bearer_token_file", c.alertmanager.bearer_token_file},
-              std::pair{"alertmanager.basic_auth_password_file", c.alertmanager.basic_auth_password_file}})
-            if (!path.empty())
-                if (auto f = read_small_file(path, 4096); !f.ok) {
-                    std::cerr << key << ": " << path << ": " << f.error << "\n";
-                    bad = true;
-                }
-        if (bad) return 1;
-    }
-    // The inventory is checked as the keeper would read it. The daemon starts with a refused one
-    // (and keeps watching for a fixed one); a check says it is wrong.
-    std::optional<Inventory> inventory;
-    if (flags->check_config && r.config && !r.config->cluster.inventory.empty()) {
-        auto inv = read_inventory(r.config->cluster.inventory);
-        if (!inv.inventory) {
-            std::cerr << inv.error << "\n";
-            return 1;
-        }
-        for (const auto& w : inv.inventory->warnings) std::cerr << r.config->cluster.inventory << ": " << w << "\n";
-        inventory = std::move(inv.inventory);
-    }
-    if (flags->check_config && r.config && (!r.config->peers.empty() || !r.config->cluster.inventory.empty()))
-        if (const auto listen = parse_listen_address(r.config->daemon.listen))
-            if (auto why = data_port_reach_warning(listen->host, r.config->probes.data_port))
-                std::cerr << "warning: " << *why << "\n";
-    if (flags->check_config && r.config) {
-        std::cout << (flags->config_path ? *flags->config_path : "built-in defaults") << ": ok\n";
-        if (!r.config->daemon.web_config_file.empty()) std::cout << r.config->daemon.web_config_file << ": ok\n";
-        if (inventory)
-            std::cout << r.config->cluster.inventory << ": ok, " << inventory->entries.size() << " entries\n";
-    }
-    if (flags->check_config || !r.config) return r.config ? 0 : 1;
+    if (flags->check_config) return r.config ? check_config(*r.config, flags->config_path) : 1;
+    if (!r.config) return 1;
     auto log = logging::make_logger("rocewatchd");
     log->set_level(spdlog::level::from_str(r.config->daemon.log_level));
     raise_open_file_limit(*log);
