@@ -175,10 +175,10 @@ void ProbeScheduler::plan(SteadyClock::time_point now) {
     // A job planned before keeps its turn: a reload (a config push to the whole cluster, an
     // inventory edit) that re-ran every bandwidth probe within its jitter would flood every
     // rail at once. Its next run is still no later than a whole new interval from now.
+    const auto key = [](const ProbeJob& j) { return std::tuple{j.peer.name, j.rail ? j.rail->name : "", j.kind}; };
     std::map<std::tuple<std::string, std::string, ProbeKind>, SteadyClock::time_point> planned;
     for (const auto& e : entries_)
-        if (!e.job.peer.rotating)
-            planned.emplace(std::tuple{e.job.peer.name, e.job.rail ? e.job.rail->name : "", e.job.kind}, e.due);
+        if (!e.job.peer.rotating) planned.emplace(key(e.job), e.due);
     entries_.clear();
     kinds_.clear();
     for (const auto& name : cur_->probes.enabled) {
@@ -198,11 +198,10 @@ void ProbeScheduler::plan(SteadyClock::time_point now) {
     round_.reset();  // the next rotate() adds this round's rotating peers again
     for (const auto& peer : cur_->peers) add_entries(peer, now);
     for (auto& e : entries_) {
-        const auto it = planned.find({e.job.peer.name, e.job.rail ? e.job.rail->name : "", e.job.kind});
+        const auto it = planned.find(key(e.job));
         if (it == planned.end()) continue;
-        const auto latest = now + SteadyClock::duration(probe_timing(cur_->probes, e.job.kind).interval) +
-                            SteadyClock::duration(probe_timing(cur_->probes, e.job.kind).jitter);
-        e.due = std::min(it->second, latest);
+        const auto t = probe_timing(cur_->probes, e.job.kind);
+        e.due = std::min(it->second, now + SteadyClock::duration(t.interval) + SteadyClock::duration(t.jitter));
     }
     hellos_.clear();
     store_.update([&](ProbeBook& b) {

@@ -11,8 +11,8 @@
 #include <system_error>
 #include <utility>
 
-#include "util/read_file.hpp"
 #include "util/fd.hpp"
+#include "util/read_file.hpp"
 
 namespace rocewatch {
 namespace {
