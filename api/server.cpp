@@ -11,6 +11,8 @@
 #include "api/mem_stream.hpp"
 #include "api/probe_view.hpp"
 #include "api/server_impl.hpp"
+#include "util/host_port.hpp"
+#include "util/resolve.hpp"
 
 namespace rocewatch::api {
 
@@ -89,6 +91,10 @@ std::unique_ptr<ApiServer> ApiServer::create(ApiOptions opts, const SnapshotSour
     impl->register_builtin_routes();
 
     auto& o = impl->opts;
+    // httplib's bind says nothing of a name that does not resolve; this says which and why.
+    if (auto why = listen_host_error(o.host))
+        throw std::runtime_error("api: cannot listen on " + host_port(o.host, static_cast<unsigned>(o.port)) + ": " +
+                                 *why);
     errno = 0;
     int port = -1;
     if (o.port == 0)
@@ -97,7 +103,7 @@ std::unique_ptr<ApiServer> ApiServer::create(ApiOptions opts, const SnapshotSour
         port = impl->server.bind_to_port(o.host, o.port) ? o.port : -1;
     if (port <= 0) {
         const int err = errno;
-        throw std::runtime_error("api: cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " +
+        throw std::runtime_error("api: cannot listen on " + host_port(o.host, static_cast<unsigned>(o.port)) + ": " +
                                  (err ? std::strerror(err) : "bind failed"));
     }
     // httplib listens with a backlog of 5, compiled into the library; connections beyond

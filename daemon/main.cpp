@@ -46,6 +46,7 @@
 #include "daemon/peering/ucx_session.hpp"
 #include "daemon/rules/rules.hpp"
 #include "util/read_file.hpp"
+#include "util/resolve.hpp"
 
 namespace rocewatch {
 namespace {
@@ -387,10 +388,15 @@ int check_config(const Config& c, const std::optional<std::string>& config_path)
         for (const auto& w : inv.inventory->warnings) std::cerr << c.cluster.inventory << ": " << w << "\n";
         inventory = std::move(inv.inventory);
     }
-    if (!c.peers.empty() || !c.cluster.inventory.empty())
-        if (const auto listen = parse_listen_address(c.daemon.listen))
-            if (auto why = data_port_reach_warning(listen->host, c.probes.data_port))
-                std::cerr << "warning: " << *why << "\n";
+    const auto listen = parse_listen_address(c.daemon.listen);
+    if (listen)
+        if (auto why = listen_host_error(listen->host)) {  // the daemon would not start
+            std::cerr << "daemon.listen: " << *why << "\n";
+            return 1;
+        }
+    if (listen && (!c.peers.empty() || !c.cluster.inventory.empty()))
+        if (auto why = data_port_reach_warning(listen->host, c.probes.data_port))
+            std::cerr << "warning: " << *why << "\n";
     std::cout << (config_path ? *config_path : "built-in defaults") << ": ok\n";
     if (!c.daemon.web_config_file.empty()) std::cout << c.daemon.web_config_file << ": ok\n";
     if (inventory) std::cout << c.cluster.inventory << ": ok, " << inventory->entries.size() << " entries\n";

@@ -115,6 +115,15 @@ def main():
         t.check(r.returncode == 0 and "data port (9880) listens on 10.1.2.3 only" in r.stderr
                 and "listen on 0.0.0.0 or ::" in r.stderr,
                 f"--check-config warns that a one-address listen keeps rail probes out ({r.stderr.strip()!r})")
+        # A listen host that does not resolve: the check and the daemon say which and why.
+        with open(conf, "w") as f:
+            f.write('[daemon]\nlisten = "nosuchhost.invalid:19879"\n')
+        r = run("--check-config", "--config", conf)
+        t.check(r.returncode == 1 and "daemon.listen: cannot resolve nosuchhost.invalid" in r.stderr,
+                f"--check-config refuses a listen host that does not resolve ({r.stderr.strip()!r})")
+        r = run("--config", conf, "--state-dir", tmp, "--sysfs-root", f"{fx}/sysfs/none")
+        t.check(r.returncode == 1 and "cannot listen on nosuchhost.invalid:19879: cannot resolve" in r.stderr,
+                f"the daemon names the host it cannot resolve, not 'bind failed' ({r.stderr.strip()[-200:]!r})")
     r = run("--check-config", "--config", "/nonexistent/rocewatch.toml")
     t.check(r.returncode == 1 and "/nonexistent/rocewatch.toml" in r.stderr, "a missing file is named")
     r = run("--listen", "nowhere")
