@@ -134,8 +134,8 @@ void ApiServer::Impl::register_rest_routes() {
                       // A rule id is one of a known set: a misspelt one would filter everything out.
                       if (std::ranges::find(all_rule_ids(), *f.rule) == all_rule_ids().end()) {
                           send_json(res, 400,
-                                    error_json(400, "rule " + log_safe(*f.rule, 64) +
-                                                        " is not a rule id (docs/alerts.md lists them)"));
+                                    error_json(400, "rule \"" + log_safe(*f.rule, 64) +
+                                                        "\" is not a rule id (docs/alerts.md lists them)"));
                           return;
                       }
                   }

@@ -432,15 +432,19 @@ void rule_mtu_low(const Context& ctx, Severity sev, Findings& out) {
         if (via_bond) action += " (" + name + " is a slave of " + l->master + ", which sets its slaves' MTU)";
         action += ", and the same on the peer: both ends must match. Make it persistent (netplan `mtu: " +
                   num(uint64_t(want)) + "`).";
-        out.push_back(make("mtu_low", sev, name,
-                           "Interface " + name + " has MTU " + num(uint64_t(l->mtu)) + ", expected " +
-                               num(uint64_t(want)) +
-                               ": TCP over a fast link is throttled and RoCE packets are limited to " +
-                               num(uint64_t(roce_mtu_for(l->mtu))) + " bytes",
-                           action,
-                           {{"expected_mtu", num(uint64_t(want))},
-                            {"actual_mtu", num(uint64_t(l->mtu))},
-                            {"roce_mtu_allowed", num(uint64_t(roce_mtu_for(l->mtu)))}}));
+        // What RoCE may carry is said for a netdev a RoCE port runs over, not for an expected
+        // interface without one.
+        const bool roce = std::ranges::any_of(ctx.ports,
+                                              [&](const JudgedPort& jp) { return jp.roce && jp.netdev == name; });
+        std::string summary = "Interface " + name + " has MTU " + num(uint64_t(l->mtu)) + ", expected " +
+                              num(uint64_t(want)) + ": TCP over a fast link is throttled";
+        std::map<std::string, std::string> details{{"expected_mtu", num(uint64_t(want))},
+                                                   {"actual_mtu", num(uint64_t(l->mtu))}};
+        if (roce) {
+            summary += " and RoCE packets are limited to " + num(uint64_t(roce_mtu_for(l->mtu))) + " bytes";
+            details.emplace("roce_mtu_allowed", num(uint64_t(roce_mtu_for(l->mtu))));
+        }
+        out.push_back(make("mtu_low", sev, name, std::move(summary), action, std::move(details)));
     }
 }
 

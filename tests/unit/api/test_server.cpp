@@ -300,6 +300,9 @@ TEST_F(ApiServerTest, AlertFiltersWorkOrAnswer400) {
     r = c.Get("/api/v1/alerts/history?limit=0&limit=5");
     ASSERT_TRUE(r);
     EXPECT_NE(r->body.find("limit given more than once"), std::string::npos) << r->body;
+    r = c.Get("/api/v1/alerts?rule=");  // an empty rule is quoted, not a double space
+    ASSERT_TRUE(r);
+    EXPECT_EQ(json::parse(r->body)["error"], "rule \"\" is not a rule id (docs/alerts.md lists them)");
 }
 
 TEST_F(ApiServerTest, MetricsEndpoint) {

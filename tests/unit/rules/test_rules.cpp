@@ -395,7 +395,11 @@ TEST(MtuLow, BondSlaveIsFixedOnTheBond) {
 TEST(MtuLow, ExpectedInterfacesAreHeldToo) {
     Config c = spark_config();
     c.expect.interfaces = {"enP7s7"};
-    EXPECT_TRUE(find(evaluate_rules(healthy_spark(), c), "mtu_low", "enP7s7"));
+    const auto f = find(evaluate_rules(healthy_spark(), c), "mtu_low", "enP7s7");
+    ASSERT_TRUE(f);
+    // enP7s7 carries no RoCE port: nothing is said of RoCE packets.
+    EXPECT_FALSE(has(f->summary, "RoCE")) << f->summary;
+    EXPECT_FALSE(f->details.contains("roce_mtu_allowed"));
 }
 
 TEST(FieldNotes, ActiveMtu1024WhileMax4096) {
