@@ -1554,6 +1554,9 @@ std::string reasons_of(const std::vector<const ProbeResult*>& v) {
 
 std::string over(const std::string& rail) { return rail.empty() ? "" : " over " + rail; }
 
+// "reason" or "reason: detail", what a failed probe saw, for a summary's parentheses.
+std::string what_failed(const ProbeResult& r) { return r.detail.empty() ? r.reason : r.reason + ": " + r.detail; }
+
 void rule_peer_unreachable(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& v : path_verdicts(ctx, "peer_unreachable")) {
         const std::string why = reasons_of(v.failed);
@@ -1595,14 +1598,14 @@ void rule_rdma_fails_tcp_works(const Context& ctx, Severity sev, Findings& out) 
             const ProbeKey k{r->peer, r->rail, r->kind};
             if (cause) {
                 out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
-                                   "RDMA to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                                   "RDMA to " + v.peer + over(v.rail) + " fails (" + what_failed(*r) +
                                        ") while TCP works, but TCP reached the peer's wrong NIC (" + cause->rule +
                                        "): " + cause->summary,
                                    cause->action, {{"reason", r->reason}, {"cause", cause->rule}}));
                 continue;
             }
             out.push_back(make("rdma_fails_tcp_works", sev, probe_object(k),
-                               "RDMA to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                               "RDMA to " + v.peer + over(v.rail) + " fails (" + what_failed(*r) +
                                    ") while TCP over the same path works: the network carries IP, so the fault is "
                                    "in the RDMA set-up",
                                "Check the GID index (a RoCE v2 GID holding the rail's IPv4 address on both ends), "
@@ -1618,7 +1621,7 @@ void rule_tcp_fails_rdma_works(const Context& ctx, Severity sev, Findings& out) 
         for (const auto* r : v.failed) {
             const ProbeKey k{r->peer, r->rail, r->kind};
             out.push_back(make("tcp_fails_rdma_works", sev, probe_object(k),
-                               "TCP to " + v.peer + over(v.rail) + " fails (" + r->reason +
+                               "TCP to " + v.peer + over(v.rail) + " fails (" + what_failed(*r) +
                                    ") while RDMA over the same path works: the RDMA port answers, so the fault is "
                                    "in IP or in the peer's daemon",
                                "Check the peer's probe data port and firewall (nftables/iptables on both ends), that "

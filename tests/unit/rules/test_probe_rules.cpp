@@ -140,10 +140,15 @@ TEST_F(ProbeRules, LatencyThresholdPerKind) {
 
 TEST_F(ProbeRules, RdmaFailsWhileTcpWorksPointsAtGidMtuQp) {
     book.add(result(ProbeKind::tcp_lat, true));
-    book.add(result(ProbeKind::rdma_write_lat, false, "gid_mismatch"));
+    auto failed = result(ProbeKind::rdma_write_lat, false, "gid_mismatch");
+    failed.detail = "peer's GID 3 holds fe80::1, not 10.0.0.2";
+    book.add(failed);
     auto f = judge("rdma_fails_tcp_works");
     ASSERT_EQ(f.size(), 1u);
     EXPECT_EQ(f[0].severity, Severity::critical);
+    // What the probe saw goes with the verdict, as probe_failed's does.
+    EXPECT_NE(f[0].summary.find("fails (gid_mismatch: peer's GID 3 holds fe80::1, not 10.0.0.2)"), std::string::npos)
+        << f[0].summary;
     EXPECT_NE(f[0].action.find("GID"), std::string::npos);
     EXPECT_NE(f[0].action.find("MTU"), std::string::npos);
     EXPECT_NE(f[0].action.find("QP"), std::string::npos);
@@ -445,9 +450,12 @@ TEST_F(ProbeRules, ARailVerdictNamesTheSwitchAndPortLldpHears) {
 
 TEST_F(ProbeRules, TcpFailsWhileRdmaWorksOnARail) {
     book.add(result(ProbeKind::rdma_write_lat, true));
-    book.add(result(ProbeKind::tcp_lat, false, "connection_refused"));
+    auto failed = result(ProbeKind::tcp_lat, false, "connection_refused");
+    failed.detail = "10.0.0.2:9880";
+    book.add(failed);
     auto f = judge("tcp_fails_rdma_works");
     ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].summary.find("fails (connection_refused: 10.0.0.2:9880)"), std::string::npos) << f[0].summary;
     EXPECT_EQ(f[0].object, "spark-b/rail0:tcp_lat");
     EXPECT_TRUE(judge("peer_unreachable").empty());
 }
