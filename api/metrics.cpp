@@ -5,6 +5,7 @@
 #include "api/json_view.hpp"
 #include "api/probe_view.hpp"
 #include "api/text_format.hpp"
+#include "api/web_guard.hpp"
 #include "daemon/model/config.hpp"
 #include "daemon/model/dcb.hpp"
 #include "daemon/model/driver_stats.hpp"
@@ -646,7 +647,7 @@ std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
     return out;
 }
 
-std::vector<MetricFamily> http_families(const HttpStats& stats) {
+std::vector<MetricFamily> http_families(const HttpStats& stats, const WebReloadStatus* web) {
     Builder bld(Builder::Output::families);
     auto& req = bld.counter("rocewatch_http_requests_total",
                             "HTTP requests answered, by route pattern and status code.");
@@ -655,6 +656,15 @@ std::vector<MetricFamily> http_families(const HttpStats& stats) {
     auto& rej = bld.counter("rocewatch_http_rejected_total",
                             "Connections turned away before routing (hostile or malformed head, timeout, overload).");
     for (const auto& [reason, n] : stats.rejected()) add(rej, {{"reason", to_string(reason)}}, static_cast<double>(n));
+    if (web) {  // a renewed certificate that fails to load is otherwise only a log line
+        add(bld.gauge("rocewatch_web_config_last_reload_successful",
+                      "1 when the web config's newest version on disk is the one in use, 0 while it is refused "
+                      "(the last good one stays)."),
+            {}, web->ok ? 1 : 0);
+        add(bld.gauge("rocewatch_web_config_last_reload_success_timestamp_seconds",
+                      "When the web config in use was loaded, at start or on a change, as a Unix time."),
+            {}, unix_seconds(web->last_success));
+    }
     return std::move(bld).finish();
 }
 
@@ -669,7 +679,9 @@ std::string render_snapshot_metrics(const Snapshot& s) {
     return out;
 }
 
-std::string render_http_metrics(const HttpStats& stats) { return text_format(http_families(stats)); }
+std::string render_http_metrics(const HttpStats& stats, const WebReloadStatus* web) {
+    return text_format(http_families(stats, web));
+}
 
 std::string render_metrics(const Snapshot& s, const HttpStats& stats) {
     return render_snapshot_metrics(s) + render_http_metrics(stats);

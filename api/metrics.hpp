@@ -11,6 +11,8 @@
 
 namespace rocewatch::api {
 
+struct WebReloadStatus;  // web_guard.hpp
+
 // Everything the snapshot says, as families named rocewatch_* (base units, _total on
 // counters, _info for metadata). Built fresh for every scrape, so a device or link that
 // has gone leaves no stale series behind. Values the snapshot does not have are left
@@ -18,7 +20,9 @@ namespace rocewatch::api {
 std::vector<prometheus::MetricFamily> snapshot_to_families(const Snapshot& s);
 
 // rocewatch_http_requests_total{handler,code} and rocewatch_http_rejected_total{reason}.
-std::vector<prometheus::MetricFamily> http_families(const HttpStats& stats);
+// With a web config, also rocewatch_web_config_last_reload_successful and
+// rocewatch_web_config_last_reload_success_timestamp_seconds.
+std::vector<prometheus::MetricFamily> http_families(const HttpStats& stats, const WebReloadStatus* web = nullptr);
 
 // The /metrics body in text exposition format 0.0.4.
 std::string render_metrics(const Snapshot& s, const HttpStats& stats);
@@ -26,7 +30,7 @@ std::string render_metrics(const Snapshot& s, const HttpStats& stats);
 // The two halves of render_metrics: the snapshot's part changes only when a new snapshot is
 // published, so the server renders it once per snapshot and appends the live HTTP part.
 std::string render_snapshot_metrics(const Snapshot& s);
-std::string render_http_metrics(const HttpStats& stats);
+std::string render_http_metrics(const HttpStats& stats, const WebReloadStatus* web = nullptr);
 
 // Content-Type of render_metrics' output.
 inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";

@@ -275,7 +275,9 @@ void ApiServer::Impl::serve_metrics(const httplib::Request& req, httplib::Respon
     auto s = snapshot_or_503(src, res);
     if (!s) return;
     const bool gzip = accepts_gzip(req.get_header_value("Accept-Encoding"));
-    auto body = std::make_shared<const std::string>(metrics.body(s, render_http_metrics(*stats), gzip));
+    const auto web_reload = web->reload_status();
+    auto body = std::make_shared<const std::string>(
+        metrics.body(s, render_http_metrics(*stats, web_reload ? &*web_reload : nullptr), gzip));
     if (gzip) res.set_header("Content-Encoding", "gzip");  // Vary: the post-routing handler
     // A content provider, not set_content: httplib compresses a set_content body per
     // request when the client accepts gzip, and would compress ours a second time.

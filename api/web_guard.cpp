@@ -19,6 +19,13 @@ WebGuard::WebGuard(std::string path, std::shared_ptr<spdlog::logger> log)
     tls_ = state_->tls != nullptr;
     stamps_ = stamps_of(&state_->config);
     next_check_ = SteadyClock::now() + 1s;
+    reload_.last_success = Clock::now();
+}
+
+std::optional<WebReloadStatus> WebGuard::reload_status() const {
+    if (path_.empty()) return std::nullopt;
+    std::lock_guard lk(mu_);
+    return reload_;
 }
 
 std::shared_ptr<const WebState> WebGuard::load() const {
@@ -71,10 +78,12 @@ std::shared_ptr<const WebState> WebGuard::current(SteadyClock::time_point now) {
         state_ = std::move(next);
         stamps_ = stamps_of(&state_->config);
         refused_.clear();
+        reload_ = {true, Clock::now()};
         log_->info("api: web config {} reloaded (TLS {}, {} basic auth user(s))", path_, tls_ ? "on" : "off",
                    state_->config.users.size());
     } catch (const std::exception& e) {
         refused_ = seen;
+        reload_.ok = false;
         log_->error("api: web config not reloaded, the running one stays: {}", e.what());
     }
     return state_;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "api/basic_auth.hpp"
 #include "api/tls_context.hpp"
 #include "api/web_config.hpp"
+#include "daemon/model/snapshot.hpp"
 #include "util/clock.hpp"
 
 namespace rocewatch::api {
@@ -21,6 +23,12 @@ struct WebState {
     WebConfig config;
     SslCtxPtr tls;                          // null: plain HTTP
     std::shared_ptr<const BasicAuth> auth;  // never null; !enabled(): no basic auth
+};
+
+// How the last look at a changed web config went, for /metrics.
+struct WebReloadStatus {
+    bool ok = true;            // false while the newest version on disk is refused
+    TimePoint last_success{};  // when the running version was loaded (start or reload)
 };
 
 class WebGuard {
@@ -37,6 +45,8 @@ public:
     // certificate, key or CA it names changed, and if so loads them; a version that fails
     // is logged once and the last good one stays.
     std::shared_ptr<const WebState> current(SteadyClock::time_point now = SteadyClock::now());
+    // Nothing without a web config.
+    std::optional<WebReloadStatus> reload_status() const;
 
 private:
     struct Stamp {
@@ -52,11 +62,12 @@ private:
     const std::string path_;
     std::shared_ptr<spdlog::logger> log_;
     bool tls_ = false;
-    std::mutex mu_;
+    mutable std::mutex mu_;
     std::shared_ptr<const WebState> state_;
     std::vector<Stamp> stamps_;   // of what state_ was built from
     std::vector<Stamp> refused_;  // of the last version that failed (logged once)
     SteadyClock::time_point next_check_;
+    WebReloadStatus reload_;
 };
 
 }  // namespace rocewatch::api

@@ -283,6 +283,9 @@ scrape_configs:
             m = re.search(r'^rocewatch_http_rejected_total\{reason="tls_handshake"\} (\d+)', text, re.M)
             t.check(m is not None and int(m.group(1)) >= 1,
                     f"failed handshakes are counted ({m.group(0) if m else 'no series'})")
+            m = re.search(r'^rocewatch_web_config_last_reload_successful (\S+)', text, re.M)
+            t.check(m is not None and m.group(1) == "0",
+                    f"... and shown in /metrics, where an alert sees it ({m.group(0) if m else 'no series'})")
     shutil.rmtree(work, ignore_errors=True)
     t.finish()
 

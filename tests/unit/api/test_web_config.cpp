@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/basic_auth.hpp"
+#include "api/metrics.hpp"
 #include "api/web_config.hpp"
 #include "api/web_guard.hpp"
 #include "util/base64.hpp"
@@ -184,6 +185,43 @@ TEST(WebGuard, AReloadWithTheSameUsersKeepsTheirVerifiedCredentials) {
     const auto st = guard.current(t);
     EXPECT_EQ(st->config.users.size(), 2u) << "reloaded";
     EXPECT_FALSE(st->auth->known(basic("prometheus:s3cret"))) << "other users: verified afresh";
+    fs::remove_all(dir);
+}
+
+// A refused version (a renewed certificate that does not load, a typo) is seen in /metrics, not
+// only in the log: 0 until a good version is in use again, and the time of the one in use.
+TEST(WebGuard, ARefusedReloadIsInItsStatusUntilAGoodOneLoads) {
+    namespace fs = std::filesystem;
+    using namespace std::chrono_literals;
+    EXPECT_FALSE(WebGuard("", nullptr).reload_status()) << "no web config, no status";
+    const auto dir = fs::temp_directory_path() / ("rw-webguard-status-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const auto path = (dir / "web.yml").string();
+    std::ofstream(path) << "basic_auth_users:\n  prometheus: '" << kHash << "'\n";
+    WebGuard guard(path, std::make_shared<spdlog::logger>("t"));
+    auto st = guard.reload_status();
+    ASSERT_TRUE(st);
+    EXPECT_TRUE(st->ok);
+    const auto loaded = st->last_success;
+    EXPECT_NE(loaded, TimePoint{});
+    auto t = SteadyClock::now();
+    std::ofstream(path) << "basic_auth_users:\n  prometheus: [not a hash\n";
+    t += 2s;
+    EXPECT_EQ(guard.current(t)->config.users.size(), 1u) << "the running one stays";
+    st = guard.reload_status();
+    EXPECT_FALSE(st->ok);
+    EXPECT_EQ(st->last_success, loaded);
+    HttpStats stats({"/metrics"});
+    const std::string text = render_http_metrics(stats, &*st);
+    EXPECT_NE(text.find("rocewatch_web_config_last_reload_successful 0\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("rocewatch_web_config_last_reload_success_timestamp_seconds "), std::string::npos) << text;
+    EXPECT_EQ(render_http_metrics(stats).find("rocewatch_web_config"), std::string::npos) << "none without one";
+    std::ofstream(path) << "basic_auth_users:\n  grafana: '" << kHash << "'\n";
+    t += 2s;
+    EXPECT_TRUE(guard.current(t)->config.users.contains("grafana"));
+    st = guard.reload_status();
+    EXPECT_TRUE(st->ok);
+    EXPECT_GE(st->last_success, loaded);
     fs::remove_all(dir);
 }
 
