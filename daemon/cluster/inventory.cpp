@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -196,7 +198,7 @@ InventoryParse read_inventory(const std::filesystem::path& path) {
     InventoryParse out;
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
-        out.error = path.string() + ": cannot be read";
+        out.error = path.string() + ": cannot be read: " + std::strerror(errno);
         return out;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -210,7 +212,7 @@ InventoryParse read_inventory(const std::filesystem::path& path) {
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        out.error = path.string() + ": cannot be opened";
+        out.error = path.string() + ": cannot be opened: " + std::strerror(errno);
         return out;
     }
     // Bounded even if the file grew between stat and read.
