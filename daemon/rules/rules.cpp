@@ -1424,9 +1424,13 @@ void rule_congestion(const Context& ctx, Severity sev, Findings& out) {
 void rule_link_flapping(const Context& ctx, Severity sev, Findings& out) {
     const auto& t = ctx.c.thresholds;
     if (t.flap_transitions == 0) return;
+    // The rails' netdevs, every bond slave, and the netdevs [cluster] rails names as rails (a
+    // TCP-only node's rails carry its mesh probes).
     std::vector<std::string> names = ctx.netdevs;
     for (const auto& l : ctx.s.links)
         if (l.slave && !contains(names, l.name)) names.push_back(l.name);
+    for (const auto& name : ctx.c.cluster.rails)
+        if (!contains(names, name)) names.push_back(name);
     for (const auto& name : names) {
         const Link* l = ctx.link(name);
         if (!l || l->transitions_in_window < t.flap_transitions) continue;

@@ -713,6 +713,9 @@ TEST(LinkFlapping, AtThresholdInWindow) {
     EXPECT_TRUE(has(f->summary, "6 carrier changes in the last 10 minutes")) << f->summary;
     link_of(s, "enP7s7").transitions_in_window = 10;
     EXPECT_FALSE(find(evaluate_rules(s, spark_config()), "link_flapping", "enP7s7")) << "not an RDMA netdev";
+    Config c = spark_config();
+    c.cluster.rails = {"enP7s7"};
+    EXPECT_TRUE(find(evaluate_rules(s, c), "link_flapping", "enP7s7")) << "a rail of [cluster] rails is held to it";
 }
 
 TEST(LinkFlapping, AnyBondSlaveIsWatched) {
