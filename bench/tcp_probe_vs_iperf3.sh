@@ -19,7 +19,7 @@
 # CPU per GB, for each side of each tool: the sender's user+system CPU from its rusage (bash's
 # `time`), the receiver's from /proc/PID/stat before and after the run (both servers stay up),
 # divided by the gigabytes the receiver counted. Counts, not wall time: fair on a busy machine.
-# Wake-ups per GB, for each receiver: its voluntary context switches (every thread) over the
+# Wake-ups per GB, for each receiver: its context switches (every thread, perf stat) over the
 # run, per GB. On veth the sender's CPU delivers each segment and wakes a sleeping receiver, so
 # a receiver that sleeps and wakes often costs the sender CPU (an IPI, dear in a VM; see
 # docs/figures.md, stop 34).
@@ -110,11 +110,18 @@ wait_listen "$PORT_IPERF"
 TICK=$(getconf CLK_TCK)
 # utime + stime of a process, in seconds (every thread of it).
 cpu_s() { awk -v t="$TICK" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.3f", (f[12] + f[13]) / t }' "/proc/$1/stat"; }
-# Voluntary context switches of a process, every thread alive at the time: iperf3 3.12
-# (Debian 12) is one thread; later versions run a thread a stream that ends with the test,
-# whose switches this would miss.
-wakes() { awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s }' /proc/"$1"/task/*/status; }
-per_gb_n() { awk -v c="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.0f", c / (b / 1e9); else print "n/a" }'; }
+# Context switches of a process over a run, every thread of it, those that start and end within
+# the run included (our data port's session threads, a later iperf3's thread a stream): perf
+# stat attached to the process, whose counters new threads inherit. Without perf: n/a.
+HAVE_PERF=0
+command -v perf >/dev/null && HAVE_PERF=1
+wakes_start() { [ "$HAVE_PERF" = 1 ] || return 0; perf stat -e context-switches -x, -p "$1" -o "$LOGDIR/cs" & WAKES_PID=$!; sleep 0.2; }
+wakes_end() {
+    [ "$HAVE_PERF" = 1 ] || { echo n/a; return; }
+    kill -INT "$WAKES_PID"; wait "$WAKES_PID" 2>/dev/null || true
+    awk -F, '$3 == "context-switches" { print ($1 ~ /^[0-9]+$/) ? $1 : 0 }' "$LOGDIR/cs"
+}
+per_gb_n() { awk -v c="$1" -v b="$2" 'BEGIN { if (b > 0 && c != "n/a") printf "%.0f", c / (b / 1e9); else print "n/a" }'; }
 TIMEFORMAT='%U %S'
 # Runs a sender; its output to $LOGDIR/out, its user+system CPU seconds to $LOGDIR/cpu.
 timed() { { time "$@" >"$LOGDIR/out" 2>&1; } 2>"$LOGDIR/time" || return 1; awk '{ print $1 + $2 }' "$LOGDIR/time" >"$LOGDIR/cpu"; }
@@ -126,14 +133,14 @@ echo "# rocewatch TCP probe vs reference tools over veth ($ADDR_A -> $ADDR_B), $
 echo "# $(iperf3 --version | head -1); $( [ "$HAVE_SOCKPERF" = 1 ] && sockperf --version 2>&1 | head -1 || echo 'sockperf: not installed')"
 echo
 echo "## bandwidth, ${DURATION} s per run, counted at the receiver (Gbit/s)"
-echo "# CPU-s per GB received: snd = sender, rcv = receiver; ratios ours/iperf3; wake = receiver wake-ups per GB"
+echo "# CPU-s per GB received: snd = sender, rcv = receiver; ratios ours/iperf3; wake = receiver context switches per GB (perf)"
 printf '%-8s %-4s %10s %10s %8s %9s %9s %9s %9s %7s %7s %9s %9s\n' streams run ours iperf3 ratio \
     snd_ours snd_ref rcv_ours rcv_ref r_snd r_rcv wake_ours wake_ref
 declare -A RSUM RCOUNT
 for run in $(seq "$RUNS"); do
     for p in 1 4; do
         r0=$(cpu_s "$PID_OURS")
-        w0=$(wakes "$PID_OURS")
+        wakes_start "$PID_OURS"
         timed in_a "${SND[@]}" "$CLI" bw --target "$ADDR_B" --port "$PORT_OURS" --token "$TOKEN" --streams "$p" \
               --duration "$DURATION" "${OURS_EXTRA[@]}" || die "our probe failed: $(cat "$LOGDIR/out")"
         out=$(cat "$LOGDIR/out")
@@ -141,15 +148,15 @@ for run in $(seq "$RUNS"); do
         ob=$(kv bytes "$out")
         osnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$ob")
         orcv=$(per_gb "$(awk -v a="$r0" -v b="$(cpu_s "$PID_OURS")" 'BEGIN { print b - a }')" "$ob")
-        owake=$(per_gb_n $(( $(wakes "$PID_OURS") - w0 )) "$ob")
+        owake=$(per_gb_n "$(wakes_end)" "$ob")
         r0=$(cpu_s "$PID_IPERF")
-        w0=$(wakes "$PID_IPERF")
+        wakes_start "$PID_IPERF"
         timed in_a "${SND[@]}" iperf3 -c "$ADDR_B" -p "$PORT_IPERF" -P "$p" -t "$DURATION" -J "${IPERF_EXTRA[@]}" || die "iperf3 failed"
         ref=$(jq -r '.end.sum_received.bits_per_second / 1e9' "$LOGDIR/out")
         rb=$(jq -r '.end.sum_received.bytes' "$LOGDIR/out")
         rsnd=$(per_gb "$(cat "$LOGDIR/cpu")" "$rb")
         rrcv=$(per_gb "$(awk -v a="$r0" -v b="$(cpu_s "$PID_IPERF")" 'BEGIN { print b - a }')" "$rb")
-        rwake=$(per_gb_n $(( $(wakes "$PID_IPERF") - w0 )) "$rb")
+        rwake=$(per_gb_n "$(wakes_end)" "$rb")
         ref=$(printf '%.3f' "$ref")
         r=$(ratio "$ours" "$ref")
         printf '%-8s %-4s %10s %10s %8s %9s %9s %9s %9s %7s %7s %9s %9s\n' "$p" "$run" "$ours" "$ref" "$r" \

@@ -1,5 +1,5 @@
-// The probe data port: a cheap acceptor and one epoll loop for handshakes and sink
-// sessions; echo sessions leave the loop for a thread each (tcp_echo.hpp).
+// The probe data port: a cheap acceptor and one epoll loop for handshakes; a granted session
+// (echo or sink) leaves the loop for a thread of its own (tcp_workers.hpp).
 //
 // Every connection is accepted at once, and its handshake deadline counts from then. One
 // that has not sent its request yet holds no session slot: sessions are admitted only
@@ -25,7 +25,7 @@
 
 #include "probes/budget.hpp"
 #include "probes/errors.hpp"
-#include "probes/tcp_echo.hpp"
+#include "probes/tcp_workers.hpp"
 #include "probes/tcp_socket.hpp"
 
 namespace rocewatch {
@@ -34,7 +34,7 @@ namespace {
 
 using namespace tcpsock;
 using tcpserver::Counters;
-using tcpserver::EchoWorkers;
+using tcpserver::SessionWorkers;
 
 struct Session {
     enum class Phase { handshake, sink, echo, closing };
@@ -49,16 +49,12 @@ struct Session {
     size_t out_off = 0;
     Phase after_out = Phase::closing;
     tcpwire::Reply grant;
-    uint64_t bytes_in = 0;
-    int64_t first_ns = 0;
-    uint32_t first_read = 0;  // bytes of the first read: they arrived before first_ns
-    int64_t last_ns = 0;
-    SteadyClock::time_point deadline{};  // end of handshake, then end of the grant + grace (see time_limit)
+    SteadyClock::time_point deadline{};  // end of handshake, then end of the grant + grace
     SteadyClock::time_point last_progress{};
     bool dead = false;
     bool pending = false;       // accepted, request not yet granted: counted by the caps
     bool data_session = false;  // counted against max_sessions
-    ProbeBudget::Bulk bulk;     // a sink session: bulk moves through this node
+    ProbeBudget::Bulk bulk;     // a sink session: bulk moves through this node (the worker holds it on)
     uint32_t events = 0;        // what epoll watches for now
 };
 
@@ -77,13 +73,13 @@ public:
           idle_timeout_(from_seconds(limits.idle_timeout_seconds)),
           grace_(from_seconds(limits.grace_seconds)),
           max_session_(from_seconds(limits.max_session_seconds)),
-          echo_(counters, log_, idle_timeout_, limits.budget) {
+          workers_(counters, log_, idle_timeout_, limits.budget) {
         limits_.max_pending = std::max<uint32_t>(limits_.max_pending, 1);
         limits_.max_pending_per_source = std::max<uint32_t>(limits_.max_pending_per_source, 1);
     }
     ~DataPortLoop() {
         close_sessions();
-        echo_.stop_all();
+        workers_.stop_all();
     }
 
     void run();
@@ -93,8 +89,6 @@ private:
     int wait_ms();
     bool serve_events(int n);
     void on_ready(Session& s, uint32_t revents);
-    static bool is_sinking(const Session& s) { return !s.dead && s.out.empty() && s.phase == Session::Phase::sink; }
-    void drain_sinks();
     // ---- accept and admission
     void accept_ready();
     void admit(Fd fd, const sockaddr_storage& peer);
@@ -104,18 +98,14 @@ private:
     // ---- handshake and sessions
     bool on_handshake(Session& s);
     bool grant(Session& s, const tcpwire::Request& req);
-    bool sink_once(Session& s, bool& more);
-    bool sink_round(Session& s);
     void hand_over(Session& s);
     uint32_t data_sessions() const;
     // ---- output
     bool flush(Session& s);
     bool queue(Session& s, const uint8_t* p, size_t n, Session::Phase next);
     bool refuse(Session& s, tcpwire::Code code);
-    bool send_report(Session& s, tcpwire::Code code);
     // ---- endings
     void expire();
-    [[nodiscard]] SteadyClock::time_point time_limit(const Session& s) const;
     void close(Session& s);
     void leave_pending(Session& s);
     void sweep();
@@ -138,14 +128,11 @@ private:
     SteadyClock::duration idle_timeout_;
     SteadyClock::duration grace_;
     SteadyClock::duration max_session_;
-    EchoWorkers echo_;
+    SessionWorkers workers_;
     Fd ep_;
     std::vector<std::unique_ptr<Session>> sessions_;  // in accept order: the oldest first
     std::unordered_map<std::string, uint32_t> pending_by_source_;
     uint32_t pending_total_ = 0;
-    std::vector<Session*> sinks_ready_;  // this wake-up's sink sessions with bytes waiting
-    // 128 KiB reads, as iperf3 makes: with 256 KiB the receiver spent more CPU per GB.
-    std::vector<uint8_t> scratch_ = std::vector<uint8_t>(128 * 1024);
     SteadyClock::time_point accept_paused_until_{};
     bool listening_ = true;
     // The stop eventfd and the listening socket are told apart from sessions by address.
@@ -197,16 +184,14 @@ void DataPortLoop::run() {
                 else
                     on_ready(*static_cast<Session*>(e.data.ptr), e.events);
             }
-            drain_sinks();
             if (stop) break;
-            echo_.reap();
+            workers_.reap();
             expire();
             if (accept_now) accept_ready();
             sweep();
         } catch (const std::exception& e) {
             // bad_alloc and the like: drop every session rather than the server.
             if (log_) log_->error("probe port: {}; closing {} sessions", e.what(), sessions_.size());
-            sinks_ready_.clear();
             close_sessions();
         }
     }
@@ -216,7 +201,7 @@ void DataPortLoop::run() {
 int DataPortLoop::wait_ms() {
     const auto now = SteadyClock::now();
     auto wake = now + std::chrono::seconds(1);
-    for (const auto& s : sessions_) wake = std::min({wake, time_limit(*s), s->last_progress + idle_timeout_});
+    for (const auto& s : sessions_) wake = std::min({wake, s->deadline, s->last_progress + idle_timeout_});
     const bool want_listen = now >= accept_paused_until_;
     if (want_listen != listening_ && ctl(EPOLL_CTL_MOD, listen_fd_, want_listen ? uint32_t{EPOLLIN} : 0u, &listen_tag_))
         listening_ = want_listen;
@@ -227,10 +212,6 @@ int DataPortLoop::wait_ms() {
 
 void DataPortLoop::on_ready(Session& s, uint32_t revents) {
     if (s.dead) return;
-    if (is_sinking(s)) {  // read in turns with the others of this wake-up, by drain_sinks
-        sinks_ready_.push_back(&s);
-        return;
-    }
     bool alive = true;
     if (!s.out.empty())
         alive = (revents & EPOLLERR) == 0 && flush(s);
@@ -240,7 +221,7 @@ void DataPortLoop::on_ready(Session& s, uint32_t revents) {
         alive = false;
     if (!alive) {
         close(s);
-    } else if (s.phase == Session::Phase::echo && s.out.empty()) {
+    } else if ((s.phase == Session::Phase::echo || s.phase == Session::Phase::sink) && s.out.empty()) {
         // The EPOLL_CTL_DEL keeps a late event from reaching the moved-out session.
         (void)ctl(EPOLL_CTL_DEL, s.fd.get(), 0, &s);
         hand_over(s);
@@ -406,63 +387,18 @@ bool DataPortLoop::grant(Session& s, const tcpwire::Request& req) {
     return alive;
 }
 
-// Rounds of one read per sink session with bytes waiting, as iperf3's receiver makes them:
-// the streams take turns, and a session leaves the rounds on the read that empties its socket.
-// Draining one stream up to 16 reads before the next cost 1.4x iperf3's receiver CPU per GB
-// with four streams; in turns it is 0.96x (issue 14). At most 16 rounds, then epoll again.
-void DataPortLoop::drain_sinks() {
-    for (int round = 0; round < 16 && !sinks_ready_.empty(); ++round)
-        std::erase_if(sinks_ready_, [this](Session* s) { return !sink_round(*s); });
-    sinks_ready_.clear();
-}
-
-// One read on a sink session, then what on_ready does after: true while bytes may be left.
-bool DataPortLoop::sink_round(Session& s) {
-    bool more = false;
-    if (!sink_once(s, more)) {
-        close(s);
-        return false;
-    }
-    if (!more) sync_interest(s);
-    return more;
-}
-
-// False when the session is finished or broken; `more` when the read filled the buffer.
-bool DataPortLoop::sink_once(Session& s, bool& more) {
-    // One byte past the grant is enough to know the peer went over it.
-    const uint64_t allowed = s.grant.max_bytes - s.bytes_in;
-    const size_t want = allowed >= scratch_.size() ? scratch_.size() : static_cast<size_t>(allowed + 1);
-    const ssize_t n = ::recv(s.fd.get(), scratch_.data(), want, MSG_DONTWAIT);
-    if (n < 0) return errno == EAGAIN || errno == EINTR;
-    if (n == 0) return send_report(s, tcpwire::Code::ok);
-    const int64_t now = mono_ns();
-    if (s.bytes_in == 0) {
-        s.first_ns = now;
-        s.first_read = static_cast<uint32_t>(std::min<ssize_t>(n, tcpwire::kMaxFirstRead));
-    }
-    s.last_ns = now;
-    s.bytes_in += static_cast<uint64_t>(n);
-    counters_.bytes_received += static_cast<uint64_t>(n);
-    s.last_progress = SteadyClock::now();
-    if (s.bytes_in > s.grant.max_bytes) {
-        ++counters_.cut;
-        if (log_) log_->warn("probe port: {} sent more than its grant of {} bytes", s.peer, s.grant.max_bytes);
-        (void)send_report(s, tcpwire::Code::limit_reached);
-        return false;
-    }
-    more = static_cast<size_t>(n) == want;
-    return true;
-}
-
 // The reply is out: the session leaves the event loop for its own thread.
 void DataPortLoop::hand_over(Session& s) {
     s.dead = true;
     s.data_session = false;
-    echo_.start(std::move(s.fd), s.peer, s.grant, s.deadline);  // closing the fd later also drops it from epoll
+    if (s.phase == Session::Phase::sink)
+        workers_.start_sink(std::move(s.fd), s.peer, s.grant, {s.deadline, grace_, max_session_}, std::move(s.bulk));
+    else
+        workers_.start_echo(std::move(s.fd), s.peer, s.grant, s.deadline);
 }
 
 uint32_t DataPortLoop::data_sessions() const {
-    return echo_.live() + static_cast<uint32_t>(std::count_if(sessions_.begin(), sessions_.end(), [](const auto& s) {
+    return workers_.live() + static_cast<uint32_t>(std::count_if(sessions_.begin(), sessions_.end(), [](const auto& s) {
                return s->data_session && !s->dead;
            }));
 }
@@ -505,36 +441,15 @@ bool DataPortLoop::refuse(Session& s, tcpwire::Code code) {
     return false;
 }
 
-bool DataPortLoop::send_report(Session& s, tcpwire::Code code) {
-    tcpwire::Report rep;
-    rep.code = code;
-    rep.bytes = s.bytes_in;
-    rep.first_ns = s.first_ns;
-    rep.first_read = s.first_read;
-    rep.last_ns = s.last_ns;
-    const auto b = tcpwire::encode(rep);
-    return queue(s, b.data(), b.size(), Session::Phase::closing);
-}
-
 // ---------------------------------------------------------------- endings
 
-// When a session is cut for time: its deadline, except that a sink past its grant and grace
-// goes on reading while bytes still arrive (within a grace of the last), up to one more of
-// the longest grant. The sender stopped at the grant; what a slow path still held drains
-// after it, and cutting that turned a slow path's low figure into "peer closed" (a path
-// paced to 500 KB/s: 1.9 of 3.9 MB counted, then cut).
-SteadyClock::time_point DataPortLoop::time_limit(const Session& s) const {
-    if (s.phase != Session::Phase::sink) return s.deadline;
-    return std::min(std::max(s.deadline, s.last_progress + grace_), s.deadline + max_session_);
-}
-
-// Handshake timeout (from accept), end of grant (time_limit), idleness.
+// Handshake timeout (from accept), end of a grant whose reply is still going out, idleness.
 void DataPortLoop::expire() {
     const auto now = SteadyClock::now();
     for (auto& sp : sessions_) {
         Session& s = *sp;
         if (s.dead) continue;
-        const bool over_time = now >= time_limit(s);
+        const bool over_time = now >= s.deadline;
         const bool idle = now >= s.last_progress + idle_timeout_;
         if (!over_time && !idle) continue;
         ++counters_.cut;
@@ -542,8 +457,6 @@ void DataPortLoop::expire() {
             log_->debug("probe port: closing {} ({})", s.peer,
                         s.phase == Session::Phase::handshake ? "no request in time"
                                                              : (over_time ? "grant expired" : "idle"));
-        // A sink peer still gets what we counted, if the socket takes 32 bytes now.
-        if (s.phase == Session::Phase::sink && s.out.empty()) (void)send_report(s, tcpwire::Code::limit_reached);
         close(s);
     }
 }
@@ -552,7 +465,6 @@ void DataPortLoop::close(Session& s) {
     if (s.dead) return;
     s.dead = true;
     s.bulk.reset();
-    if (limits_.budget && s.bytes_in) limits_.budget->charge(BudgetSide::peer, s.bytes_in);
     leave_pending(s);
 }
 
@@ -564,7 +476,7 @@ void DataPortLoop::leave_pending(Session& s) {
         pending_by_source_.erase(it);
 }
 
-// Closing the fd drops it from the epoll set. A session handed to an echo worker has no fd
+// Closing the fd drops it from the epoll set. A session handed to a worker has no fd
 // left here and stays active until its worker ends.
 void DataPortLoop::sweep() {
     std::erase_if(sessions_, [this](const auto& s) {
