@@ -101,10 +101,17 @@ void SessionWorkers::sink(Worker& w, const std::string& peer, const tcpwire::Rep
             // One byte past the grant is enough to know the peer went over it.
             const uint64_t allowed = grant.max_bytes - rep.bytes;
             const size_t want = allowed >= buf.size() ? buf.size() : static_cast<size_t>(allowed + 1);
-            // A whole buffer, unless the peer closes or a slice passes with nothing.
+            // A whole buffer, unless the peer closes, or a slice passes with nothing or while
+            // bytes dribble in (a byte every few ms would otherwise hold this loop for hours,
+            // past every time limit below).
             size_t got = 0;
             ssize_t n = 0;
-            while (got < want && (n = ::recv(fd, buf.data() + got, want - got, 0)) > 0) got += static_cast<size_t>(n);
+            const auto batch_end = SteadyClock::now() + Deadline::kCancelSlice;
+            while (got < want && (n = ::recv(fd, buf.data() + got, want - got, 0)) > 0) {
+                got += static_cast<size_t>(n);
+                if (got < want && SteadyClock::now() >= batch_end) break;
+            }
+            const int err = n < 0 ? errno : 0;
             const auto now = SteadyClock::now();
             if (got > 0) {
                 const int64_t ns = tcpsock::mono_ns(now);
@@ -126,7 +133,7 @@ void SessionWorkers::sink(Worker& w, const std::string& peer, const tcpwire::Rep
                 rep.code = tcpwire::Code::ok;
                 break;
             }
-            if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            if (n < 0 && err != EAGAIN && err != EINTR) {
                 why = "connection error";
                 break;
             }

@@ -854,18 +854,19 @@ TEST_F(TcpProbeNetns, ASinkDrainsWhatASlowPathStillHoldsAfterTheGrant) {
     limits.grace_seconds = 1;
     limits.idle_timeout_seconds = 3;
     auto server = make_server(limits);
-    // Sends a chunk every 300 ms for `for_s`, then FIN; the report, or nullopt when cut.
-    const auto trickle = [&](double for_s, uint64_t& sent) -> std::optional<tcpwire::Report> {
+    // Sends a chunk every `gap` for `for_s`, then FIN; the report, or nullopt when cut.
+    const auto trickle = [&](double for_s, uint64_t& sent, size_t chunk_bytes = 16 * 1024,
+                             std::chrono::milliseconds gap = 300ms) -> std::optional<tcpwire::Report> {
         const int fd = raw_connect(server->port());
         EXPECT_GE(fd, 0);
         // 200 ms: cut at 1.2 s (grant + grace) before; kept to 3.2 s now.
         EXPECT_TRUE(request_sink(fd, token_, 200, 1ull << 40));
-        const std::vector<uint8_t> chunk(16 * 1024, 7);
+        const std::vector<uint8_t> chunk(chunk_bytes, 7);
         const auto end = SteadyClock::now() + from_seconds(for_s);
         while (SteadyClock::now() < end) {
             if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(chunk.size())) break;
             sent += chunk.size();
-            std::this_thread::sleep_for(300ms);
+            std::this_thread::sleep_for(gap);
         }
         ::shutdown(fd, SHUT_WR);
         std::array<uint8_t, tcpwire::kReportSize> buf{};
@@ -889,6 +890,17 @@ TEST_F(TcpProbeNetns, ASinkDrainsWhatASlowPathStillHoldsAfterTheGrant) {
     const double took = seconds_between(t0, SteadyClock::now());
     EXPECT_GE(took, 3.1) << "not cut before the grant's end and grace + one more grant";
     EXPECT_LT(took, 4.9) << "cut before the trickle ended (its sends then failed)";
+
+    // A byte every 20 ms never leaves the reader a quiet slice, nor fills its buffer: it is cut
+    // all the same, at the same time, and not held until the peer stops.
+    sent = 0;
+    const auto t1 = SteadyClock::now();
+    const auto dribbled = trickle(6.0, sent, 1, 20ms);
+    ASSERT_TRUE(dribbled) << "a session cut for time still gets the count";
+    EXPECT_EQ(dribbled->code, tcpwire::Code::limit_reached);
+    EXPECT_LT(dribbled->bytes, sent);
+    const double took1 = seconds_between(t1, SteadyClock::now());
+    EXPECT_LT(took1, 4.9) << "a dribbling peer held the session past its grant, grace and one more grant";
 }
 
 // The server answers a sink request at once, which puts its socket in the kernel's interactive
