@@ -188,6 +188,10 @@ void SessionWorkers::launch(Fd fd, const char* what, std::function<void(Worker&)
             } catch (const std::exception& e) {
                 if (log_) log_->error("probe port: {}: {}", what, e.what());
             }
+            {
+                std::lock_guard lk(wp->mu);
+                wp->fd.reset();
+            }
             --live_;
             --counters_.active;
             wp->done = true;
@@ -212,7 +216,10 @@ void SessionWorkers::reap() {
 }
 
 void SessionWorkers::stop_all() {
-    for (auto& w : workers_) ::shutdown(w->fd.get(), SHUT_RDWR);
+    for (auto& w : workers_) {
+        std::lock_guard lk(w->mu);
+        if (w->fd.valid()) ::shutdown(w->fd.get(), SHUT_RDWR);
+    }
     for (auto& w : workers_)
         if (w->thread.joinable()) w->thread.join();
     workers_.clear();

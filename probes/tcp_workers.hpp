@@ -12,6 +12,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,10 +54,12 @@ public:
     void stop_all();
 
 private:
-    // The worker only uses the fd; it is closed here after the join, so stop_all() can
-    // shutdown() it to wake a blocked worker.
+    // The worker closes its fd the moment its session ends (a peer pushing past its grant
+    // finds the connection gone at once, not when the loop next reaps), under `mu`, so that
+    // stop_all()'s shutdown() to wake a blocked worker never reaches a number reused since.
     struct Worker {
-        Fd fd;
+        std::mutex mu;
+        Fd fd;  // under mu
         std::thread thread;
         std::atomic<bool> done{false};
     };

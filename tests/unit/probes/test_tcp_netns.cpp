@@ -842,6 +842,30 @@ TEST_F(TcpProbeNetns, ByteBudgetIsEnforced) {
     EXPECT_GE(after.cut - before.cut, 1u);
     EXPECT_LT(pushed, 16u << 20) << "the server cut the connection";
     expect_server_responsive("a greedy client");
+
+    // The cut closes the connection at once, right behind the report: it is not left open
+    // until the data port's loop next wakes (up to a second), taking whatever a greedy peer
+    // pushes meanwhile (in CI its whole 16 MiB fitted in the buffers).
+    const int fd2 = raw_connect(server_->port());
+    ASSERT_GE(fd2, 0);
+    ASSERT_TRUE(request_sink(fd2, token_, 1000, 1ull << 40));
+    const std::vector<uint8_t> over((1u << 20) + 1, 2);
+    for (size_t off = 0; off < over.size();) {
+        const ssize_t w = ::send(fd2, over.data() + off, over.size() - off, MSG_NOSIGNAL);
+        ASSERT_GT(w, 0) << "the grant's bytes and one more go out";
+        off += static_cast<size_t>(w);
+    }
+    std::array<uint8_t, tcpwire::kReportSize> rep{};
+    ASSERT_TRUE(read_exact(fd2, rep.data(), rep.size()));
+    const auto cut_at = SteadyClock::now();
+    timeval tv{.tv_sec = 2, .tv_usec = 0};
+    ::setsockopt(fd2, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint8_t b = 0;
+    const ssize_t n = ::recv(fd2, &b, 1, 0);
+    const double closed_after = seconds_between(cut_at, SteadyClock::now());
+    EXPECT_TRUE(n == 0 || (n < 0 && errno == ECONNRESET)) << "n=" << n << " errno=" << errno;
+    EXPECT_LT(closed_after, 0.1) << "the connection stayed open after the report";
+    ::close(fd2);
 }
 
 // A sink session past its grant and grace keeps reading while bytes still come (what a slow
