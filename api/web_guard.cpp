@@ -19,7 +19,7 @@ WebGuard::WebGuard(std::string path, std::shared_ptr<spdlog::logger> log)
     tls_ = state_->tls != nullptr;
     stamps_ = stamps_of(&state_->config);
     next_check_ = SteadyClock::now() + 1s;
-    reload_.last_success = Clock::now();
+    reload_.last_success = std::chrono::system_clock::now();
 }
 
 std::optional<WebReloadStatus> WebGuard::reload_status() const {
@@ -78,7 +78,7 @@ std::shared_ptr<const WebState> WebGuard::current(SteadyClock::time_point now) {
         state_ = std::move(next);
         stamps_ = stamps_of(&state_->config);
         refused_.clear();
-        reload_ = {true, Clock::now()};
+        reload_ = {true, std::chrono::system_clock::now()};
         log_->info("api: web config {} reloaded (TLS {}, {} basic auth user(s))", path_, tls_ ? "on" : "off",
                    state_->config.users.size());
     } catch (const std::exception& e) {

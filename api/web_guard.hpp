@@ -14,7 +14,6 @@
 #include "api/basic_auth.hpp"
 #include "api/tls_context.hpp"
 #include "api/web_config.hpp"
-#include "daemon/model/snapshot.hpp"
 #include "util/clock.hpp"
 
 namespace rocewatch::api {
@@ -27,8 +26,8 @@ struct WebState {
 
 // How the last look at a changed web config went, for /metrics.
 struct WebReloadStatus {
-    bool ok = true;            // false while the newest version on disk is refused
-    TimePoint last_success{};  // when the running version was loaded (start or reload)
+    bool ok = true;                                        // false while the newest version on disk is refused
+    std::chrono::system_clock::time_point last_success{};  // when the running version was loaded (start or reload)
 };
 
 class WebGuard {
