@@ -441,8 +441,9 @@ void rule_mtu_low(const Context& ctx, Severity sev, Findings& out) {
         std::map<std::string, std::string> details{{"expected_mtu", num(uint64_t(want))},
                                                    {"actual_mtu", num(uint64_t(l->mtu))}};
         if (roce) {
-            summary += " and RoCE packets are limited to " + num(uint64_t(roce_mtu_for(l->mtu))) + " bytes";
-            details.emplace("roce_mtu_allowed", num(uint64_t(roce_mtu_for(l->mtu))));
+            const std::string allowed = num(uint64_t(roce_mtu_for(l->mtu)));
+            summary += " and RoCE packets are limited to " + allowed + " bytes";
+            details.emplace("roce_mtu_allowed", allowed);
         }
         out.push_back(make("mtu_low", sev, name, std::move(summary), action, std::move(details)));
     }
