@@ -78,8 +78,8 @@ public:
 
     uint16_t port() const { return port_; }
     // Starts the server thread (one thread, epoll over non-blocking sockets, for accepts and
-    // handshakes; a granted echo or sink session gets a thread of its own). A second call while running does nothing;
-    // start() after stop() serves again.
+    // handshakes; a granted echo or sink session gets a thread of its own). A second call
+    // while running does nothing; start() after stop() serves again.
     void start();
     // Wakes the thread and joins it, closing open sessions; prompt, idempotent.
     void stop();
