@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <systemd/sd-daemon.h>
 
 #include <spdlog/spdlog.h>
 
@@ -35,6 +34,7 @@
 #include "daemon/core/snapshot_store.hpp"
 #include "daemon/core/wake_signal.hpp"
 #include "daemon/logging/journal.hpp"
+#include "daemon/logging/sd_protocol.hpp"
 #include "daemon/lldp/lldp_client.hpp"
 #include "daemon/netlink/dcb.hpp"
 #include "daemon/netlink/ethtool_nl.hpp"
@@ -186,8 +186,8 @@ void reload(const Flags& flags, Running& run, spdlog::logger& log) {
 // Until SIGTERM/SIGINT: reloads on SIGHUP, feeds the watchdog only while snapshots keep
 // coming, so a wedged collector gets restarted.
 void serve(const Flags& flags, const sigset_t& sigs, Running& run, const SnapshotStore& store, spdlog::logger& log) {
-    uint64_t watchdog_usec = 0;
-    const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+    const uint64_t watchdog_usec = logging::watchdog_usec();
+    const bool watchdog = watchdog_usec > 0;
     const auto tick = std::chrono::microseconds(watchdog ? watchdog_usec / 2 : 1'000'000);
     for (;;) {
         timespec ts{.tv_sec = static_cast<time_t>(tick.count() / 1'000'000),
@@ -195,15 +195,15 @@ void serve(const Flags& flags, const sigset_t& sigs, Running& run, const Snapsho
         const int sig = sigtimedwait(&sigs, nullptr, &ts);
         if (sig == SIGTERM || sig == SIGINT) return log.info("signal {}: stopping", sig);
         if (sig == SIGHUP) {
-            sd_notify(0, "RELOADING=1");
+            logging::notify("RELOADING=1");
             reload(flags, run, log);
-            sd_notify(0, "READY=1");
+            logging::notify("READY=1");
         }
         apply_inventory(run, log);
         auto s = store.latest();
         if (watchdog && s &&
             Clock::now() - s->collected_at < 3 * run.config->daemon.interval + std::chrono::seconds(10))
-            sd_notify(0, "WATCHDOG=1");
+            logging::notify("WATCHDOG=1");
     }
 }
 
@@ -321,11 +321,11 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     if (probing.data_port) probing.data_port->start();
     if (probing.token) scheduler.start();
     notifier.start();
-    sd_notify(0, "READY=1\nSTATUS=collecting");
+    logging::notify("READY=1\nSTATUS=collecting");
 
     Running run{cfg, probe_config, engine, scheduler, notifier, *inventory, budget, probing.token.has_value()};
     serve(flags, sigs, run, store, *log);
-    sd_notify(0, "STOPPING=1");
+    logging::notify("STOPPING=1");
     ShutdownSteps stop(*log);
     // The scheduler first: stopping it pulls the running probe's deadline in and answers every
     // queued on-demand caller with reason "stopped", so the HTTP workers waiting on them return

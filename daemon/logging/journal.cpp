@@ -2,11 +2,7 @@
 #include "daemon/logging/journal.hpp"
 
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
-// The CODE_FILE/LINE/FUNC sd-journal would add name this sink, not the caller.
-#define SD_JOURNAL_SUPPRESS_LOCATION
-#include <systemd/sd-journal.h>
 
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -15,39 +11,37 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "daemon/logging/sd_protocol.hpp"
 #include "util/log_safe.hpp"
 
 namespace rocewatch::logging {
 namespace {
 
-constexpr const char* kJournalSocket = "/run/systemd/journal/socket";
 thread_local std::vector<std::pair<std::string, std::string>> t_fields;
 thread_local int t_priority = -1;
 
-// MESSAGE, PRIORITY, SYSLOG_IDENTIFIER and the thread's Fields by sd_journal_sendv; a line
-// the socket refuses (no journald) is written to stderr as "<N>message", which journald's
-// stream reader takes the priority from.
+// MESSAGE, PRIORITY, SYSLOG_IDENTIFIER and the thread's Fields in journald's native protocol;
+// a line the socket refuses (no journald there, or an entry larger than a datagram) is
+// written to stderr as "<N>message", which journald's stream reader takes the priority from.
 class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
 public:
-    JournalSink(std::string identifier, bool use_socket)
-        : identifier_("SYSLOG_IDENTIFIER=" + std::move(identifier)), use_socket_(use_socket) {}
+    JournalSink(std::string identifier, std::string socket_path)
+        : identifier_(std::move(identifier)), socket_path_(std::move(socket_path)) {}
 
 protected:
     void sink_it_(const spdlog::details::log_msg& msg) override {
         const int prio = t_priority >= 0 ? t_priority : priority_of(msg.level);
-        const std::string text(msg.payload.data(), msg.payload.size());
-        // sd_journal_sendv reports success when the socket is missing (it fails silently on
-        // ENOENT), so its absence is looked for here.
-        if (use_socket_ && access(kJournalSocket, F_OK) == 0) {
-            std::vector<std::string> lines{"MESSAGE=" + text, "PRIORITY=" + std::to_string(prio), identifier_};
-            for (const auto& [k, v] : t_fields) lines.push_back(k + "=" + v);
-            std::vector<iovec> iov;
-            iov.reserve(lines.size());
-            for (auto& l : lines) iov.push_back({l.data(), l.size()});
-            if (sd_journal_sendv(iov.data(), static_cast<int>(iov.size())) >= 0) return;
+        const std::string_view text(msg.payload.data(), msg.payload.size());
+        const std::string prio_text = std::to_string(prio);
+        if (!socket_path_.empty()) {
+            std::vector<JournalField> fields{{"MESSAGE", text},
+                                             {"PRIORITY", prio_text},
+                                             {"SYSLOG_IDENTIFIER", identifier_}};
+            for (const auto& [k, v] : t_fields) fields.emplace_back(k, v);
+            if (journal_send(socket_path_, fields)) return;
         }
         // One line per record: a newline inside the message would start a line without a prefix.
-        std::string line = "<" + std::to_string(prio) + ">";
+        std::string line = "<" + prio_text + ">";
         for (char c : text) line += c == '\n' ? ' ' : c;
         line += '\n';
         std::fwrite(line.data(), 1, line.size(), stderr);
@@ -56,7 +50,7 @@ protected:
 
 private:
     std::string identifier_;
-    bool use_socket_;
+    std::string socket_path_;
 };
 
 }  // namespace
@@ -118,8 +112,8 @@ bool stderr_is_journal() {
     return static_cast<unsigned long long>(st.st_dev) == dev && static_cast<unsigned long long>(st.st_ino) == ino;
 }
 
-spdlog::sink_ptr make_journal_sink(const std::string& identifier, bool use_socket) {
-    return std::make_shared<JournalSink>(identifier, use_socket);
+spdlog::sink_ptr make_journal_sink(const std::string& identifier, std::string socket_path) {
+    return std::make_shared<JournalSink>(identifier, std::move(socket_path));
 }
 
 std::shared_ptr<spdlog::logger> make_logger(const std::string& name) {

@@ -61,8 +61,10 @@ private:
 // SYSLOG_IDENTIFIER and the Fields; a line the journal socket refuses goes to stderr with
 // its "<N>" priority prefix), elsewhere stderr in colour as before.
 [[nodiscard]] std::shared_ptr<spdlog::logger> make_logger(const std::string& name);
-// The journal sink on its own, for tests; `use_socket` false sends every line the stderr way.
-[[nodiscard]] spdlog::sink_ptr make_journal_sink(const std::string& identifier, bool use_socket = true);
+// The journal sink on its own, for tests: `socket_path` is journald's socket; "" sends every
+// line the stderr way.
+[[nodiscard]] spdlog::sink_ptr make_journal_sink(const std::string& identifier,
+                                                 std::string socket_path = "/run/systemd/journal/socket");
 
 // Lets each key through once, at most per_round new keys per round (a tree gone bad at
 // once must not flood the journal) and max_keys over the process' life.

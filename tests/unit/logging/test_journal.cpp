@@ -68,7 +68,7 @@ TEST(Journal, TransitionMessageCannotForgeALineOrATerminalCommand) {
 }
 
 TEST(Journal, WithoutTheSocketEveryLineCarriesItsPriorityPrefix) {
-    spdlog::logger log("t", make_journal_sink("rocewatchd", false));
+    spdlog::logger log("t", make_journal_sink("rocewatchd", ""));
     log.set_level(spdlog::level::debug);
     testing::internal::CaptureStderr();
     log.error("config reload rejected: x");
