@@ -153,7 +153,7 @@ FrontEnd::FrontEnd(const ApiOptions& opts, int listen_fd, HttpStats& stats, std:
         if (im.wakefd >= 0) ::close(im.wakefd);
         throw std::runtime_error(std::string("api: cannot create the event loop: ") + std::strerror(err));
     }
-    // httplib made the listener blocking; accept4 must never block this thread.
+    // accept4 must never block this thread, whoever made the listener.
     ::fcntl(listen_fd, F_SETFL, ::fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -409,7 +409,7 @@ bool FrontEnd::Impl::advance_alive(Conn& c, SteadyClock::time_point now) {
 }
 
 // A client that waits for "100 Continue" before its body (curl does for a POST, up to a
-// second) gets it as the head arrives; httplib would send it only once it had the body. Only
+// second) gets it as the head arrives, not once the body is in (which never comes). Only
 // to HTTP/1.1 (RFC 9110 10.1.1). What the socket does not take now goes before the answer
 // (begin_write): TLS keeps a record it could not send and counts it into the next write.
 void FrontEnd::Impl::maybe_continue(Conn& c) {
@@ -442,8 +442,8 @@ void FrontEnd::Impl::hand_over(Conn& c, size_t need, SteadyClock::time_point now
     r.ticket = c.id;
     r.bytes = c.in.substr(0, need);
     c.in.erase(0, need);  // a pipelined next request, judged after this answer
-    // HTTP/1.0 is served one request a connection: httplib 0.11 keeps one alive only for the
-    // exact "Keep-Alive", and announced keep-alive on a connection it then closed.
+    // HTTP/1.0 is served one request a connection (its keep-alive is an extension that
+    // clients of this port have no need for).
     r.last = c.served + 1 >= opts.keep_alive_max_requests || stopping ||
              wants_close(header_list(r.bytes, "Connection")) || is_http10(r.bytes);
     r.priority = is_priority_request(r.bytes);

@@ -22,7 +22,7 @@ size_t HttpStats::handler_index(const std::string& handler) const {
 
 void HttpStats::count_request(size_t handler, int status) noexcept {
     if (handler >= handlers_.size()) handler = other_handler();
-    if (status < kMinCode || status > kMaxCode) status = 500;  // httplib never sends these
+    if (status < kMinCode || status > kMaxCode) status = 500;  // the server never sends these
     requests_[handler * kCodes + static_cast<size_t>(status - kMinCode)].fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -84,32 +84,6 @@ bool wants_close(std::string_view connection) {
     return false;
 }
 
-std::string request_for_httplib(std::string bytes) {
-    const size_t head_end = bytes.find("\r\n\r\n");
-    if (head_end == std::string::npos) return bytes;
-    const size_t first = bytes.find("\r\n");
-    std::string out = bytes.substr(0, first + 2);
-    bool saw_accept = false;
-    for (size_t at = first + 2; at < head_end + 2;) {
-        const size_t end = bytes.find("\r\n", at);
-        const std::string_view line(bytes.data() + at, end - at);
-        at = end + 2;
-        const size_t colon = line.find(':');
-        const auto name = colon == std::string_view::npos ? line : line.substr(0, colon);
-        if (iequals(name, "Range") || iequals(name, "Expect") || iequals(name, "Content-Type")) continue;
-        if (iequals(name, "Accept-Encoding")) {
-            saw_accept = true;
-            continue;
-        }
-        out.append(line);
-        out += "\r\n";
-    }
-    if (saw_accept && accepts_gzip(header_list(std::string_view(bytes).substr(0, head_end + 2), "Accept-Encoding")))
-        out += "Accept-Encoding: gzip\r\n";
-    out.append(bytes, head_end + 2);  // the blank line and the body
-    return out;
-}
-
 namespace {
 
 // Calls f(name, value) for each header line of a head the gate accepted (value trimmed),

@@ -11,8 +11,8 @@
 
 namespace rocewatch::api {
 
-// A complete HTTP/1.1 answer with a JSON error body, sent without httplib (the gate's
-// verdicts and 503s); it always ends the connection.
+// A complete HTTP/1.1 answer with a JSON error body, sent by the front end itself (the
+// gate's verdicts and 503s); it always ends the connection.
 // The path of a request head's target (without query or fragment); "/" when the line has none.
 std::string request_path(std::string_view head);
 
@@ -50,21 +50,10 @@ std::string header_value(std::string_view head, std::string_view name);
 std::string header_list(std::string_view head, std::string_view name);
 
 // Whether a Connection header's value asks to close: "close" among its comma-separated
-// options, in any case (RFC 9110 7.6.1). httplib 0.11 honours the exact "close" only.
+// options, in any case (RFC 9110 7.6.1).
 bool wants_close(std::string_view connection);
 
 // The request line of `head` (a request the gate accepted) says HTTP/1.0.
 bool is_http10(std::string_view head);
-
-// A request the gate accepted, as httplib is to parse it: Range lines dropped (ranges are
-// ignored, RFC 9110 14.2: httplib 0.11 builds any number of overlapping ranges into one
-// multipart body), Expect dropped (the front end answered 100-continue as the head came;
-// httplib would write a second one into the answer), Content-Type dropped (every body we take
-// is JSON whatever it is labelled; httplib parsed a form-encoded one, as `curl -d` labels it,
-// into parameters and refused one past 8 KiB with 413, under the gate's 64 KiB), and
-// Accept-Encoding made "gzip" where the client accepts gzip
-// (accepts_gzip: q-values, an explicit refusal over "*") and dropped where it does not:
-// httplib 0.11 compresses an answer when the value merely contains "gzip" or "br", q=0 too.
-std::string request_for_httplib(std::string bytes);
 
 }  // namespace rocewatch::api

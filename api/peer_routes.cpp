@@ -20,8 +20,8 @@
 namespace rocewatch::api {
 namespace {
 
-using Req = httplib::Request;
-using Res = httplib::Response;
+using Req = Request;
+using Res = Response;
 
 // On-demand probe requests (GET /probe and POST /api/v1/probes/run together) waiting at once,
 // at most: the scheduler runs their probes one after the other, so a multi-target Prometheus
@@ -154,14 +154,12 @@ void run_now(State& st, const Req& req, Res& res) {
     Release release{st.run_busy};
     Slot slot(st.probes_waiting, kMaxProbeWaiting);
     if (full(slot, res)) return;
-    // The query only, from the target: clients (curl -d, Python's urllib) label JSON as a form,
-    // which the front end keeps httplib from parsing into parameters (request_for_httplib).
-    if (const auto q = req.target.find('?'); q != std::string::npos && q + 1 < req.target.size()) {
-        const std::string query = req.target.substr(q + 1);
+    // Parameters come from the query only: clients (curl -d, Python's urllib) label a JSON body
+    // as a form, and a body is never read as parameters.
+    if (!req.params.empty())
         return send_json(res, 400,
-                         error_json(400, "unknown query parameter \"" + query.substr(0, query.find_first_of("=&")) +
+                         error_json(400, "unknown query parameter \"" + req.params.front().first +
                                              "\" (this endpoint takes none)"));
-    }
     const char* kShape =
         "body must be a JSON object: {\"peer\": \"<name>\", \"rail\": \"<name>\", \"kind\": \"<kind>\"}";
     auto body = nlohmann::json::parse(req.body, nullptr, false);

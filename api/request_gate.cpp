@@ -1,4 +1,4 @@
-// The front gate's rules: what a request head must look like before httplib sees it.
+// The front gate's rules: what a request head must look like before the server parses it.
 #include "api/request_gate.hpp"
 
 #include <algorithm>
@@ -90,31 +90,31 @@ struct SeenHeaders {
 HeadCheck check_header_line(std::string_view line, SeenHeaders& seen, const ApiOptions& o) {
     const size_t colon = line.find(':');
     // A name must be a bare token: this also refuses obs-fold continuation lines and
-    // "Name : value", which httplib would file under a different key than a proxy would.
+    // "Name : value", which parsers file under different keys.
     if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
         return reject(400, RejectReason::malformed, "malformed header line");
     const auto name = line.substr(0, colon);
     const auto value = trim_ows(line.substr(colon + 1));
 
-    // httplib 0.11 stores REMOTE_ADDR/REMOTE_PORT (and later versions LOCAL_*) as ordinary
-    // headers after the client's own, and lookups return the first: a client could name
-    // its own address.
+    // cpp-httplib, which parsed requests here until stop 38, stored REMOTE_ADDR/REMOTE_PORT
+    // (and LOCAL_*) as ordinary headers after the client's own: a client could name its own
+    // address. Still refused: CGI-style gateways and proxies read them the same way.
     for (std::string_view spoofable : {"REMOTE_ADDR", "REMOTE_PORT", "LOCAL_ADDR", "LOCAL_PORT"})
         if (iequals(name, spoofable))
             return reject(400, RejectReason::spoofed_header, "header " + std::string(name) + " is reserved");
 
-    // httplib 0.11 reads chunked bodies without payload_max_length; we have no use for them.
+    // No route takes a chunked body, and its length is unknown until it has all arrived.
     if (iequals(name, "Transfer-Encoding")) {
         if (icontains(value, "chunked"))
             return reject(411, RejectReason::transfer_encoding,
                           "chunked request bodies are not accepted; send Content-Length");
         return reject(501, RejectReason::transfer_encoding, "transfer codings are not implemented");
     }
-    // With zlib/brotli compiled in, httplib would inflate a request body without bound.
+    // A compressed body would have to be inflated, without bound: decompression bombs.
     if (iequals(name, "Content-Encoding"))
         return reject(415, RejectReason::content_encoding, "compressed request bodies are not accepted");
 
-    // httplib hands handlers the first of several, a proxy may check the last: a request
+    // Handlers read the first of several, a proxy may check the last: a request
     // must not carry one credential for the proxy and another for us.
     if (iequals(name, "Authorization")) {
         if (seen.authorization) return reject(400, RejectReason::malformed, "more than one Authorization header");
@@ -128,15 +128,15 @@ HeadCheck check_header_line(std::string_view line, SeenHeaders& seen, const ApiO
     }
 
     if (iequals(name, "Content-Length")) {
-        // One plain decimal value only: httplib URL-decodes header values and reads the
-        // number with strtoull, so "%31%30" or "10, 20" would mean something else to it.
+        // One plain decimal value only: "%31%30" or "10, 20" means different lengths to
+        // different parsers (cpp-httplib URL-decoded the value and read it with strtoull).
         if (seen.content_length) return reject(400, RejectReason::malformed, "more than one Content-Length");
         seen.content_length = true;
         if (value.empty()) return reject(400, RejectReason::malformed, "empty Content-Length");
         for (char c : value)
             if (c < '0' || c > '9') return reject(400, RejectReason::malformed, "Content-Length is not a number");
         // More digits than fit in 64 bits is certainly too large; leading zeros do not count
-        // (1*DIGIT: "000...05" is 5, as httplib reads it).
+        // (1*DIGIT: "000...05" is 5).
         if (value.size() - std::min(value.find_first_not_of('0'), value.size()) > 19)
             return reject(413, RejectReason::body_too_large, "request body too large");
         uint64_t n = 0;
@@ -200,7 +200,7 @@ HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
         if (line_end > o.max_header_bytes)
             return reject(431, RejectReason::header_too_large,
                           "request head larger than " + std::to_string(o.max_header_bytes) + " bytes");
-        // httplib skips lines ending in a bare LF; a proxy may not. Refusing them keeps
+        // Some parsers skip lines ending in a bare LF, a proxy may not. Refusing them keeps
         // one reading of the head.
         if (lf == pos || head[lf - 1] != '\r')
             return reject(400, RejectReason::malformed, "header lines must end in CRLF");
@@ -216,8 +216,7 @@ HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
             is_post = line.substr(0, 5) == "POST ";
             http11 = line.ends_with(" HTTP/1.1");
         } else if (line.empty()) {
-            // httplib 0.11 reads a POST body that has no Content-Length until the client
-            // closes, with no size limit.
+            // A POST body without Content-Length would end only when the client closes.
             if (is_post && !seen.content_length)
                 return reject(411, RejectReason::length_required, "POST needs a Content-Length");
             // RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
@@ -240,18 +239,25 @@ HeadCheck check_request_head(std::string_view head, const ApiOptions& o) {
 const char* status_reason(int status) {
     switch (status) {
         case 200: return "OK";
+        case 204: return "No Content";
         case 400: return "Bad Request";
+        case 401: return "Unauthorized";
+        case 403: return "Forbidden";
         case 404: return "Not Found";
         case 405: return "Method Not Allowed";
         case 408: return "Request Timeout";
+        case 409: return "Conflict";
         case 411: return "Length Required";
         case 413: return "Payload Too Large";
         case 415: return "Unsupported Media Type";
         case 416: return "Range Not Satisfiable";
+        case 422: return "Unprocessable Content";
+        case 429: return "Too Many Requests";
         case 431: return "Request Header Fields Too Large";
         case 500: return "Internal Server Error";
         case 501: return "Not Implemented";
         case 503: return "Service Unavailable";
+        case 504: return "Gateway Timeout";
         case 505: return "HTTP Version Not Supported";
         default: return "Error";
     }

@@ -1,4 +1,4 @@
-// Pure judgement of a raw HTTP request head before cpp-httplib is allowed to parse it.
+// Pure judgement of a raw HTTP request head before the server parses it.
 #pragma once
 
 #include <cstddef>
@@ -17,10 +17,10 @@ enum class RejectReason {
     too_many_headers,   // 431: more than max_headers header lines
     timeout,            // 408: head not complete within the timeout
     transfer_encoding,  // 411/501: we take no chunked (or otherwise coded) bodies
-    length_required,    // 411: POST without Content-Length (httplib would read to EOF)
+    length_required,    // 411: POST without Content-Length (its body would end at EOF)
     content_encoding,   // 415: no compressed bodies (decompression bombs)
     body_too_large,     // 413: Content-Length above max_body_bytes
-    spoofed_header,     // 400: REMOTE_ADDR & co., which httplib 0.11 would trust
+    spoofed_header,     // 400: REMOTE_ADDR & co., which gateways may trust
     method,             // 405: not GET, HEAD or POST
     version,            // 505: not HTTP/1.0 or HTTP/1.1
     malformed,          // 400: not a well-formed HTTP/1.x head
@@ -45,9 +45,9 @@ struct HeadCheck {
 // Judges the bytes received so far on a fresh connection. Lines already complete are
 // judged at once, so a hostile head is rejected as soon as its bad line has arrived;
 // `incomplete` means "read more" (the caller owns the clock and answers 408 when time
-// runs out). Stricter than httplib on purpose: what passes here is something httplib
-// parses the same way (CRLF line ends only, no obs-fold, one numeric Content-Length),
-// so the two cannot disagree about where a request or its body ends.
+// runs out). Strict on purpose: what passes here has one reading (CRLF line ends only, no
+// obs-fold, one numeric Content-Length), so parse_request (http_message.hpp) and a proxy
+// in front cannot disagree about where a request or its body ends.
 [[nodiscard]] HeadCheck check_request_head(std::string_view head, const ApiOptions& opts);
 
 // Reason phrase for the status codes this server sends ("Request Header Fields Too Large").

@@ -1,4 +1,5 @@
-// The API's routes on httplib: built-in endpoints, /metrics with gzip once, errors as JSON.
+// The API's routes: built-in endpoints, /metrics with gzip once, errors as JSON, and how a
+// request is answered (basic auth, routing, error answers, the headers every answer carries).
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -19,18 +20,14 @@
 namespace rocewatch::api {
 
 void ApiServer::Impl::add_route(std::string pattern, std::string label, std::string method, std::string description,
-                                httplib::Server::Handler h) {
+                                Handler h) {
     if (stats) throw std::logic_error("api: routes must be added before start()");
-    Route r{std::move(label), std::regex(pattern), method, std::move(description), 0};
-    routes.push_back(std::move(r));
-    if (method == "POST")
-        server.Post(pattern, std::move(h));
-    else
-        server.Get(pattern, std::move(h));
+    routes.push_back(
+        {std::move(label), std::regex(pattern), std::move(method), std::move(description), std::move(h), 0});
 }
 
 void ApiServer::Impl::register_builtin_routes() {
-    add_route("/", "/", "GET", "this list", [this](const httplib::Request&, httplib::Response& res) {
+    add_route("/", "/", "GET", "this list", [this](const Request&, Response& res) {
         nlohmann::json eps = nlohmann::json::array();
         for (const auto& r : routes)
             eps.push_back(
@@ -45,9 +42,9 @@ void ApiServer::Impl::register_builtin_routes() {
         send_json(res, 200, {{"service", "rocewatch"}, {"version", version}, {"endpoints", std::move(eps)}});
     });
     add_route("/healthz", "/healthz", "GET", "liveness: 200 while the process serves",
-              [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+              [](const Request&, Response& res) { res.set_content("ok\n", "text/plain"); });
     add_route("/readyz", "/readyz", "GET", "readiness: 200 once the first full collection is done, else 503",
-              [this](const httplib::Request&, httplib::Response& res) {
+              [this](const Request&, Response& res) {
                   auto s = src.latest();
                   if (s && s->daemon.ready) {
                       res.set_content("ready\n", "text/plain");
@@ -56,23 +53,23 @@ void ApiServer::Impl::register_builtin_routes() {
                   send_json(res, 503, error_json(503, "not ready: the first full collection has not finished"));
               });
     add_route("/metrics", "/metrics", "GET", "Prometheus metrics",
-              [this](const httplib::Request& req, httplib::Response& res) { serve_metrics(req, res); });
+              [this](const Request& req, Response& res) { serve_metrics(req, res); });
     register_rest_routes();
 }
 
 void ApiServer::Impl::register_rest_routes() {
     add_route("/api/v1/status", "/api/v1/status", "GET", "overall health, counts, collection and daemon status",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, status_json(*s, Clock::now()));
               });
     add_route("/api/v1/devices", "/api/v1/devices", "GET", "RDMA devices with ports, GIDs and counters",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, devices_json(*s));
               });
     add_route(R"(/api/v1/devices/([^/]+))", "/api/v1/devices/{name}", "GET", "one RDMA device",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {})) return;
                   auto s = snapshot_or_503(src, res);
                   if (!s) return;
@@ -83,24 +80,24 @@ void ApiServer::Impl::register_rest_routes() {
                       send_json(res, 404, error_json(404, "no RDMA device named " + name));
               });
     add_route("/api/v1/interfaces", "/api/v1/interfaces", "GET", "network interfaces, addresses and their RDMA ports",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, interfaces_json(*s));
               });
     add_route("/api/v1/bonds", "/api/v1/bonds", "GET", "bonds and their slaves",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, bonds_json(*s));
               });
     add_route("/api/v1/peers", "/api/v1/peers", "GET",
               "peers this node probes (configured and from the inventory), their hellos and matched rails",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {})) return;
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, peers_json(*s));
               });
     add_route("/api/v1/alerts", "/api/v1/alerts", "GET",
               "active (pending and firing) alerts; ?severity=, ?state=, ?scope=, ?rule=, ?object= filter them",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {"severity", "state", "scope", "rule", "object"})) return;
                   AlertFilter f;
                   if (req.has_param("severity")) {
@@ -143,7 +140,7 @@ void ApiServer::Impl::register_rest_routes() {
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, alerts_json(*s, f));
               });
     add_route("/api/v1/alerts/history", "/api/v1/alerts/history", "GET", "alert transitions, oldest first; ?limit=N",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {"limit"})) return;
                   std::optional<size_t> limit;
                   if (req.has_param("limit")) {
@@ -157,7 +154,7 @@ void ApiServer::Impl::register_rest_routes() {
                   if (auto s = snapshot_or_503(src, res)) send_json(res, 200, history_json(*s, limit));
               });
     add_route("/api/v1/config", "/api/v1/config", "GET", "effective configuration",
-              [this](const httplib::Request& req, httplib::Response& res) {
+              [this](const Request& req, Response& res) {
                   if (!only_params(req, res, {})) return;
                   if (!config_view) {
                       send_json(res, 503, error_json(503, "configuration view not available"));
@@ -167,7 +164,7 @@ void ApiServer::Impl::register_rest_routes() {
               });
 }
 
-size_t ApiServer::Impl::stat_index_for(const httplib::Request& req) const {
+size_t ApiServer::Impl::stat_index_for(const Request& req) const {
     const Route* path_match = nullptr;
     for (const auto& r : routes) {
         if (!std::regex_match(req.path, r.re)) continue;
@@ -191,100 +188,98 @@ std::vector<std::string> ApiServer::Impl::methods_for(const std::string& path) c
     return out;
 }
 
-void ApiServer::Impl::install_handlers() {
-    auto& s = server;
-    s.set_error_handler(
-        httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-            if (!res.body.empty())
-                return httplib::Server::HandlerResponse::Unhandled;  // the handler wrote its own error
-            std::string message = status_reason(res.status);
-            if (res.status == 404) {
-                const auto allowed = methods_for(req.path);
-                if (!allowed.empty()) {
-                    std::string allow;
-                    for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
-                    res.status = 405;
-                    res.set_header("Allow", allow);
-                    message = "method " + req.method + " not allowed on " + req.path + " (allowed: " + allow + ")";
-                } else {
-                    message = "no such endpoint: " + req.path + " (GET / lists them)";
-                }
-            }
-            send_json(res, res.status, error_json(res.status, message));
-            return httplib::Server::HandlerResponse::Handled;
-        }));
-    s.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-            std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-            what = e.what();
-        } catch (...) {
-        }
-        log->error("api: {} {} failed: {}", req.method, log_safe(req.path, 200), what);
-        send_json(res, 500, error_json(500, "internal error; the daemon log has the details"));
-    });
-    // httplib calls this once the whole answer is in the worker's memory, before the front
-    // end sends a byte of it: a client that has the answer finds it counted in /metrics.
-    s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-        stats->count_request(stat_index_for(req), res.status);
-        // The path is URL-decoded by httplib: %0d%0a would forge log lines.
-        log->debug("api: {} {} {}", req.method, log_safe(req.path, 200), res.status);
-    });
-    httplib::Headers defaults;
-    for (const auto& [name, value] : kAnswerHeaders) defaults.emplace(name, value);
-    s.set_default_headers(std::move(defaults));
+bool ApiServer::Impl::authorized(const Request& req, Response& res) const {
     // The web config's basic auth guards every route; peers' daemons get in with the token.
-    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        const auto st = web->current();
-        if (!st->auth->enabled()) return httplib::Server::HandlerResponse::Unhandled;
-        const std::string& authz = req.get_header_value("Authorization");
-        if (st->auth->check(authz) || credentials_match(authz, peer_token_hex))
-            return httplib::Server::HandlerResponse::Unhandled;
-        res.set_header("WWW-Authenticate", "Basic realm=\"rocewatch\", charset=\"UTF-8\"");
-        send_json(res, 401,
-                  error_json(401, authz.empty() ? "authentication required (basic auth; see the web config)"
-                                                : "wrong user name or password"));
-        return httplib::Server::HandlerResponse::Handled;
-    });
-    s.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
-        // Answers differ by Accept-Encoding (httplib compresses JSON for clients that take
-        // gzip), and ranges are ignored (request_for_httplib), not served.
-        if (!res.has_header("Vary")) res.set_header("Vary", "Accept-Encoding");
-        res.headers.erase("Accept-Ranges");  // httplib offers bytes on HEAD
-        res.set_header("Accept-Ranges", "none");
-        for (const auto& [name, value] : web->current()->config.headers) {
-            res.headers.erase(name);
-            res.set_header(name, value);
-        }
-    });
-    // Only for the Keep-Alive header httplib writes; the front end enforces both.
-    s.set_keep_alive_max_count(opts.keep_alive_max_requests);
-    s.set_keep_alive_timeout(
-        std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(opts.keep_alive_timeout).count()));
-    s.set_payload_max_length(opts.max_body_bytes);
-    // httplib's default sets SO_REUSEPORT, which lets a second daemon bind the same port
-    // and silently take half the scrapes. SO_REUSEADDR alone still allows quick restarts.
-    s.set_socket_options([](socket_t sock) {
-        int yes = 1;
-        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
+    const auto st = web->current();
+    if (!st->auth->enabled()) return true;
+    const std::string authz = req.get_header_value("Authorization");
+    if (st->auth->check(authz) || credentials_match(authz, peer_token_hex)) return true;
+    res.set_header("WWW-Authenticate", "Basic realm=\"rocewatch\", charset=\"UTF-8\"");
+    send_json(res, 401,
+              error_json(401, authz.empty() ? "authentication required (basic auth; see the web config)"
+                                            : "wrong user name or password"));
+    return false;
 }
 
-void ApiServer::Impl::serve_metrics(const httplib::Request& req, httplib::Response& res) {
+// An error status a handler set without a body, or no route: a JSON error, a 405 with Allow
+// where the path is served by another method.
+void ApiServer::Impl::error_answer(const Request& req, Response& res) const {
+    std::string message = status_reason(res.status);
+    if (res.status == 404) {
+        const auto allowed = methods_for(req.path);
+        if (!allowed.empty()) {
+            std::string allow;
+            for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
+            res.status = 405;
+            res.set_header("Allow", allow);
+            message = "method " + req.method + " not allowed on " + req.path + " (allowed: " + allow + ")";
+        } else {
+            message = "no such endpoint: " + req.path + " (GET / lists them)";
+        }
+    }
+    send_json(res, res.status, error_json(res.status, message));
+}
+
+void ApiServer::Impl::common_headers(Response& res) const {
+    for (const auto& [name, value] : kAnswerHeaders)
+        if (!res.has_header(name)) res.set_header(std::string(name), std::string(value));
+    // Answers differ by Accept-Encoding (JSON and text go compressed to clients that take
+    // gzip); ranges are ignored (RFC 9110 14.2), not served.
+    if (!res.has_header("Vary")) res.set_header("Vary", "Accept-Encoding");
+    res.erase_header("Accept-Ranges");
+    res.set_header("Accept-Ranges", "none");
+    for (const auto& [name, value] : web->current()->config.headers) {
+        res.erase_header(name);
+        res.set_header(name, value);
+    }
+}
+
+size_t ApiServer::Impl::answer(Request& req, Response& res) {
+    auto fail = [this](const Request& rq, Response& rs, const std::string& what) {
+        log->error("api: {} {} failed: {}", rq.method, log_safe(rq.path, 200), what);
+        rs = Response{};  // nothing of what the handler began goes out
+        send_json(rs, 500, error_json(500, "internal error; the daemon log has the details"));
+    };
+    size_t stat = stats->other_handler();
+    if (authorized(req, res)) {
+        const bool get = req.method == "GET" || req.method == "HEAD";
+        const Route* route = nullptr;
+        for (const auto& r : routes)
+            if ((r.method == "GET" ? get : r.method == req.method) && std::regex_match(req.path, req.matches, r.re)) {
+                route = &r;
+                break;
+            }
+        if (route) {
+            stat = route->stat_index;
+            try {
+                route->handler(req, res);
+                if (res.status == -1) res.status = 200;
+            } catch (const std::exception& e) {
+                fail(req, res, e.what());
+            } catch (...) {
+                fail(req, res, "unknown exception");
+            }
+        } else {
+            stat = stat_index_for(req);
+            res.status = 404;
+        }
+        if (res.status >= 400 && res.content().empty()) error_answer(req, res);
+    }
+    common_headers(res);
+    return stat;
+}
+
+void ApiServer::Impl::serve_metrics(const Request& req, Response& res) {
     auto s = snapshot_or_503(src, res);
     if (!s) return;
     const bool gzip = accepts_gzip(req.get_header_value("Accept-Encoding"));
     const auto web_reload = web->reload_status();
     auto body = std::make_shared<const std::string>(
         metrics.body(s, render_http_metrics(*stats, web_reload ? &*web_reload : nullptr), gzip));
-    if (gzip) res.set_header("Content-Encoding", "gzip");  // Vary: the post-routing handler
-    // A content provider, not set_content: httplib compresses a set_content body per
-    // request when the client accepts gzip, and would compress ours a second time.
-    res.set_content_provider(body->size(), kMetricsContentType,
-                             [body](size_t offset, size_t length, httplib::DataSink& sink) {
-                                 return sink.write(body->data() + offset, std::min(length, body->size() - offset));
-                             });
+    // Coded here, once per snapshot and per request's tail: write_answer leaves a body with
+    // a Content-Encoding as it is. Vary is set with the headers every answer carries.
+    if (gzip) res.set_header("Content-Encoding", "gzip");
+    res.set_shared_content(std::move(body), kMetricsContentType);
 }
 
 }  // namespace rocewatch::api

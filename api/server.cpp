@@ -1,41 +1,54 @@
 // ApiServer's lifecycle: bind, start the front end and the workers, serve gated requests, stop.
 #include "api/server.hpp"
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
 #include "api/http_wire.hpp"
-#include "api/mem_stream.hpp"
 #include "api/probe_view.hpp"
 #include "api/server_impl.hpp"
+#include "util/log_safe.hpp"
 #include "util/host_port.hpp"
 #include "util/resolve.hpp"
 
 namespace rocewatch::api {
 
-// On a worker: httplib parses, routes and writes the answer into memory; the front end
-// sends it. Nothing here waits on the client.
+// On a worker: parse, route and write the answer into memory; the front end sends it.
+// Nothing here waits on the client.
 void ApiServer::Impl::serve(GatedRequest& r) {
     std::string response;
-    bool keep = false;
     try {
-        MemStream strm(request_for_httplib(std::move(r.bytes)), std::move(r.remote_ip), r.remote_port,
-                       std::move(r.local_ip), r.local_port);
-        keep = server.serve_one(strm, r.last);
-        response = strm.take_output();
+        Request req = parse_request(r.bytes);
+        req.remote_addr = std::move(r.remote_ip);
+        req.remote_port = r.remote_port;
+        Response res;
+        const size_t stat = answer(req, res);
+        const AnswerFraming framing{
+            .close = r.last,
+            .keep_alive_timeout_s =
+                std::max<long>(1, std::chrono::duration_cast<std::chrono::seconds>(opts.keep_alive_timeout).count()),
+            .keep_alive_max = opts.keep_alive_max_requests};
+        response = write_answer(req, res, accepts_gzip(header_list(r.bytes, "Accept-Encoding")), framing);
+        // Counted once the whole answer is in memory, before the front end sends a byte of
+        // it: a client that has the answer finds it counted in /metrics.
+        stats->count_request(stat, res.status);
+        // The path is URL-decoded: %0d%0a would forge log lines.
+        log->debug("api: {} {} {}", req.method, log_safe(req.path, 200), res.status);
     } catch (const std::exception& e) {
         log->error("api: request failed: {}", e.what());
     } catch (...) {
         log->error("api: request failed: unknown exception");
     }
-    if (response.empty()) {
-        keep = false;
-        response = raw_error_response(500, "internal error; the daemon log has the details");
-    }
-    front->complete(r.ticket, std::move(response), !keep);
+    const bool failed = response.empty();
+    if (failed) response = raw_error_response(500, "internal error; the daemon log has the details");
+    front->complete(r.ticket, std::move(response), failed || r.last);
 }
 
 // A /metrics scrape whose body is rendered already costs a copy and the deflate of the small
@@ -78,6 +91,46 @@ void check_options(const ApiOptions& o) {
     if (o.port < 0 || o.port > 65535) throw std::invalid_argument("api: port out of range");
 }
 
+// A listening socket on host:port (port 0: any free one), the first address of the host that
+// binds. SO_REUSEADDR for quick restarts, never SO_REUSEPORT, which would let a second daemon
+// bind the same port and silently take half the scrapes; an IPv6 wildcard takes IPv4 too. A
+// backlog of 512, so that bursts of connections reach the front end instead of being dropped
+// by the kernel and retried by clients seconds later. -1 with `why` when none binds.
+int bind_listener(const std::string& host, int port, std::string& why) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    const std::string bare = host.size() >= 2 && host.front() == '[' && host.back() == ']'
+                                 ? host.substr(1, host.size() - 2)
+                                 : host;
+    if (const int rc = ::getaddrinfo(bare.empty() ? nullptr : bare.c_str(), std::to_string(port).c_str(), &hints, &res);
+        rc != 0) {
+        why = ::gai_strerror(rc);
+        return -1;
+    }
+    int fd = -1;
+    why = "no address to bind";
+    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
+        fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            why = std::strerror(errno);
+            continue;
+        }
+        int yes = 1, no = 0;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        if (a->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
+        if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 512) != 0) {
+            why = std::strerror(errno);
+            ::close(fd);
+            fd = -1;
+        }
+    }
+    ::freeaddrinfo(res);
+    return fd;
+}
+
 }  // namespace
 
 std::unique_ptr<ApiServer> ApiServer::create(ApiOptions opts, const SnapshotSource& src, ConfigView config_view,
@@ -87,29 +140,18 @@ std::unique_ptr<ApiServer> ApiServer::create(ApiOptions opts, const SnapshotSour
 
     auto impl = std::make_unique<Impl>(std::move(opts), src, std::move(config_view), std::move(log));
     impl->web = std::make_unique<WebGuard>(impl->opts.web_config_file, impl->log);
-    impl->install_handlers();
     impl->register_builtin_routes();
 
     auto& o = impl->opts;
-    // httplib's bind says nothing of a name that does not resolve; this says which and why.
-    if (auto why = listen_host_error(o.host))
-        throw std::runtime_error("api: cannot listen on " + host_port(o.host, static_cast<unsigned>(o.port)) + ": " +
-                                 *why);
-    errno = 0;
-    int port = -1;
-    if (o.port == 0)
-        port = impl->server.bind_to_any_port(o.host);
-    else
-        port = impl->server.bind_to_port(o.host, o.port) ? o.port : -1;
-    if (port <= 0) {
-        const int err = errno;
-        throw std::runtime_error("api: cannot listen on " + host_port(o.host, static_cast<unsigned>(o.port)) + ": " +
-                                 (err ? std::strerror(err) : "bind failed"));
-    }
-    // httplib listens with a backlog of 5, compiled into the library; connections beyond
-    // it are dropped by the kernel and retried by clients seconds later. Calling listen()
-    // again on the bound socket raises it, so bursts reach the front end instead.
-    ::listen(impl->server.listen_socket(), 512);
+    const std::string where = host_port(o.host, static_cast<unsigned>(o.port));
+    if (auto why = listen_host_error(o.host)) throw std::runtime_error("api: cannot listen on " + where + ": " + *why);
+    std::string why;
+    impl->listener = bind_listener(o.host, o.port, why);
+    if (impl->listener < 0) throw std::runtime_error("api: cannot listen on " + where + ": " + why);
+    int port = o.port;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(impl->listener, reinterpret_cast<sockaddr*>(&ss), &len) == 0) address_of(ss, port);
     impl->port = port;
     return std::unique_ptr<ApiServer>(new ApiServer(std::move(impl)));
 }
@@ -127,11 +169,11 @@ bool ApiServer::web_user(const std::string& authorization_header) const {
     return st->auth->enabled() && st->auth->check(authorization_header).has_value();
 }
 
-void ApiServer::add_get(const std::string& pattern, std::string description, httplib::Server::Handler h) {
+void ApiServer::add_get(const std::string& pattern, std::string description, Handler h) {
     impl_->add_route(pattern, pattern, "GET", std::move(description), std::move(h));
 }
 
-void ApiServer::add_post(const std::string& pattern, std::string description, httplib::Server::Handler h) {
+void ApiServer::add_post(const std::string& pattern, std::string description, Handler h) {
     impl_->add_route(pattern, pattern, "POST", std::move(description), std::move(h));
 }
 
@@ -148,7 +190,7 @@ void ApiServer::start() {
                                            static_cast<size_t>(im.opts.reserved_threads),
                                            im.opts.max_queued_connections);
     im.front = std::make_unique<FrontEnd>(
-        im.opts, im.server.listen_socket(), *im.stats, im.log,
+        im.opts, im.listener, *im.stats, im.log,
         [&im](GatedRequest&& r) {
             if (im.serve_on_front_end(r)) {
                 im.serve(r);
@@ -178,7 +220,8 @@ void ApiServer::stop() {
         im.metrics.stop();
         im.log->info("api: stopped");
     }
-    im.server.close_listener();
+    if (im.listener >= 0) ::close(im.listener);
+    im.listener = -1;
 }
 
 }  // namespace rocewatch::api

@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 
+#include "api/http_message.hpp"
 #include "api/options.hpp"
 #include "daemon/model/snapshot.hpp"
 
@@ -51,11 +51,11 @@ public:
     void snapshot_published();
 
     // Extension point (probe endpoints): extra routes, registered before start(). The
-    // pattern is an httplib regex and doubles as the `handler` label of the request
+    // pattern is a std::regex the whole path must match and doubles as the `handler` label of the request
     // counter, so keep it a fixed string, not something built from input.
     // `description`: what GET / says the route does.
-    void add_get(const std::string& pattern, std::string description, httplib::Server::Handler h);
-    void add_post(const std::string& pattern, std::string description, httplib::Server::Handler h);
+    void add_get(const std::string& pattern, std::string description, Handler h);
+    void add_post(const std::string& pattern, std::string description, Handler h);
 
     struct Impl;
 

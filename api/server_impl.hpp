@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/front_end.hpp"
+#include "api/http_message.hpp"
 #include "api/http_stats.hpp"
 #include "api/metrics_cache.hpp"
 #include "api/web_guard.hpp"
@@ -15,31 +16,12 @@
 
 namespace rocewatch::api {
 
-// httplib::Server for its routing, handlers and response writing only: it binds the
-// listener (so a taken port fails in create()), but never accepts; the front end does.
-class GatedServer final : public httplib::Server {
-public:
-    socket_t listen_socket() const { return svr_sock_; }
-    // httplib's destructor does not close the listener; nor does it run while serving,
-    // as write_content_with_provider reads svr_sock_ == INVALID_SOCKET as "stopping".
-    void close_listener() {
-        socket_t s = svr_sock_.exchange(INVALID_SOCKET);
-        if (s != INVALID_SOCKET) ::close(s);
-    }
-    // One request, already gated and complete in `strm`. `last`: answer with
-    // Connection: close. Returns whether the connection may serve another request.
-    bool serve_one(httplib::Stream& strm, bool last) {
-        bool closed = false;
-        const bool ok = process_request(strm, last, closed, std::function<void(httplib::Request&)>{});
-        return ok && !closed && !last;
-    }
-};
-
 struct Route {
     std::string label;  // handler label and what GET / lists
     std::regex re;
     std::string method;  // "GET" (also serves HEAD) or "POST"
     std::string description;
+    Handler handler;
     size_t stat_index = 0;
 };
 
@@ -62,20 +44,24 @@ struct ApiServer::Impl {
     std::string peer_token_hex;     // also opens the port when basic auth is on
     [[nodiscard]] bool may_take_reserved_lane(std::string_view head) const;
 
-    GatedServer server;
+    int listener = -1;  // bound by create(), accepted from by the front end
     std::unique_ptr<WorkerPool> pool;
     std::unique_ptr<FrontEnd> front;
     int port = 0;
 
     // routes.cpp
-    void add_route(std::string pattern, std::string label, std::string method, std::string description,
-                   httplib::Server::Handler h);
+    void add_route(std::string pattern, std::string label, std::string method, std::string description, Handler h);
     void register_builtin_routes();  // GET /, health, /metrics, then the REST routes
     void register_rest_routes();
-    void install_handlers();
-    size_t stat_index_for(const httplib::Request& req) const;
+    // Basic auth, routing, the handler, error answers and the headers every answer carries;
+    // returns the route's stat index (stats->other_handler() when none matched).
+    size_t answer(Request& req, Response& res);
+    [[nodiscard]] bool authorized(const Request& req, Response& res) const;
+    void error_answer(const Request& req, Response& res) const;
+    void common_headers(Response& res) const;
+    size_t stat_index_for(const Request& req) const;
     std::vector<std::string> methods_for(const std::string& path) const;
-    void serve_metrics(const httplib::Request& req, httplib::Response& res);
+    void serve_metrics(const Request& req, Response& res);
 
     // server.cpp
     void serve(GatedRequest& r);

@@ -109,33 +109,9 @@ TEST(RequestGate, SpoofedAddressHeaders) {
         << "a different key to httplib";
 }
 
-// Ranges pass the gate and are ignored: request_for_httplib drops them (below).
+// Ranges pass the gate and are ignored (test_server: RangesAreIgnoredAndTheWholeAnswerServed).
 TEST(RequestGate, RangeRequestsPass) {
     EXPECT_EQ(check("GET /metrics HTTP/1.1\r\nHost: x\r\nRange: bytes=0-,0-,0-,0-\r\n\r\n").verdict, V::accept);
-}
-
-TEST(HttpWire, RequestForHttplibDropsRangesAndSettlesTheEncoding) {
-    // Ranges go, whatever their case; the other headers and the body stay, in order.
-    EXPECT_EQ(request_for_httplib("GET /metrics HTTP/1.1\r\nHost: x\r\nrange: bytes=0-,0-\r\nX-A: 1\r\n\r\n"),
-              "GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\r\n");
-    EXPECT_EQ(request_for_httplib("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nRange: bytes=0-1\r\n\r\nhi"),
-              "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
-    // Content-Type goes: a body is JSON whatever its label, never a form for httplib to parse.
-    EXPECT_EQ(request_for_httplib("POST /p HTTP/1.1\r\nHost: x\r\ncontent-type: application/x-www-form-urlencoded\r\n"
-                                  "Content-Length: 2\r\n\r\n{}"),
-              "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
-    // Accept-Encoding: gzip where gzip is accepted, nothing where it is not, br never.
-    EXPECT_EQ(request_for_httplib("GET / HTTP/1.1\r\nAccept-Encoding: br, gzip;q=0.5\r\nHost: x\r\n\r\n"),
-              "GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
-    for (const char* refused : {"gzip;q=0", "br;q=0, gzip;q=0", "gzip;q=0, *", "xgzip", "br", "identity"})
-        EXPECT_EQ(request_for_httplib(std::string("GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: ") + refused +
-                                      "\r\n\r\n"),
-                  "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            << refused;
-    // Two Accept-Encoding lines are one list.
-    EXPECT_EQ(request_for_httplib("GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\naccept-encoding: gzip\r\n\r\n"),
-              "GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
-    EXPECT_EQ(request_for_httplib("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
 }
 
 TEST(HttpWire, ConnectionCloseInAnyCaseAndAmongOptions) {

@@ -1,6 +1,7 @@
 // ApiServer over real sockets: every route, and hostile clients the front gate must stop.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -143,9 +144,8 @@ protected:
                 return json{{"daemon", {{"listen", "127.0.0.1:0"}}}};
             },
             nullptr);
-        s->add_get("/boom", "",
-                   [](const httplib::Request&, httplib::Response&) { throw std::runtime_error("kaboom"); });
-        s->add_post("/api/v1/echo", "", [](const httplib::Request& req, httplib::Response& res) {
+        s->add_get("/boom", "", [](const api::Request&, api::Response&) { throw std::runtime_error("kaboom"); });
+        s->add_post("/api/v1/echo", "", [](const api::Request& req, api::Response& res) {
             res.set_content(json{{"got", req.body}, {"remote", req.remote_addr}}.dump(), "application/json");
         });
         return s;
@@ -156,7 +156,7 @@ protected:
         server->stop();
         server = make(std::move(o));
         if (!peer_token.empty()) server->accept_peer_token(peer_token);
-        server->add_get("/slow", "", [&gate](const httplib::Request&, httplib::Response& res) {
+        server->add_get("/slow", "", [&gate](const api::Request&, api::Response& res) {
             gate.wait();
             res.set_content("done\n", "text/plain");
         });
@@ -410,7 +410,7 @@ TEST_F(ApiServerTest, BindConflictThrows) {
 }
 
 TEST_F(ApiServerTest, RoutesAfterStartAreRefused) {
-    EXPECT_THROW(server->add_get("/late", "", [](const httplib::Request&, httplib::Response&) {}), std::logic_error);
+    EXPECT_THROW(server->add_get("/late", "", [](const api::Request&, api::Response&) {}), std::logic_error);
 }
 
 // ---------------------------------------------------------------- hostile clients

@@ -2,6 +2,7 @@
 // concurrent clients, stalled handshakes) and basic auth, over real sockets.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
