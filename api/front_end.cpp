@@ -9,9 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -28,8 +25,11 @@
 #include "api/request_gate.hpp"
 #include "util/clock.hpp"
 #include "util/log_safe.hpp"
+#include "tls/openssl.hpp"
 
 namespace rocewatch::api {
+
+RW_USING_OPENSSL
 
 namespace {
 

@@ -1,11 +1,10 @@
 // SSL_CTX from tls_server_config: what Go's crypto/tls does for the exporter toolkit, in OpenSSL.
 #include "api/tls_context.hpp"
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
+#include "tls/openssl.hpp"
 
 namespace rocewatch::api {
+
+RW_USING_OPENSSL
 
 namespace {
 
@@ -41,6 +40,7 @@ std::string openssl_errors() {
 }
 
 SslCtxPtr make_server_tls_context(const TlsServerConfig& t, const std::string& path) {
+    if (auto why = tls::load_openssl()) throw WebConfigError(path + ": tls_server_config: " + *why);
     ERR_clear_error();
     SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
     auto fail = [&](const std::string& key, const std::string& what) {
