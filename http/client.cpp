@@ -114,7 +114,10 @@ private:
             pollfd p{.fd = fd_.get(), .events = events, .revents = 0};
             const int rc = ::poll(&p, 1, static_cast<int>(ms));
             if (rc > 0) return Wait::ready;  // POLLERR and POLLHUP too: the call that follows says what
-            if (rc < 0 && errno != EINTR) return Wait::failed;
+            if (rc < 0 && errno != EINTR) {
+                poll_errno_ = errno;
+                return Wait::failed;
+            }
         }
     }
 
@@ -126,7 +129,7 @@ private:
             case Wait::cancelled: return fail(Error::cancelled, "cancelled");
             case Wait::failed: break;
         }
-        return fail(Error::closed, std::string("poll: ") + std::strerror(errno));
+        return fail(Error::closed, std::string("poll: ") + std::strerror(poll_errno_));
     }
 
     bool connect() {
@@ -165,7 +168,7 @@ private:
                                     std::to_string(
                                         std::chrono::duration_cast<std::chrono::milliseconds>(by - start).count()) +
                                     " ms");
-                case Wait::failed: return fail(Error::refused, std::string("poll: ") + std::strerror(errno));
+                case Wait::failed: return fail(Error::refused, std::string("poll: ") + std::strerror(poll_errno_));
             }
             int err = 0;
             socklen_t elen = sizeof err;
@@ -244,7 +247,9 @@ private:
         wbio_ = wbio;
         // Servers that close without close_notify are common; a body's framing says whether it
         // is whole, and an answer read until close is one whatever the alert says.
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF  // OpenSSL 3; 1.1 takes such an end as a clean one
         SSL_set_options(ssl_.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
         // The certificate must name the host as the caller wrote it: an address literal by its
         // IP SAN, a name by its DNS SAN (and only a name goes out as SNI, RFC 6066 3).
         const bool literal = is_ip_literal(host_);
@@ -541,6 +546,7 @@ private:
     BIO* rbio_ = nullptr;                // owned by ssl_
     BIO* wbio_ = nullptr;
     const char* phase_ = "while connecting";
+    int poll_errno_ = 0;
     std::string buf_;  // read, not yet parsed from pos_ on
     size_t pos_ = 0;
     bool eof_ = false;
