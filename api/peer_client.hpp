@@ -2,7 +2,6 @@
 #pragma once
 
 #include <chrono>
-#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -12,13 +11,6 @@
 #include "probes/session.hpp"
 
 namespace rocewatch::api {
-
-// The numeric address of `host` (a name, an IPv4 address, or an IPv6 one with or without
-// brackets), looked up by the time `deadline` is reached. A name the resolver has not
-// answered by then gives nullopt and says so in `why`: the probe fails with a reason
-// instead of hanging on a slow resolver. Never throws.
-std::optional<std::string> resolve_host(const std::string& host, std::chrono::steady_clock::time_point deadline,
-                                        std::string& why);
 
 // How peers' daemons are spoken to ([cluster] peer_scheme and the peer_* files).
 struct PeerTransport {

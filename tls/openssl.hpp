@@ -21,11 +21,19 @@
 #include <string>
 
 #define RW_OPENSSL_FUNCTIONS(X)           \
+    X(BIO_ctrl)                           \
+    X(BIO_ctrl_pending)                   \
+    X(BIO_free)                           \
+    X(BIO_new)                            \
+    X(BIO_read)                           \
+    X(BIO_s_mem)                          \
+    X(BIO_write)                          \
     X(ERR_clear_error)                    \
     X(ERR_error_string_n)                 \
     X(ERR_get_error)                      \
     X(ERR_peek_error)                     \
     X(ERR_peek_last_error)                \
+    X(ERR_reason_error_string)            \
     X(SHA256)                             \
     X(SSL_CTX_check_private_key)          \
     X(SSL_CTX_ctrl)                       \
@@ -46,14 +54,17 @@
     X(SSL_get0_param)                     \
     X(SSL_get_error)                      \
     X(SSL_get_verify_result)              \
+    X(SSL_is_init_finished)               \
     X(SSL_load_client_CA_file)            \
     X(SSL_new)                            \
     X(SSL_pending)                        \
     X(SSL_read)                           \
     X(SSL_set1_host)                      \
     X(SSL_set_accept_state)               \
+    X(SSL_set_bio)                        \
     X(SSL_set_connect_state)              \
     X(SSL_set_fd)                         \
+    X(SSL_set_options)                    \
     X(SSL_shutdown)                       \
     X(SSL_write)                          \
     X(TLS_client_method)                  \

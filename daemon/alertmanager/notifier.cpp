@@ -1,14 +1,14 @@
 // The Alertmanager notifier's threads: watch snapshots, queue what is due, POST it.
 #include "daemon/alertmanager/notifier.hpp"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <set>
 
+#include "http/client.hpp"
+#include "http/resolve.hpp"
+#include "util/base64.hpp"
 #include "util/clock.hpp"
 #include "util/http_url.hpp"
-#include "util/http_watchdog.hpp"
 #include "util/log_safe.hpp"
 #include "util/read_file.hpp"
 
@@ -21,6 +21,8 @@ constexpr auto kWatchEvery = std::chrono::seconds(1);
 // While an Alertmanager fails, everything is queued again this often: the next attempt that
 // succeeds is the catch-up, without waiting out resend_interval.
 constexpr auto kRetryEvery = std::chrono::seconds(5);
+// Only an error's first words are kept from an answer.
+constexpr size_t kMaxAnswer = 64 << 10;
 
 // A credential file's content without the trailing newline editors add; nullopt with why if
 // unreadable (or over 4 KiB: no token or password is that long).
@@ -166,59 +168,53 @@ void Notifier::send_loop() {
 }
 
 void Notifier::send(Target& t, const AlertmanagerConfig& c, const std::string& body, size_t count) {
+    // The timeout is the whole POST's, the name lookup included: an Alertmanager (or a proxy in
+    // front of it) that trickled its answer held the notifier, and SIGTERM, for most of a minute.
+    const auto deadline = std::chrono::steady_clock::now() + c.timeout;
     std::string error;
     std::string why;
     auto url = parse_http_url(t.url, why);  // checked when the config was loaded
     if (!url) error = why;
-    httplib::Headers headers;
+    http::Headers headers{{"Content-Type", "application/json"}};
     if (error.empty() && !c.bearer_token_file.empty()) {
         std::string why_not;
         if (auto token = read_secret(c.bearer_token_file, why_not))
-            headers.emplace("Authorization", "Bearer " + *token);
+            headers.emplace_back("Authorization", "Bearer " + *token);
         else
             error = "bearer_token_file " + c.bearer_token_file + ": " + why_not;
     }
-    std::optional<std::string> password;
     if (error.empty() && !c.basic_auth_username.empty()) {
         std::string why_not;
-        password = read_secret(c.basic_auth_password_file, why_not);
-        if (!password) error = "basic_auth_password_file " + c.basic_auth_password_file + ": " + why_not;
+        if (auto password = read_secret(c.basic_auth_password_file, why_not))
+            headers.emplace_back("Authorization", "Basic " + base64_encode(c.basic_auth_username + ":" + *password));
+        else
+            error = "basic_auth_password_file " + c.basic_auth_password_file + ": " + why_not;
     }
+    std::optional<std::string> address;
+    if (error.empty() && !(address = http::resolve_host(url->host, deadline, why))) error = why;
     if (error.empty()) {
-        httplib::Client cli(url->host, url->port);
-        const auto secs = c.timeout.count() / 1000;
-        const auto usecs = (c.timeout.count() % 1000) * 1000;
-        cli.set_connection_timeout(secs, usecs);
-        cli.set_read_timeout(secs, usecs);
-        cli.set_write_timeout(secs, usecs);
-        if (password) cli.set_basic_auth(c.basic_auth_username, *password);
-        cli.set_decompress(false);
-        // The timeout is the whole POST's: httplib's bounds each read, and an Alertmanager (or
-        // a proxy in front of it) that trickled its answer held the notifier, and SIGTERM, for
-        // most of a minute. Its answer is read up to 64 KiB: only an error's first words are kept.
-        headers.emplace("Content-Type", "application/json");
-        httplib::Request req;
-        req.method = "POST";
-        req.path = url->path + "/api/v2/alerts";
-        req.headers = std::move(headers);
-        req.body = body;
-        std::string answer;
-        bool too_large = false;
-        req.content_receiver = bounded_body(answer, 64 << 10, too_large);
-        httplib::Result res{nullptr, httplib::Error::Unknown};
-        bool late = false;
-        {
-            HttpWatchdog watch(cli, std::chrono::steady_clock::now() + c.timeout);
-            res = cli.send(req);
-            late = watch.fired();
-        }
-        if (!res && late)
+        http::Request rq;
+        rq.address = *address;
+        rq.port = url->port;
+        rq.host = url->host;
+        rq.method = "POST";
+        rq.target = url->path + "/api/v2/alerts";
+        rq.headers = std::move(headers);
+        rq.body = body;
+        rq.deadline = deadline;
+        rq.connect_timeout = c.timeout;
+        rq.cancel = &stopping_;  // stop() ends a POST in flight
+        rq.max_body = kMaxAnswer;
+        const auto res = http::fetch(rq);
+        const bool late = res.error == http::Error::timeout || res.error == http::Error::connect_timeout;
+        if (late)
             error = "no answer within the timeout (" + std::to_string(c.timeout.count()) + " ms)";
-        else if (!res && !too_large)
-            error = httplib::to_string(res.error());
-        else if (too_large || res->status < 200 || res->status > 299)
-            error = (res ? "HTTP " + std::to_string(res->status) : std::string("an answer over 64 KiB")) + ": " +
-                    log_safe(answer, 200);
+        else if (res.error == http::Error::too_large)
+            error = "an answer over 64 KiB: " + log_safe(res.body, 200);
+        else if (!res.ok())
+            error = res.error == http::Error::cancelled ? "cancelled: the daemon is stopping" : res.detail;
+        else if (res.status < 200 || res.status > 299)
+            error = "HTTP " + std::to_string(res.status) + ": " + log_safe(res.body, 200);
     }
     if (error.empty()) {
         t.sent += count;

@@ -13,6 +13,7 @@
 #include "daemon/peering/rdma_runner.hpp"
 #include "daemon/peering/token.hpp"
 #include "daemon/rules/rail_resolve.hpp"
+#include "http/resolve.hpp"
 #include "daemon/peering/ucx_session.hpp"
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
@@ -51,7 +52,7 @@ ProbeResult tcp_prober(const ProberContext& ctx, const std::string&, const Probe
     } else {
         auto where = parse_listen_address(job.peer.address);
         std::string why = "the peer's address " + job.peer.address + " is not host:port";
-        auto numeric = where ? api::resolve_host(where->host, d.at, why) : std::nullopt;
+        auto numeric = where ? http::resolve_host(where->host, d.at, why) : std::nullopt;
         if (!numeric) return failed(job, d.expired() ? reason::timeout : reason::peer_unreachable, why);
         t.address = *numeric;
     }
@@ -122,7 +123,7 @@ namespace {
 std::string bind_host(const std::string& listen_host) {
     if (listen_host.empty() || listen_host == "0.0.0.0" || listen_host == "::") return "";
     std::string why;
-    auto numeric = api::resolve_host(listen_host, std::chrono::steady_clock::now() + std::chrono::seconds(5), why);
+    auto numeric = http::resolve_host(listen_host, std::chrono::steady_clock::now() + std::chrono::seconds(5), why);
     if (!numeric) throw std::runtime_error("listen host " + listen_host + ": " + why);
     return *numeric;
 }

@@ -8,11 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <spdlog/sinks/null_sink.h>
+#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "daemon/alertmanager/alert_queue.hpp"
@@ -192,6 +194,42 @@ TEST(Notifier, DeliversFiringAlertsWithLabelsAndAnnotations) {
     EXPECT_EQ(n.stats()->targets[0].errors, 0u);
     n.stop();
     unlink(token_path);
+}
+
+// Basic auth as Alertmanager's http_config writes it, and a refusal logged in its own words.
+TEST(Notifier, SendsBasicAuthAndLogsARefusalInItsWords) {
+    httplib::Server server;
+    std::mutex mu;
+    std::string auth;
+    server.Post("/prefix/api/v2/alerts", [&](const httplib::Request& req, httplib::Response& res) {
+        std::lock_guard lock(mu);
+        auth = req.get_header_value("Authorization");
+        res.status = 400;
+        res.set_content("bad alerts: labels missing\n", "text/plain");
+    });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread t([&] { server.listen_after_bind(); });
+    auto snap = snapshot_with_firing_alert();
+    Config c = config_for("http://127.0.0.1:" + std::to_string(port) + "/prefix/");
+    char password_path[] = "/tmp/rw-am-password-XXXXXX";
+    int fd = mkstemp(password_path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "pw\n", 3), 3);
+    close(fd);
+    c.alertmanager.basic_auth_username = "am";
+    c.alertmanager.basic_auth_password_file = password_path;
+    std::ostringstream log_text;
+    auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text));
+    Notifier n(c, {.snapshots = [&] { return snap; }, .log = log});
+    n.start();
+    EXPECT_TRUE(eventually([&] { return n.stats() && n.stats()->targets[0].errors >= 1; }));
+    n.stop();
+    server.stop();
+    t.join();
+    unlink(password_path);
+    EXPECT_EQ(auth, "Basic YW06cHc=");  // am:pw
+    EXPECT_NE(log_text.str().find("HTTP 400: bad alerts: labels missing"), std::string::npos) << log_text.str();
 }
 
 TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {
