@@ -5,7 +5,7 @@ set -euo pipefail
 
 build_pkgs=(
   meson ninja-build pkg-config g++
-  libibverbs-dev libucx-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev
+  libibverbs-dev libucx-dev libnl-3-dev libnl-route-3-dev
   nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libtomlplusplus-dev
   libssl-dev libyaml-cpp-dev libcrypt-dev  # TLS and basic auth from the web config
   liblldpctl-dev  # the switch and port on each link, from lldpd
@@ -13,7 +13,7 @@ build_pkgs=(
   debhelper dpkg-dev scdoc python3  # the Debian package (debian/) and the man pages (man/)
 )
 test_pkgs=(
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev libcpp-httplib-dev  # cpp-httplib: the tests' HTTP clients and fake servers
   prometheus prometheus-node-exporter prometheus-alertmanager python3 python3-yaml kmod cpio procps
   openssl  # test_e2e_tls's CA and certificates
   lldpd  # test_lldp_netns and the VM guests: two lldpd talking over real links

@@ -227,6 +227,15 @@ def check_log_injection(t, port, log_path):
     t.check("\\x0d\\x0aFORGED" in log, "the path is logged escaped")
 
 
+def check_no_tls_libraries(t, pid):
+    """A daemon without TLS or basic auth, after all of the above, has not mapped OpenSSL (it is
+    loaded on first use), nor libsystemd or cpp-httplib (issue 14: PSS)."""
+    with open(f"/proc/{pid}/maps") as f:
+        libs = {line.split()[-1].rsplit("/", 1)[-1] for line in f if ".so" in line}
+    unwanted = sorted(lib for lib in libs if lib.startswith(("libssl.", "libcrypto.", "libsystemd.", "libcpp-httplib.")))
+    t.check(libs and not unwanted, f"no OpenSSL, libsystemd or cpp-httplib mapped without TLS ({unwanted})")
+
+
 def main():
     rwtest.require_root()
     rwtest.require(shutil.which("curl"), "needs curl")
@@ -246,6 +255,7 @@ def main():
             check_log_injection(t, port, d.log.name)
             check_attack(t, port, slow=200, idle=300, seconds=12)
             check_attack(t, port, slow=0, idle=800, seconds=6)
+            check_no_tls_libraries(t, d.proc.pid)
     os.unlink(cfg.name)
     t.finish()
 

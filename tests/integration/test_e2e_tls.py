@@ -164,6 +164,8 @@ def main():
                           curl_args=auth_a)
         with b, a, c:
             t.check(True, "three daemons serve HTTPS with basic auth and answer /readyz to a user")
+            with open(f"/proc/{a.proc.pid}/maps") as f:
+                t.check("libssl.so.3" in f.read(), "with TLS configured, OpenSSL is loaded (on first use)")
 
             def curl(*args, url):
                 r = na.run("curl", "-sS", "-i", "--max-time", "5", *args, url, check=False)

@@ -4,8 +4,8 @@ scripts/deps.sh's build group installs every Build-Depends.
 
 Each dependency('name') of meson.build is mapped to the Debian package that ships name.pc
 (dpkg-query -S: the build needs them all installed, so they are); that package must be among
-the Build-Depends. gtest and gmock are left out only while debian/rules builds with
--Dtests=disabled. Usage: test_build_depends.py SOURCE_ROOT
+the Build-Depends. gtest, gmock and cpp-httplib (the tests' HTTP client) are left out only
+while debian/rules builds with -Dtests=disabled. Usage: test_build_depends.py SOURCE_ROOT
 """
 import re
 import subprocess
@@ -29,7 +29,7 @@ modules = sorted(set(re.findall(r"\bdependency\(\s*'([^']+)'", strip_comments((r
 modules.remove("threads")  # the compiler's, no package
 rules = (root / "debian/rules").read_text()
 if "-Dtests=disabled" in rules:
-    modules = [m for m in modules if m not in ("gtest", "gmock")]
+    modules = [m for m in modules if m not in ("gtest", "gmock", "cpp-httplib")]
 print("pkg-config modules:", ", ".join(modules))
 
 control = (root / "debian/control").read_text()
