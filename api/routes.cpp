@@ -235,38 +235,38 @@ void ApiServer::Impl::common_headers(Response& res) const {
 }
 
 size_t ApiServer::Impl::answer(Request& req, Response& res) {
-    auto fail = [this](const Request& rq, Response& rs, const std::string& what) {
-        log->error("api: {} {} failed: {}", rq.method, log_safe(rq.path, 200), what);
-        rs = Response{};  // nothing of what the handler began goes out
-        send_json(rs, 500, error_json(500, "internal error; the daemon log has the details"));
-    };
-    size_t stat = stats->other_handler();
-    if (authorized(req, res)) {
-        const bool get = req.method == "GET" || req.method == "HEAD";
-        const Route* route = nullptr;
-        for (const auto& r : routes)
-            if ((r.method == "GET" ? get : r.method == req.method) && std::regex_match(req.path, req.matches, r.re)) {
-                route = &r;
-                break;
-            }
-        if (route) {
-            stat = route->stat_index;
-            try {
-                route->handler(req, res);
-                if (res.status == -1) res.status = 200;
-            } catch (const std::exception& e) {
-                fail(req, res, e.what());
-            } catch (...) {
-                fail(req, res, "unknown exception");
-            }
-        } else {
-            stat = stat_index_for(req);
-            res.status = 404;
-        }
-        if (res.status >= 400 && res.content().empty()) error_answer(req, res);
+    if (!authorized(req, res)) {
+        common_headers(res);
+        return stat_index_for(req);  // counted under the route the path names, as any answer
     }
+    const bool get = req.method == "GET" || req.method == "HEAD";
+    const Route* route = nullptr;
+    for (const auto& r : routes)
+        if ((r.method == "GET" ? get : r.method == req.method) && std::regex_match(req.path, req.matches, r.re)) {
+            route = &r;
+            break;
+        }
+    if (route) {
+        std::string failure;
+        try {
+            route->handler(req, res);
+            if (res.status == -1) res.status = 200;
+        } catch (const std::exception& e) {
+            failure = e.what();
+        } catch (...) {
+            failure = "unknown exception";
+        }
+        if (!failure.empty()) {
+            log->error("api: {} {} failed: {}", req.method, log_safe(req.path, 200), failure);
+            res = Response{};  // nothing of what the handler began goes out
+            send_json(res, 500, error_json(500, "internal error; the daemon log has the details"));
+        }
+    } else {
+        res.status = 404;
+    }
+    if (res.status >= 400 && res.content().empty()) error_answer(req, res);
     common_headers(res);
-    return stat;
+    return route ? route->stat_index : stat_index_for(req);
 }
 
 void ApiServer::Impl::serve_metrics(const Request& req, Response& res) {

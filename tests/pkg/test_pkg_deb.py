@@ -92,6 +92,14 @@ try:
         deb = debs[0]
         ok(f"built {deb.name} ({deb.stat().st_size} bytes)")
 
+    # OpenSSL is loaded with dlopen when TLS or basic auth is configured: dpkg-shlibdeps cannot
+    # see it, so the control file names it.
+    depends = run(["dpkg-deb", "-f", str(deb), "Depends"], check=True).stdout
+    if "libssl3" in depends:
+        ok("Depends names libssl3 (loaded on first use, not linked)")
+    else:
+        fail(f"Depends lacks libssl3: {depends.strip()}")
+
     # What it holds.
     listing = run(["dpkg-deb", "-c", str(deb)], check=True).stdout
     paths = {line.split()[5].removeprefix(".") for line in listing.splitlines()}

@@ -837,6 +837,9 @@ TEST_F(ApiServerTest, WithBasicAuthOnlyVerifiedScrapesTakeTheReservedLane) {
     gate.release();
     EXPECT_NE(read_all(slow, 2000ms).find("done\n"), std::string::npos);
     for (size_t i = 0; i < 2; ++i) EXPECT_EQ(status_line(read_all(wrong[i], 2000ms)), "HTTP/1.1 401 Unauthorized") << i;
+    const auto counted = raw_request(server->port(), scrape(kGood));
+    EXPECT_NE(counted.find("rocewatch_http_requests_total{handler=\"/metrics\",code=\"401\"} 2"), std::string::npos)
+        << "a refused request is counted under the route its path names";
     ::close(slow);
     for (int fd : wrong) ::close(fd);
     fs::remove_all(dir);
