@@ -57,6 +57,21 @@ int listen_loopback(uint16_t& port) {
     return fd;
 }
 
+// Until `stopping`: accepts each connection on `listener`, gives it a 2 s read timeout, hands
+// it to `serve` and closes it after.
+void accept_each(int listener, const std::atomic<bool>& stopping, const std::function<void(int)>& serve) {
+    while (!stopping) {
+        pollfd p{.fd = listener, .events = POLLIN, .revents = 0};
+        if (::poll(&p, 1, 50) <= 0) continue;
+        const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        timeval tv{.tv_sec = 2, .tv_usec = 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        serve(fd);
+        ::close(fd);
+    }
+}
+
 // A server on 127.0.0.1 that, per connection, reads the request (head and Content-Length body)
 // and hands the socket to the test's script; the connection closes when the script returns.
 class ScriptedServer {
@@ -81,13 +96,7 @@ public:
 
 private:
     void serve() {
-        while (!stopping_) {
-            pollfd p{.fd = listener_, .events = POLLIN, .revents = 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0) continue;
-            timeval tv{.tv_sec = 2, .tv_usec = 0};
-            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        accept_each(listener_, stopping_, [this](int fd) {
             std::string req;
             char buf[4096];
             size_t want = std::string::npos;
@@ -105,8 +114,7 @@ private:
                 request_ = req;
             }
             script_(fd, stopping_);
-            ::close(fd);
-        }
+        });
     }
 
     Script script_;
@@ -418,13 +426,7 @@ public:
 
 private:
     void serve() {
-        while (!stopping_) {
-            pollfd p{.fd = listener_, .events = POLLIN, .revents = 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0) continue;
-            timeval tv{.tv_sec = 2, .tv_usec = 0};
-            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        accept_each(listener_, stopping_, [this](int fd) {
             SSL* ssl = SSL_new(ctx_);
             SSL_set_fd(ssl, fd);
             if (SSL_accept(ssl) == 1) {
@@ -445,8 +447,7 @@ private:
             }
             ERR_clear_error();
             SSL_free(ssl);
-            ::close(fd);
-        }
+        });
     }
 
     SSL_CTX* ctx_ = nullptr;
