@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "api/http_text.hpp"
+#include "util/http_text.hpp"
 #include "api/http_wire.hpp"
 #include "api/request_gate.hpp"
 #include "util/clock.hpp"

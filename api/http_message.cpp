@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "api/gzip_once.hpp"
-#include "api/http_text.hpp"
+#include "util/http_text.hpp"
 #include "api/request_gate.hpp"
 
 namespace rocewatch::api {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "api/http_text.hpp"
+#include "util/http_text.hpp"
 #include "api/json_view.hpp"
 #include "api/metrics_cache.hpp"
 #include "api/request_gate.hpp"

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include "api/http_text.hpp"
+#include "util/http_text.hpp"
 #include "api/metrics.hpp"
 
 namespace rocewatch::api {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "api/http_text.hpp"
+#include "util/http_text.hpp"
 
 namespace rocewatch::api {
 

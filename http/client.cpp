@@ -18,6 +18,7 @@
 
 #include "util/fd.hpp"
 #include "util/host_port.hpp"
+#include "util/http_text.hpp"
 #include "tls/openssl.hpp"
 
 namespace rocewatch::http {
@@ -33,18 +34,6 @@ constexpr auto kCancelSlice = std::chrono::milliseconds(100);
 // past this, whatever answers is not an HTTP server we want to hear more from.
 constexpr size_t kMaxHead = 64 << 10;
 constexpr size_t kReadChunk = 16 << 10;
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return (x >= 'A' && x <= 'Z' ? x + 32 : x) == (y >= 'A' && y <= 'Z' ? y + 32 : y);
-           });
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
 
 bool is_ip_literal(const std::string& host) {
     unsigned char buf[sizeof(in6_addr)];
@@ -460,7 +449,7 @@ private:
                     h->find_first_of(" \t") < colon)
                     return fail(Error::protocol, "a malformed header line: " + h->substr(0, 64));
                 res_.headers.emplace_back(h->substr(0, colon),
-                                          std::string(trim(std::string_view(*h).substr(colon + 1))));
+                                          std::string(trim_ows(std::string_view(*h).substr(colon + 1))));
             }
             if (code == 101) return fail(Error::protocol, "the server switched protocols unasked");
             if (code >= 200) return true;
@@ -474,7 +463,7 @@ private:
             auto size_line = line("the whole body");
             if (!size_line) return false;
             // "1a3f;name=value": the extensions mean nothing to us.
-            const std::string_view hex = trim(std::string_view(*size_line).substr(0, size_line->find(';')));
+            const std::string_view hex = trim_ows(std::string_view(*size_line).substr(0, size_line->find(';')));
             uint64_t n = 0;
             const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), n, 16);
             if (hex.empty() || ec != std::errc{} || end != hex.data() + hex.size())
@@ -521,7 +510,7 @@ private:
         if (!te.empty()) {
             // RFC 9112 6.3: chunked last is chunked; any other coding last runs until the close.
             const auto comma = te.rfind(',');
-            ok = iequals(trim(std::string_view(te).substr(comma == std::string::npos ? 0 : comma + 1)), "chunked")
+            ok = iequals(trim_ows(std::string_view(te).substr(comma == std::string::npos ? 0 : comma + 1)), "chunked")
                      ? read_chunked()
                      : read_until_close();
         } else if (!cl.empty()) {

@@ -1,10 +1,10 @@
 // ASCII case-insensitive comparison and optional-whitespace trimming for HTTP heads and
-// header values: the gate, the front end's request classing and Accept-Encoding share them.
+// header values: the server's gate, request classing and Accept-Encoding, and the client.
 #pragma once
 
 #include <string_view>
 
-namespace rocewatch::api {
+namespace rocewatch {
 
 constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -22,4 +22,4 @@ constexpr std::string_view trim_ows(std::string_view s) {
     return s;
 }
 
-}  // namespace rocewatch::api
+}  // namespace rocewatch
