@@ -15,13 +15,13 @@ struct HttpUrl {
     std::string path;  // "" or "/prefix" without a trailing slash
 };
 
-// "http://host[:port][/path]". https:// is refused (this build has no TLS client); so are user
+// "http://host[:port][/path]". https:// is refused (no CA settings for it yet); so are user
 // info, queries and fragments, which would otherwise be sent somewhere unexpected. `why` says
 // what is wrong when the result is empty.
 inline std::optional<HttpUrl> parse_http_url(std::string_view s, std::string& why) {
     constexpr std::string_view kScheme = "http://";
     if (s.starts_with("https://")) {
-        why = "https is not supported (no TLS client in this build); use http:// on a trusted network";
+        why = "https is not supported for Alertmanager yet; use http:// on a trusted network";
         return std::nullopt;
     }
     if (!s.starts_with(kScheme)) {

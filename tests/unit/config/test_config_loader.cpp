@@ -378,7 +378,7 @@ TEST(ConfigKeys, AlertmanagerDefaultsSendNothing) {
 TEST(ConfigErrors, Alertmanager) {
     EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"https://am:9093\", \"am:9093\", \"http://am:0\"]\n"),
               (Lines{"t.toml:2: alertmanager.urls[0]: \"https://am:9093\" is not an Alertmanager URL: https is not "
-                     "supported (no TLS client in this build); use http:// on a trusted network",
+                     "supported for Alertmanager yet; use http:// on a trusted network",
                      "t.toml:2: alertmanager.urls[1]: \"am:9093\" is not an Alertmanager URL: must start with http://",
                      "t.toml:2: alertmanager.urls[2]: \"http://am:0\" is not an Alertmanager URL: port must be "
                      "1..65535"}));
