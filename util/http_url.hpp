@@ -1,4 +1,5 @@
-// An http:// URL split into host, port and path prefix, for the clients the daemon configures.
+// An http:// or https:// URL split into host, port and path prefix, for the clients the daemon
+// configures.
 #pragma once
 
 #include <charconv>
@@ -10,30 +11,31 @@
 namespace rocewatch {
 
 struct HttpUrl {
-    std::string host;  // without brackets for IPv6
-    uint16_t port = 80;
-    std::string path;  // "" or "/prefix" without a trailing slash
+    bool https = false;
+    std::string host;    // without brackets for IPv6
+    uint16_t port = 80;  // 443 for https without a port
+    std::string path;    // "" or "/prefix" without a trailing slash
 };
 
-// "http://host[:port][/path]". https:// is refused (no CA settings for it yet); so are user
-// info, queries and fragments, which would otherwise be sent somewhere unexpected. `why` says
-// what is wrong when the result is empty.
+// "http://host[:port][/path]" or "https://...". User info, queries and fragments are refused:
+// they would otherwise be sent somewhere unexpected. `why` says what is wrong when the result
+// is empty.
 inline std::optional<HttpUrl> parse_http_url(std::string_view s, std::string& why) {
-    constexpr std::string_view kScheme = "http://";
+    HttpUrl out;
     if (s.starts_with("https://")) {
-        why = "https is not supported for Alertmanager yet; use http:// on a trusted network";
+        out.https = true;
+        out.port = 443;
+        s.remove_prefix(8);
+    } else if (s.starts_with("http://")) {
+        s.remove_prefix(7);
+    } else {
+        why = "must start with http:// or https://";
         return std::nullopt;
     }
-    if (!s.starts_with(kScheme)) {
-        why = "must start with http://";
-        return std::nullopt;
-    }
-    s.remove_prefix(kScheme.size());
     if (s.find_first_of("?#@ \t\r\n") != std::string_view::npos) {
         why = "must not contain user info, a query, a fragment or white space";
         return std::nullopt;
     }
-    HttpUrl out;
     const size_t slash = s.find('/');
     std::string_view authority = s.substr(0, slash);
     std::string_view path = slash == std::string_view::npos ? std::string_view{} : s.substr(slash);

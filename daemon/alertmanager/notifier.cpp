@@ -205,6 +205,7 @@ void Notifier::send(Target& t, const AlertmanagerConfig& c, const std::string& b
         rq.connect_timeout = c.timeout;
         rq.cancel = &stopping_;  // stop() ends a POST in flight
         rq.max_body = kMaxAnswer;
+        rq.tls = {.enabled = url->https, .ca_file = c.ca_file, .cert_file = c.cert_file, .key_file = c.key_file};
         const auto res = http::fetch(rq);
         const bool late = res.error == http::Error::timeout || res.error == http::Error::connect_timeout;
         if (late)

@@ -823,6 +823,9 @@ const KeySpec<AlertmanagerConfig> kAlertmanagerKeys[] = {
      [](const Field& f, AlertmanagerConfig& a) { assign(a.basic_auth_username, f.nonempty_string()); }},
     {"basic_auth_password_file",
      [](const Field& f, AlertmanagerConfig& a) { assign(a.basic_auth_password_file, f.nonempty_string()); }},
+    {"ca_file", [](const Field& f, AlertmanagerConfig& a) { assign(a.ca_file, f.nonempty_string()); }},
+    {"cert_file", [](const Field& f, AlertmanagerConfig& a) { assign(a.cert_file, f.nonempty_string()); }},
+    {"key_file", [](const Field& f, AlertmanagerConfig& a) { assign(a.key_file, f.nonempty_string()); }},
     {"queue_capacity",
      [](const Field& f, AlertmanagerConfig& a) { assign(a.queue_capacity, f.integer(1, 1'000'000)); }},
 };
@@ -838,6 +841,14 @@ void load_alertmanager(const toml::table& t, const std::string& p, Errors& e, Co
         e.add(at("basic_auth_password_file"), p + ".basic_auth_username", "missing (basic_auth_password_file is set)");
     if (!a.bearer_token_file.empty() && !a.basic_auth_username.empty())
         e.add(at("bearer_token_file"), p + ".bearer_token_file", "set together with basic_auth_username; choose one");
+    if (!a.cert_file.empty() && a.key_file.empty())
+        e.add(at("cert_file"), p + ".key_file", "missing (cert_file is set)");
+    if (a.cert_file.empty() && !a.key_file.empty())
+        e.add(at("key_file"), p + ".cert_file", "missing (key_file is set)");
+    // TLS settings for URLs that are all plain HTTP would look applied and be ignored.
+    const bool any_https = std::ranges::any_of(a.urls, [](const std::string& u) { return u.starts_with("https://"); });
+    for (const char* key : {"ca_file", "cert_file", "key_file"})
+        if (t.get(key) && !any_https) e.add(at(key), p + "." + key, "set, but no Alertmanager URL is https://");
 }
 
 struct SectionSpec {

@@ -364,6 +364,9 @@ nlohmann::json alertmanager_json(const AlertmanagerConfig& a) {
         {"bearer_token_file", or_null_text(a.bearer_token_file)},
         {"basic_auth_username", or_null_text(a.basic_auth_username)},
         {"basic_auth_password_file", or_null_text(a.basic_auth_password_file)},
+        {"ca_file", or_null_text(a.ca_file)},
+        {"cert_file", or_null_text(a.cert_file)},
+        {"key_file", or_null_text(a.key_file)},
         {"queue_capacity", a.queue_capacity},
     };
 }

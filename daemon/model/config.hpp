@@ -197,7 +197,7 @@ struct PeerConfig {
 // [alertmanager]: where the daemon pushes its own firing and resolved alerts, as Prometheus
 // does (Alertmanager's v2 API). No urls: nothing is pushed.
 struct AlertmanagerConfig {
-    std::vector<std::string> urls;                      // "http://am:9093", an optional path prefix
+    std::vector<std::string> urls;                      // "http://am:9093" or https://, a path prefix
     Duration resend_interval{std::chrono::minutes(1)};  // every alert again after this long
     Duration timeout{std::chrono::seconds(10)};         // per POST: to connect, to send, to answer
     std::string node;                                   // the node label; "" = the host name
@@ -205,6 +205,10 @@ struct AlertmanagerConfig {
     std::string bearer_token_file;                      // "Authorization: Bearer <its content>"
     std::string basic_auth_username;                    // with basic_auth_password_file
     std::string basic_auth_password_file;
+    // For https:// URLs: the CA that signed Alertmanager's certificate ("" = the system's store,
+    // or $SSL_CERT_FILE), and our client certificate where Alertmanager asks for one.
+    std::string ca_file;
+    std::string cert_file, key_file;
     uint32_t queue_capacity = 10000;  // alerts waiting to be sent; beyond it the oldest go
 };
 

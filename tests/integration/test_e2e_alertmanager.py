@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """End to end, rocewatchd -> Debian's Alertmanager -> a webhook: an alert that fires reaches the
-webhook with its summary and action, its resolution follows; a restarted Alertmanager (state lost)
+webhook with its summary and action, and a second Alertmanager served over TLS (https://,
+ca_file); its resolution follows; a restarted Alertmanager (state lost)
 gets every alert again; while Alertmanager is down the daemon serves and collects as before, counts
 the failures, and catches up once Alertmanager is back."""
 import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -32,7 +34,8 @@ enabled = false
 for = "1s"
 clear_after = "1s"
 [alertmanager]
-urls = ["http://127.0.0.1:{am_port}"]
+urls = ["http://127.0.0.1:{am_port}", "https://127.0.0.1:{am_tls_port}"]
+ca_file = "{ca_file}"
 resend_interval = "2s"
 timeout = "1s"
 """
@@ -84,27 +87,44 @@ class Webhook:
                     and a["status"] == status]
 
 
-class Alertmanager:
-    """One Alertmanager process on a fresh storage directory (a restart loses all state)."""
+# The Alertmanager behind TLS only keeps alerts (its API shows them); the webhook is the other's.
+AM_TLS_CONFIG = """
+route:
+  receiver: keep
+receivers:
+  - name: keep
+"""
 
-    def __init__(self, work, port):
-        self.work, self.port = work, port
+
+class Alertmanager:
+    """One Alertmanager process on a fresh storage directory (a restart loses all state); with
+    `tls` (certificate, key) it serves HTTPS through its --web.config.file."""
+
+    def __init__(self, work, port, name="alertmanager", tls=None):
+        self.work, self.port, self.name, self.tls = work, port, name, tls
+        self.scheme = "https" if tls else "http"
+        self.ctx = ssl.create_default_context(cafile=tls[0]) if tls else None
         self.proc = None
 
     def start(self):
         self.data = tempfile.mkdtemp(prefix="am-data-", dir=self.work)
-        self.log = open(os.path.join(self.work, "alertmanager.log"), "a")
-        self.proc = subprocess.Popen(
-            [AM_BIN, f"--config.file={self.work}/alertmanager.yml", f"--storage.path={self.data}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
-            stdout=self.log, stderr=subprocess.STDOUT)
+        self.log = open(os.path.join(self.work, f"{self.name}.log"), "a")
+        args = [AM_BIN, f"--config.file={self.work}/{self.name}.yml", f"--storage.path={self.data}",
+                f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="]
+        if self.tls:
+            web = os.path.join(self.work, f"{self.name}-web.yml")
+            with open(web, "w") as f:
+                f.write(f"tls_server_config:\n  cert_file: {self.tls[0]}\n  key_file: {self.tls[1]}\n")
+            args.append(f"--web.config.file={web}")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         rwtest.wait_for(lambda: self.ready(), 20, "Alertmanager to be ready", step=0.1)
 
     def ready(self):
         if self.proc.poll() is not None:
             raise AssertionError(f"Alertmanager exited with {self.proc.returncode}: {self.tail()}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=1) as r:
+            with urllib.request.urlopen(f"{self.scheme}://127.0.0.1:{self.port}/-/ready", timeout=1,
+                                        context=self.ctx) as r:
                 return r.status == 200
         except OSError:
             return False
@@ -121,9 +141,9 @@ class Alertmanager:
 
     def active(self, obj):
         """The active mtu_low alert on obj in Alertmanager's own API, or None."""
-        url = f"http://127.0.0.1:{self.port}/api/v2/alerts?active=true&silenced=false&inhibited=false"
+        url = f"{self.scheme}://127.0.0.1:{self.port}/api/v2/alerts?active=true&silenced=false&inhibited=false"
         try:
-            with urllib.request.urlopen(url, timeout=2) as r:
+            with urllib.request.urlopen(url, timeout=2, context=self.ctx) as r:
                 alerts = json.load(r)
         except OSError:
             return None
@@ -133,7 +153,7 @@ class Alertmanager:
         return None
 
     def tail(self):
-        with open(os.path.join(self.work, "alertmanager.log")) as f:
+        with open(os.path.join(self.work, f"{self.name}.log")) as f:
             return f.read()[-3000:]
 
 
@@ -149,12 +169,13 @@ def metric(d, name):
 def main():
     rwtest.require_root()
     rwtest.require(shutil.which(AM_BIN) is not None, f"needs {AM_BIN} (apt install prometheus-alertmanager)")
+    rwtest.require(shutil.which("openssl") is not None, "needs openssl (the TLS Alertmanager's certificate)")
     t = rwtest.Results()
     fx = rwtest.fixtures()
     with open(f"{fx}/procfs/dgx-spark/sys/kernel/hostname") as f:
         hostname = f.read().strip()
     work = tempfile.mkdtemp(prefix="rw-am-")
-    am = None
+    am = am_tls = None
     try:
         with rwtest.Netns("amnode") as node, rwtest.Netns("ampeer") as peer:
             rwtest.dgx_spark_links(node, peer)
@@ -162,25 +183,35 @@ def main():
             # every port below is on its own loopback.
             rwtest.enter_netns(node)
             hook = Webhook()
-            am_port = rwtest.free_port()
+            am_port, am_tls_port = rwtest.free_port(), rwtest.free_port()
             with open(f"{work}/alertmanager.yml", "w") as f:
                 f.write(AM_CONFIG.format(hook_port=hook.port))
+            with open(f"{work}/alertmanager-tls.yml", "w") as f:
+                f.write(AM_TLS_CONFIG)
+            # A self-signed certificate for 127.0.0.1: its own CA, the daemon's ca_file.
+            crt, key = f"{work}/am.crt", f"{work}/am.key"
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                            "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                            "-keyout", key, "-out", crt], check=True, capture_output=True)
             with open(f"{work}/rocewatch.toml", "w") as f:
-                f.write(CONFIG.format(am_port=am_port))
+                f.write(CONFIG.format(am_port=am_port, am_tls_port=am_tls_port, ca_file=crt))
             am = Alertmanager(work, am_port)
             am.start()
+            am_tls = Alertmanager(work, am_tls_port, "alertmanager-tls", tls=(crt, key))
+            am_tls.start()
             port = rwtest.free_port()
             with rwtest.Daemon(sysfs=f"{fx}/sysfs/dgx-spark", procfs=f"{fx}/procfs/dgx-spark",
                                config=f"{work}/rocewatch.toml", port=port) as d:
-                run(t, d, node, am, hook, hostname, port)
+                run(t, d, node, am, am_tls, hook, hostname, port)
     finally:
-        if am:
-            am.stop()
+        for a in (am, am_tls):
+            if a:
+                a.stop()
         shutil.rmtree(work, ignore_errors=True)
     t.finish()
 
 
-def run(t, d, node, am, hook, hostname, port):
+def run(t, d, node, am, am_tls, hook, hostname, port):
     rail0, rail1 = "enp1s0f0np0", "enp1s0f1np1"
     t.check(d.alerts() == {}, f"healthy node: no alerts ({sorted(d.alerts())})")
 
@@ -188,6 +219,8 @@ def run(t, d, node, am, hook, hostname, port):
     node.ip("link", "set", rail1, "mtu", "1500")
     t.within(lambda: d.alerts().get(("mtu_low", rail1), {}).get("state") == "firing", 10, "mtu_low fires")
     t.within(lambda: hook.alerts(rail1, "firing"), 15, "the firing alert reaches the webhook")
+    t.within(lambda: am_tls.active(rail1), 15,
+             "the firing alert reaches the Alertmanager behind TLS (https://, its CA as ca_file)")
     rest = d.alerts().get(("mtu_low", rail1), {})
     got = (hook.alerts(rail1, "firing") or [{}])[0]
     labels, ann = got.get("labels", {}), got.get("annotations", {})

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -19,6 +20,7 @@
 
 #include "daemon/alertmanager/alert_queue.hpp"
 #include "daemon/alertmanager/notifier.hpp"
+#include "self_signed.hpp"
 #include "trickling_server.hpp"
 
 using namespace rocewatch;
@@ -230,6 +232,49 @@ TEST(Notifier, SendsBasicAuthAndLogsARefusalInItsWords) {
     unlink(password_path);
     EXPECT_EQ(auth, "Basic YW06cHc=");  // am:pw
     EXPECT_NE(log_text.str().find("HTTP 400: bad alerts: labels missing"), std::string::npos) << log_text.str();
+}
+
+// An https:// Alertmanager: delivered when its certificate chains to ca_file, refused (and
+// logged in OpenSSL's words) when the CA is another, and never in plain HTTP.
+TEST(Notifier, HttpsAlertmanagerIsVerifiedAgainstItsCa) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("rw-am-tls-" + std::to_string(::getpid()));
+    const fs::path other = dir / "other";
+    fs::create_directories(other);
+    make_certificate(dir);    // Alertmanager's, for 127.0.0.1
+    make_certificate(other);  // a CA that did not sign it
+    httplib::SSLServer server((dir / "node.crt").c_str(), (dir / "node.key").c_str());
+    std::atomic<int> posts{0};
+    server.Post("/api/v2/alerts", [&](const httplib::Request&, httplib::Response& res) {
+        ++posts;
+        res.status = 200;
+    });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread t([&] { server.listen_after_bind(); });
+    auto snap = snapshot_with_firing_alert();
+    const std::string url = "https://127.0.0.1:" + std::to_string(port);
+
+    Config c = config_for(url);
+    c.alertmanager.ca_file = (dir / "node.crt").string();
+    Notifier n(c, {.snapshots = [&] { return snap; }, .log = quiet()});
+    n.start();
+    EXPECT_TRUE(eventually([&] { return n.stats() && n.stats()->targets[0].sent == 1; }));
+    EXPECT_EQ(posts.load(), 1);
+    n.stop();
+
+    c.alertmanager.ca_file = (other / "node.crt").string();
+    std::ostringstream log_text;
+    auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text));
+    Notifier refused(c, {.snapshots = [&] { return snap; }, .log = log});
+    refused.start();
+    EXPECT_TRUE(eventually([&] { return refused.stats() && refused.stats()->targets[0].errors >= 1; }));
+    refused.stop();
+    server.stop();
+    t.join();
+    fs::remove_all(dir);
+    EXPECT_EQ(posts.load(), 1) << "nothing delivered to a server the CA does not vouch for";
+    EXPECT_NE(log_text.str().find("certificate verify failed"), std::string::npos) << log_text.str();
 }
 
 TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {

@@ -186,7 +186,17 @@ TEST(HttpUrl, ParsesWhatAlertmanagerUrlsLookLike) {
     EXPECT_EQ(u->host, "::1");
     EXPECT_EQ(u->port, 80);
     EXPECT_EQ(u->path, "/alertmanager");
-    for (const char* bad : {"https://am:9093", "am:9093", "http://", "http://:9093", "http://am:", "http://am:99999",
-                            "http://u:p@am:9093", "http://am:9093/?x=1", "http://[::1:9093"})
+    EXPECT_FALSE(u->https);
+    u = parse_http_url("https://am.example", why);
+    ASSERT_TRUE(u) << why;
+    EXPECT_TRUE(u->https);
+    EXPECT_EQ(u->port, 443) << "https's own port";
+    u = parse_http_url("https://10.0.0.9:9443/am", why);
+    ASSERT_TRUE(u) << why;
+    EXPECT_EQ(u->port, 9443);
+    EXPECT_EQ(u->path, "/am");
+    for (const char* bad :
+         {"ftp://am:9093", "am:9093", "http://", "https://", "http://:9093", "http://am:", "http://am:99999",
+          "http://u:p@am:9093", "https://u:p@am", "http://am:9093/?x=1", "http://[::1:9093"})
         EXPECT_FALSE(parse_http_url(bad, why)) << bad;
 }

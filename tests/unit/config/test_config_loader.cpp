@@ -221,13 +221,16 @@ local_device = "rocep1s0f0"
 remote_device = "rocep1s0f0"
 
 [alertmanager]
-urls = ["http://am-1:9093", "http://[::1]:9093/am"]
+urls = ["http://am-1:9093", "https://[::1]:9093/am"]
 resend_interval = "30s"
 timeout = "3s"
 node = "spark-a"
 external_url = "https://spark-a.example:9879"
 basic_auth_username = "rocewatch"
 basic_auth_password_file = "/etc/rocewatch/am-password"
+ca_file = "/etc/rocewatch/am-ca.crt"
+cert_file = "/etc/rocewatch/node.crt"
+key_file = "/etc/rocewatch/node.key"
 queue_capacity = 500
 )";
 
@@ -354,13 +357,16 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(rail.local_device, "rocep1s0f0");
     EXPECT_EQ(rail.remote_device, "rocep1s0f0");
     const AlertmanagerConfig& am = c.alertmanager;
-    EXPECT_EQ(am.urls, (Lines{"http://am-1:9093", "http://[::1]:9093/am"}));
+    EXPECT_EQ(am.urls, (Lines{"http://am-1:9093", "https://[::1]:9093/am"}));
     EXPECT_EQ(am.resend_interval, 30s);
     EXPECT_EQ(am.timeout, 3s);
     EXPECT_EQ(am.node, "spark-a");
     EXPECT_EQ(am.external_url, "https://spark-a.example:9879");
     EXPECT_EQ(am.basic_auth_username, "rocewatch");
     EXPECT_EQ(am.basic_auth_password_file, "/etc/rocewatch/am-password");
+    EXPECT_EQ(am.ca_file, "/etc/rocewatch/am-ca.crt");
+    EXPECT_EQ(am.cert_file, "/etc/rocewatch/node.crt");
+    EXPECT_EQ(am.key_file, "/etc/rocewatch/node.key");
     EXPECT_EQ(am.queue_capacity, 500u);
 }
 
@@ -377,11 +383,21 @@ TEST(ConfigKeys, AlertmanagerDefaultsSendNothing) {
 
 TEST(ConfigErrors, Alertmanager) {
     EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"https://am:9093\", \"am:9093\", \"http://am:0\"]\n"),
-              (Lines{"t.toml:2: alertmanager.urls[0]: \"https://am:9093\" is not an Alertmanager URL: https is not "
-                     "supported for Alertmanager yet; use http:// on a trusted network",
-                     "t.toml:2: alertmanager.urls[1]: \"am:9093\" is not an Alertmanager URL: must start with http://",
+              (Lines{"t.toml:2: alertmanager.urls[1]: \"am:9093\" is not an Alertmanager URL: must start with "
+                     "http:// or https://",
                      "t.toml:2: alertmanager.urls[2]: \"http://am:0\" is not an Alertmanager URL: port must be "
                      "1..65535"}));
+    // TLS settings: a certificate with its key, and only where some URL is https://.
+    EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"https://am:9093\"]\ncert_file = \"/c\"\n"),
+              (Lines{"t.toml:3: alertmanager.key_file: missing (cert_file is set)"}));
+    EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"https://am:9093\"]\nkey_file = \"/k\"\n"),
+              (Lines{"t.toml:3: alertmanager.cert_file: missing (key_file is set)"}));
+    EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"http://am:9093\"]\nca_file = \"/ca\"\n"),
+              (Lines{"t.toml:3: alertmanager.ca_file: set, but no Alertmanager URL is https://"}));
+    EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"http://a:1\", \"https://b\"]\nca_file = \"/ca\"\n"
+                        "cert_file = \"/c\"\nkey_file = \"/k\"\n"),
+              Lines{})
+        << "one https:// URL is enough";
     EXPECT_EQ(errors_of("[alertmanager]\nurls = [\"http://a:1\", \"http://a:1\"]\n"),
               (Lines{"t.toml:2: alertmanager.urls[1]: \"http://a:1\" is listed twice"}));
     EXPECT_EQ(errors_of("[alertmanager]\nresend_interval = \"500ms\"\ntimeout = \"2m\"\n"),
@@ -395,7 +411,7 @@ TEST(ConfigErrors, Alertmanager) {
     EXPECT_EQ(errors_of("[alertmanager]\nurl = \"http://am:9093\"\n"),
               (Lines{"t.toml:2: alertmanager.url: unknown key; did you mean \"urls\"? Valid keys: urls, "
                      "resend_interval, timeout, node, external_url, bearer_token_file, basic_auth_username, "
-                     "basic_auth_password_file, queue_capacity"}));
+                     "basic_auth_password_file, ca_file, cert_file, key_file, queue_capacity"}));
 }
 
 TEST(ConfigKeys, ProbeDefaultsAreGentle) {
