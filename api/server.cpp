@@ -1,7 +1,6 @@
 // ApiServer's lifecycle: bind, start the front end and the workers, serve gated requests, stop.
 #include "api/server.hpp"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
