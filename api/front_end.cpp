@@ -465,16 +465,21 @@ void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, SteadyClock::time_poi
     log->debug("api: rejected a request from {}: {} {} ({})", c.source, why.status, to_string(why.reason),
                log_safe(why.message));
     int status = why.status;
-    std::string message = why.message, allow;
+    std::string message = why.message, allow, headers = answer_headers();
     // A method refused before routing: Allow names what the path serves; a path nothing
-    // serves is a 404, as it would be for a method we serve.
-    if (status == 405 && allow_for && request_path(c.in) == "*") {
+    // serves is a 404, as it would be for a method we serve. Behind basic auth, only to a
+    // client whose credentials are known: the others are asked for them, as routing would.
+    const auto methods = status == 405 && allow_for ? allow_for(c.in) : std::vector<std::string>{};
+    if (status == 405 && allow_for && !methods) {
+        status = 401;
+        message = "authentication required (basic auth; see the web config)";
+        headers += "WWW-Authenticate: Basic realm=\"rocewatch\", charset=\"UTF-8\"\r\n";
+    } else if (status == 405 && allow_for && request_path(c.in) == "*") {
         allow = "GET, HEAD, POST";  // OPTIONS *: the server as a whole, not a path
     } else if (status == 405 && allow_for) {
         const std::string path = request_path(c.in);
-        const auto methods = allow_for(path);
-        for (const auto& m : methods) allow += (allow.empty() ? "" : ", ") + m;
-        if (methods.empty()) {
+        for (const auto& m : *methods) allow += (allow.empty() ? "" : ", ") + m;
+        if (methods->empty()) {
             status = 404;
             message = "no such endpoint: " + path + " (GET / lists them)";
         } else {
@@ -482,7 +487,7 @@ void FrontEnd::Impl::reject(Conn& c, const HeadCheck& why, SteadyClock::time_poi
         }
     }
     c.in.clear();
-    begin_write(c, raw_error_response(status, message, allow, answer_headers()), true, now);
+    begin_write(c, raw_error_response(status, message, allow, headers), true, now);
 }
 
 // What every routed answer carries (kAnswerHeaders and the web config's, an HSTS header say),

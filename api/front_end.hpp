@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <spdlog/logger.h>
@@ -47,9 +49,11 @@ public:
     FrontEnd(const FrontEnd&) = delete;
     FrontEnd& operator=(const FrontEnd&) = delete;
 
-    // The methods the routes serve at a path (GET implying HEAD), for the Allow header of a
-    // method refused before routing; none: that path is not served (404). Before start().
-    using AllowFor = std::function<std::vector<std::string>(const std::string& path)>;
+    // The methods the routes serve at the path of a request head (GET implying HEAD), for the
+    // Allow header of a method refused before routing; none: that path is not served (404).
+    // nullopt: the request must authenticate first (401), so that a client without credentials
+    // learns nothing of which paths exist. Before start().
+    using AllowFor = std::function<std::optional<std::vector<std::string>>(std::string_view head)>;
     void set_allow_for(AllowFor allow_for);
 
     void start();

@@ -62,10 +62,12 @@ bool ApiServer::Impl::serve_on_front_end(const GatedRequest& r) {
     return s && metrics.ready(s, accepts_gzip(header_list(r.bytes, "Accept-Encoding")));
 }
 
-// With basic auth on, the lane reserved for scrapes is for credentials verified before (the
-// cache, no bcrypt) and the peer token: a flood of wrong passwords to /metrics, a bcrypt check
-// each on a worker, queues with everything else and cannot take the lane from a scraper.
-bool ApiServer::Impl::may_take_reserved_lane(std::string_view head) const {
+// Without basic auth, or with credentials verified before (the cache, no bcrypt) or the peer
+// token: what the front end may judge without a worker. The lane reserved for scrapes is for
+// these (a flood of wrong passwords to /metrics, a bcrypt check each on a worker, queues with
+// everything else and cannot take the lane from a scraper), and so are the gate's 405s, which
+// name the methods a path serves.
+bool ApiServer::Impl::credentials_known(std::string_view head) const {
     const auto st = web->current();
     if (!st->auth->enabled()) return true;
     const std::string authz = header_list(head, "Authorization");
@@ -196,11 +198,14 @@ void ApiServer::start() {
                 return true;
             }
             auto req = std::make_shared<GatedRequest>(std::move(r));
-            const bool priority = req->priority && im.may_take_reserved_lane(req->bytes);
+            const bool priority = req->priority && im.credentials_known(req->bytes);
             return im.pool->submit([&im, req] { im.serve(*req); }, priority);
         },
         im.web.get());
-    im.front->set_allow_for([&im](const std::string& path) { return im.methods_for(path); });
+    im.front->set_allow_for([&im](std::string_view head) -> std::optional<std::vector<std::string>> {
+        if (!im.credentials_known(head)) return std::nullopt;  // credentials not known: 401
+        return im.methods_for(request_path(head));
+    });
     im.front->start();
     im.metrics.start();
     im.log->info("api: listening on {}:{} ({}{})", im.opts.host, im.port, im.web->tls() ? "HTTPS" : "HTTP",

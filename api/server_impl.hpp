@@ -42,7 +42,7 @@ struct ApiServer::Impl {
 
     std::unique_ptr<WebGuard> web;  // made by create(): a bad web config fails there
     std::string peer_token_hex;     // also opens the port when basic auth is on
-    [[nodiscard]] bool may_take_reserved_lane(std::string_view head) const;
+    [[nodiscard]] bool credentials_known(std::string_view head) const;
 
     int listener = -1;  // bound by create(), accepted from by the front end
     std::unique_ptr<WorkerPool> pool;

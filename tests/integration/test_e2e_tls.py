@@ -183,9 +183,13 @@ def main():
                     "the right user and password: 200 with the metrics")
             t.check("Strict-Transport-Security: max-age=31536000" in out, "the web config's header is on the answer")
             rc, out = curl("--cacert", pki.ca, "-X", "DELETE", url=base_a + "/api/v1/status")
-            t.check(out.startswith("HTTP/1.1 405") and "Strict-Transport-Security: max-age=31536000" in out
-                    and "X-Content-Type-Options: nosniff" in out,
-                    f"a method refused before routing carries the same headers ({out[:300]!r})")
+            t.check(out.startswith("HTTP/1.1 401") and "Allow:" not in out
+                    and "Strict-Transport-Security: max-age=31536000" in out and "X-Content-Type-Options: nosniff" in out,
+                    f"a method refused before routing, without credentials: 401 (no Allow to say the path exists), "
+                    f"with the same headers ({out[:300]!r})")
+            rc, out = curl(*auth_a, "-X", "DELETE", url=base_a + "/api/v1/status")
+            t.check(out.startswith("HTTP/1.1 405") and "Allow: GET, HEAD" in out,
+                    f"the same with credentials verified before: 405 and what the path allows ({out[:200]!r})")
             rc, out = curl(url=f"http://127.0.0.1:{port_a}/metrics")
             t.check("400 Bad Request" in out and "Client sent an HTTP request to an HTTPS server." in out,
                     "plain HTTP to the HTTPS port is told so (400), not reset")

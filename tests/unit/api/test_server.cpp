@@ -589,6 +589,45 @@ TEST_F(ApiServerTest, OtherMethodsRefused) {
     expect_healthy();
 }
 
+// Behind basic auth the gate's 405 and 404 would tell a client without credentials which paths
+// exist: it is asked for them instead. Known credentials (verified once) and the peer token get
+// the answer routing would give.
+TEST_F(ApiServerTest, BehindBasicAuthARefusedMethodAsksForCredentialsFirst) {
+    namespace fs = std::filesystem;
+    const auto dir = fs::temp_directory_path() / ("rw-auth-405-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    // bcrypt (cost 4) of "s3cret"; alice:s3cret below.
+    std::ofstream(dir / "web.yml") << "basic_auth_users:\n  alice: '$2b$04$FvUzh/mHLbJuY4vb58ECGenmgs3xYULnT2exrmUT/"
+                                      "BnpmPmXZUxwa'\n";
+    auto o = test_options();
+    o.web_config_file = (dir / "web.yml").string();
+    Gate gate;
+    gate.release();
+    restart_with_slow_handler(o, gate, std::string(64, 'a'));
+    const auto req = [](const char* method, const char* path, const std::string& auth) {
+        return std::string(method) + " " + path + " HTTP/1.1\r\nHost: x\r\n" +
+               (auth.empty() ? "" : "Authorization: " + auth + "\r\n") + "Connection: close\r\n\r\n";
+    };
+    for (const char* path : {"/api/v1/status", "/nonexistent"}) {
+        const auto r = raw_request(server->port(), req("DELETE", path, ""));
+        EXPECT_EQ(status_line(r), "HTTP/1.1 401 Unauthorized") << path;
+        EXPECT_EQ(r.find("Allow:"), std::string::npos) << r;
+        EXPECT_NE(r.find("WWW-Authenticate: Basic realm=\"rocewatch\""), std::string::npos) << r;
+        EXPECT_NE(r.find("X-Content-Type-Options: nosniff"), std::string::npos) << "the headers every answer carries";
+    }
+    constexpr const char* kGood = "Basic YWxpY2U6czNjcmV0";
+    EXPECT_EQ(status_line(raw_request(server->port(), req("DELETE", "/api/v1/status", kGood))),
+              "HTTP/1.1 401 Unauthorized")
+        << "right, but not verified yet: the gate does not run bcrypt";
+    ASSERT_EQ(status_line(raw_request(server->port(), req("GET", "/healthz", kGood))), "HTTP/1.1 200 OK");
+    auto r = raw_request(server->port(), req("DELETE", "/api/v1/status", kGood));
+    EXPECT_EQ(status_line(r), "HTTP/1.1 405 Method Not Allowed") << "verified once";
+    EXPECT_NE(r.find("Allow: GET, HEAD\r\n"), std::string::npos) << r;
+    r = raw_request(server->port(), req("DELETE", "/nonexistent", "Bearer " + std::string(64, 'a')));
+    EXPECT_EQ(status_line(r), "HTTP/1.1 404 Not Found") << "the peer token";
+    fs::remove_all(dir);
+}
+
 TEST_F(ApiServerTest, KeepAliveGatesEveryRequest) {
     // A second request pipelined on the same connection is judged by the gate too.
     auto r = raw_request(
