@@ -1093,6 +1093,14 @@ TEST(ConfigMetrics, NetdevFilters) {
     const std::string deep = std::string(20000, '(') + "a" + std::string(20000, ')');
     EXPECT_EQ(errors_of("[metrics]\nnetdev_include = \"" + deep + "\"\n"),
               (Lines{"t.toml:2: metrics.netdev_include: a regular expression of 40001 bytes; at most 512"}));
+    // A huge count unrolls into as many NFA states: refused, however it is written.
+    EXPECT_EQ(errors_of("[metrics]\nnetdev_include = \"a{99000}\"\n"),
+              (Lines{"t.toml:2: metrics.netdev_include: \"a{99000}\" repeats something 99000 times; at most 64 (a "
+                     "netdev name is at most 15 bytes)"}));
+    EXPECT_EQ(errors_of("[metrics]\nnetdev_include = \"(ab){1,300}\"\n").size(), 1u) << "the upper bound too";
+    for (const char* fine : {"^en[a-z]{2,4}[0-9]{1,3}$", "[{]999", "\\\\{999\\\\}", "(a{64}){2}"})
+        EXPECT_TRUE(parse_config(std::string("[metrics]\nnetdev_include = \"") + fine + "\"\n", "t.toml").config)
+            << fine << ": a brace that is not a count, or a count within the cap";
     const std::string wide = "^(" + std::string(250, 'a') + "|" + std::string(250, 'b') + ")$";
     EXPECT_TRUE(parse_config("[metrics]\nnetdev_exclude = \"" + wide + "\"\n", "t.toml").config)
         << "a long pattern within the cap is taken";
