@@ -43,10 +43,14 @@ SslCtxPtr make_server_tls_context(const TlsServerConfig& t, const std::string& p
     if (auto why = tls::load_openssl()) throw WebConfigError(path + ": tls_server_config: " + *why);
     ERR_clear_error();
     SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+    // Every file and list that does not load is named, not only the first: one --check-config
+    // run shows an operator all that is wrong.
+    std::string errors;
     auto fail = [&](const std::string& key, const std::string& what) {
-        throw WebConfigError(path + ": tls_server_config." + key + ": " + what + ": " + openssl_errors());
+        errors += (errors.empty() ? "" : "\n") + path + ": tls_server_config." + key + ": " + what + ": " +
+                  openssl_errors();
     };
-    if (!ctx) fail("", "cannot make a TLS context");
+    if (!ctx) throw WebConfigError(path + ": tls_server_config: cannot make a TLS context: " + openssl_errors());
     SSL_CTX_set_min_proto_version(ctx.get(), openssl_version(t.min_version));
     SSL_CTX_set_max_proto_version(ctx.get(), openssl_version(t.max_version));
     long opts = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION;
@@ -56,15 +60,18 @@ SslCtxPtr make_server_tls_context(const TlsServerConfig& t, const std::string& p
     // that it may grow between retries.
     SSL_CTX_set_mode(ctx.get(),
                      SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
-    if (SSL_CTX_use_certificate_chain_file(ctx.get(), t.cert_file.c_str()) != 1)
-        fail("cert_file", "cannot load \"" + t.cert_file + "\"");
+    const bool cert = SSL_CTX_use_certificate_chain_file(ctx.get(), t.cert_file.c_str()) == 1;
+    if (!cert) fail("cert_file", "cannot load \"" + t.cert_file + "\"");
+    // Checked against the certificate only where that loaded: a key is not "not its key"
+    // when there is no certificate to hold it to.
     if (SSL_CTX_use_PrivateKey_file(ctx.get(), t.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
         if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
             fail("key_file", "\"" + t.key_file + "\" is not the key of \"" + t.cert_file + "\"");
-        fail("key_file", "cannot load \"" + t.key_file + "\"");
-    }
-    if (SSL_CTX_check_private_key(ctx.get()) != 1)
+        else
+            fail("key_file", "cannot load \"" + t.key_file + "\"");
+    } else if (cert && SSL_CTX_check_private_key(ctx.get()) != 1) {
         fail("key_file", "\"" + t.key_file + "\" is not the key of \"" + t.cert_file + "\"");
+    }
     if (!t.cipher_suites.empty() && SSL_CTX_set_cipher_list(ctx.get(), joined(t.cipher_suites).c_str()) != 1)
         fail("cipher_suites", "OpenSSL takes none of them");
     if (!t.curves.empty() && SSL_CTX_set1_groups_list(ctx.get(), joined(t.curves).c_str()) != 1)
@@ -91,6 +98,7 @@ SslCtxPtr make_server_tls_context(const TlsServerConfig& t, const std::string& p
     static const unsigned char kSidCtx[] = "rocewatchd";
     SSL_CTX_set_session_id_context(ctx.get(), kSidCtx, sizeof kSidCtx - 1);
     ERR_clear_error();
+    if (!errors.empty()) throw WebConfigError(errors);
     return ctx;
 }
 

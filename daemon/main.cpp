@@ -346,22 +346,24 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
 }
 
 // --check-config past the file itself: what the config names is read as the daemon would read
-// it. 0 when all of it would load, 1 when something would not (each printed, file named).
+// it. 0 when all of it would load, 1 when something would not (each printed, file named; one
+// failure does not hide the next).
 int check_config(const Config& c, const std::optional<std::string>& config_path) {
-    // The web config as the server loads it: YAML, keys, certificate and key.
+    bool bad = false;
+    // The web config as the server loads it: YAML, keys, certificate and key. What is wrong
+    // there does not hide what is wrong below.
     if (!c.daemon.web_config_file.empty()) {
         try {
             const auto web = api::load_web_config(c.daemon.web_config_file);
             if (web.tls) (void)api::make_server_tls_context(*web.tls, c.daemon.web_config_file);
         } catch (const std::exception& e) {
             std::cerr << e.what() << "\n";
-            return 1;
+            bad = true;
         }
     }
     // The credential files: a token file the daemon cannot use turns peer probing off, an
     // Alertmanager secret it cannot read fails every POST; either is an error here, where at
     // start or at a send it is only a log line.
-    bool bad = false;
     if (!c.probes.token_file.empty())
         if (auto found = find_probe_token(c.probes.token_file, ""); !found.token) {
             std::cerr << "probes.token_file: " << found.why << "\n";
@@ -375,7 +377,6 @@ int check_config(const Config& c, const std::optional<std::string>& config_path)
                 std::cerr << key << ": " << path << ": " << f.error << "\n";
                 bad = true;
             }
-    if (bad) return 1;
     // The inventory as the keeper reads it. The daemon starts with a refused one (and keeps
     // watching for a fixed one); a check says it is wrong.
     std::optional<Inventory> inventory;
@@ -383,20 +384,22 @@ int check_config(const Config& c, const std::optional<std::string>& config_path)
         auto inv = read_inventory(c.cluster.inventory);
         if (!inv.inventory) {
             std::cerr << inv.error << "\n";
-            return 1;
+            bad = true;
+        } else {
+            for (const auto& w : inv.inventory->warnings) std::cerr << c.cluster.inventory << ": " << w << "\n";
+            inventory = std::move(inv.inventory);
         }
-        for (const auto& w : inv.inventory->warnings) std::cerr << c.cluster.inventory << ": " << w << "\n";
-        inventory = std::move(inv.inventory);
     }
     const auto listen = parse_listen_address(c.daemon.listen);
     if (listen)
         if (auto why = listen_host_error(listen->host)) {  // the daemon would not start
             std::cerr << "daemon.listen: " << *why << "\n";
-            return 1;
+            bad = true;
         }
     if (listen && (!c.peers.empty() || !c.cluster.inventory.empty()))
         if (auto why = data_port_reach_warning(listen->host, c.probes.data_port))
             std::cerr << "warning: " << *why << "\n";
+    if (bad) return 1;
     std::cout << (config_path ? *config_path : "built-in defaults") << ": ok\n";
     if (!c.daemon.web_config_file.empty()) std::cout << c.daemon.web_config_file << ": ok\n";
     if (inventory) std::cout << c.cluster.inventory << ": ok, " << inventory->entries.size() << " entries\n";

@@ -121,6 +121,18 @@ def main():
     t.check(r.returncode == 1 and f"{bad}: tls_server_config.key_file:" in r.stderr and "is not the key of" in r.stderr,
             f"--check-config: a key that is not the certificate's fails, naming file and key ({r.stderr.strip()[:160]})")
     with open(bad, "w") as f:
+        f.write(f"tls_server_config:\n  cert_file: {work}/missing.crt\n  key_file: {a_key}\n"
+                f"  client_ca_file: {work}/missing-ca.crt\n  client_auth_type: RequireAndVerifyClientCert\n")
+    cfg_bad = os.path.join(work, "bad.toml")
+    with open(cfg_bad, "w") as f:
+        f.write(f'[daemon]\nweb_config_file = "{bad}"\n[probes]\ntoken_file = "{work}/no-token"\n')
+    r = subprocess.run([os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd"), "--config", cfg_bad,
+                        "--check-config"], capture_output=True, text=True)
+    t.check(r.returncode == 1 and "tls_server_config.cert_file: cannot load" in r.stderr
+            and "tls_server_config.client_ca_file: cannot load" in r.stderr and "no-token" in r.stderr,
+            f"--check-config names every file that does not load in one run: certificate, client CA, token "
+            f"({r.stderr.strip()[:300]})")
+    with open(bad, "w") as f:
         f.write(f"tls_server_config:\n  cert_file: {a_crt}\n  key_file: {a_key}\n  client_auth: Require\n")
     r = subprocess.run([os.environ.get("ROCEWATCHD", "build/daemon/rocewatchd"), "--web-config-file", bad,
                         "--check-config"], capture_output=True, text=True)

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 namespace rocewatch {
 
@@ -35,9 +36,11 @@ inline void make_certificate(const std::filesystem::path& dir) {
     X509_EXTENSION_free(san);
     X509_sign(crt.get(), key.get(), EVP_sha256());
     FILE* f = std::fopen((dir / "node.key").c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + (dir / "node.key").string());
     PEM_write_PrivateKey(f, key.get(), nullptr, nullptr, 0, nullptr, nullptr);
     std::fclose(f);
     f = std::fopen((dir / "node.crt").c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + (dir / "node.crt").string());
     PEM_write_X509(f, crt.get());
     std::fclose(f);
 }

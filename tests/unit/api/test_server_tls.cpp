@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "api/server.hpp"
+#include "api/tls_context.hpp"
+#include "api/web_config.hpp"
 #include "sample_snapshot.hpp"
 #include "self_signed.hpp"
 
@@ -226,6 +228,41 @@ TEST(TlsServerConfig, ABadWebConfigFailsCreate) {
         ADD_FAILURE() << "a web config naming missing files must not start a server";
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find("tls_server_config.cert_file: cannot load"), std::string::npos)
+            << e.what();
+    }
+    fs::remove_all(dir);
+}
+
+// Every file that does not load is named at once; the key is held to the certificate only
+// where the certificate loaded.
+TEST(TlsServerConfig, EveryFileThatDoesNotLoadIsNamedAtOnce) {
+    const auto dir = fs::temp_directory_path() / ("rw-tls-all-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    make_certificate(dir);
+    TlsServerConfig t;
+    t.cert_file = (dir / "missing.crt").string();
+    t.key_file = (dir / "node.key").string();
+    t.client_ca_file = (dir / "missing-ca.crt").string();
+    try {
+        (void)make_server_tls_context(t, "web.yml");
+        ADD_FAILURE() << "missing files must fail";
+    } catch (const WebConfigError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("web.yml: tls_server_config.cert_file: cannot load"), std::string::npos) << what;
+        EXPECT_NE(what.find("\nweb.yml: tls_server_config.client_ca_file: cannot load"), std::string::npos) << what;
+        EXPECT_EQ(what.find("key_file"), std::string::npos) << "a good key with no certificate is not 'not its key'";
+    }
+    fs::create_directories(dir / "other");
+    make_certificate(dir / "other");
+    t.cert_file = (dir / "node.crt").string();
+    t.key_file = (dir / "other" / "node.key").string();
+    t.client_ca_file.clear();
+    try {
+        (void)make_server_tls_context(t, "web.yml");
+        ADD_FAILURE() << "a key that is not the certificate's must fail";
+    } catch (const WebConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("tls_server_config.key_file: \"" + t.key_file + "\" is not the key of"),
+                  std::string::npos)
             << e.what();
     }
     fs::remove_all(dir);
