@@ -146,6 +146,17 @@ std::shared_ptr<spdlog::logger> quiet() {
     return std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
 }
 
+// What a notifier for `c` logs until its first send has failed (5 s at most).
+std::string log_of_a_failed_send(const Config& c, const std::shared_ptr<const Snapshot>& snap) {
+    std::ostringstream text;
+    auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(text));
+    Notifier n(c, {.snapshots = [&] { return snap; }, .log = log});
+    n.start();
+    EXPECT_TRUE(eventually([&] { return n.stats() && n.stats()->targets[0].errors >= 1; })) << "a send fails";
+    n.stop();
+    return text.str();
+}
+
 }  // namespace
 
 TEST(AlertQueue, FullQueueDropsTheOldest) {
@@ -221,17 +232,12 @@ TEST(Notifier, SendsBasicAuthAndLogsARefusalInItsWords) {
     close(fd);
     c.alertmanager.basic_auth_username = "am";
     c.alertmanager.basic_auth_password_file = password_path;
-    std::ostringstream log_text;
-    auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text));
-    Notifier n(c, {.snapshots = [&] { return snap; }, .log = log});
-    n.start();
-    EXPECT_TRUE(eventually([&] { return n.stats() && n.stats()->targets[0].errors >= 1; }));
-    n.stop();
+    const std::string log_text = log_of_a_failed_send(c, snap);
     server.stop();
     t.join();
     unlink(password_path);
     EXPECT_EQ(auth, "Basic YW06cHc=");  // am:pw
-    EXPECT_NE(log_text.str().find("HTTP 400: bad alerts: labels missing"), std::string::npos) << log_text.str();
+    EXPECT_NE(log_text.find("HTTP 400: bad alerts: labels missing"), std::string::npos) << log_text;
 }
 
 // An https:// Alertmanager: delivered when its certificate chains to ca_file, refused (and
@@ -264,17 +270,12 @@ TEST(Notifier, HttpsAlertmanagerIsVerifiedAgainstItsCa) {
     n.stop();
 
     c.alertmanager.ca_file = (other / "node.crt").string();
-    std::ostringstream log_text;
-    auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text));
-    Notifier refused(c, {.snapshots = [&] { return snap; }, .log = log});
-    refused.start();
-    EXPECT_TRUE(eventually([&] { return refused.stats() && refused.stats()->targets[0].errors >= 1; }));
-    refused.stop();
+    const std::string log_text = log_of_a_failed_send(c, snap);
     server.stop();
     t.join();
     fs::remove_all(dir);
     EXPECT_EQ(posts.load(), 1) << "nothing delivered to a server the CA does not vouch for";
-    EXPECT_NE(log_text.str().find("certificate verify failed"), std::string::npos) << log_text.str();
+    EXPECT_NE(log_text.find("certificate verify failed"), std::string::npos) << log_text;
 }
 
 TEST(Notifier, UnreachableAlertmanagerIsCountedThenCaughtUp) {

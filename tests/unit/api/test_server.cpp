@@ -109,6 +109,15 @@ json body_json(const std::string& response) {
 }
 
 // A handler that holds its worker until released: the pool busy with slow handlers.
+// A directory of its own with web.yml: basic auth for alice, password "s3cret" (bcrypt, cost 4).
+std::filesystem::path alice_web_config(const std::string& prefix) {
+    const auto dir = std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "web.yml") << "basic_auth_users:\n  alice: '$2b$04$FvUzh/mHLbJuY4vb58ECGenmgs3xYULnT2exrmUT/"
+                                      "BnpmPmXZUxwa'\n";
+    return dir;
+}
+
 struct Gate {
     std::mutex mu;
     std::condition_variable cv;
@@ -594,11 +603,7 @@ TEST_F(ApiServerTest, OtherMethodsRefused) {
 // the answer routing would give.
 TEST_F(ApiServerTest, BehindBasicAuthARefusedMethodAsksForCredentialsFirst) {
     namespace fs = std::filesystem;
-    const auto dir = fs::temp_directory_path() / ("rw-auth-405-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    // bcrypt (cost 4) of "s3cret"; alice:s3cret below.
-    std::ofstream(dir / "web.yml") << "basic_auth_users:\n  alice: '$2b$04$FvUzh/mHLbJuY4vb58ECGenmgs3xYULnT2exrmUT/"
-                                      "BnpmPmXZUxwa'\n";
+    const auto dir = alice_web_config("rw-auth-405-");
     auto o = test_options();
     o.web_config_file = (dir / "web.yml").string();
     Gate gate;
@@ -834,11 +839,7 @@ TEST_F(ApiServerTest, BusyPoolRefusesBeyondQueueButServesMetrics) {
 // scrapes 503 during such a flood).
 TEST_F(ApiServerTest, WithBasicAuthOnlyVerifiedScrapesTakeTheReservedLane) {
     namespace fs = std::filesystem;
-    const auto dir = fs::temp_directory_path() / ("rw-auth-lane-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    // bcrypt (cost 4) of "s3cret"; alice:s3cret below.
-    std::ofstream(dir / "web.yml") << "basic_auth_users:\n  alice: '$2b$04$FvUzh/mHLbJuY4vb58ECGenmgs3xYULnT2exrmUT/"
-                                      "BnpmPmXZUxwa'\n";
+    const auto dir = alice_web_config("rw-auth-lane-");
     auto o = test_options();
     o.threads = 1;
     o.max_queued_connections = 2;
