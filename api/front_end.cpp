@@ -308,7 +308,7 @@ void FrontEnd::Impl::admit(int fd, const sockaddr_storage& ss, SteadyClock::time
     if (web && web->tls()) {
         c.ssl = SSL_new(web->current(now)->tls.get());
         if (!c.ssl || SSL_set_fd(c.ssl, fd) != 1) {
-            log->error("api: cannot start TLS on a connection from {}: {}", c.source, openssl_errors());
+            log->error("api: cannot start TLS on a connection from {}: {}", c.source, tls::openssl_errors());
             if (c.ssl) SSL_free(c.ssl);
             ::close(fd);
             return;
@@ -527,7 +527,7 @@ void FrontEnd::Impl::handshake(Conn& c, SteadyClock::time_point now) {
     // leave the user looking at a reset.
     const bool plain_http = err == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) == SSL_R_HTTP_REQUEST;
     log->debug("api: TLS handshake with {} failed: {}", c.source,
-               err == SSL_ERROR_SSL ? openssl_errors() : std::string("connection closed"));
+               err == SSL_ERROR_SSL ? tls::openssl_errors() : std::string("connection closed"));
     ERR_clear_error();
     if (plain_http) {
         static constexpr std::string_view kPlain =

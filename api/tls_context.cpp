@@ -29,16 +29,6 @@ int accept_any(int, X509_STORE_CTX*) { return 1; }
 
 }  // namespace
 
-std::string openssl_errors() {
-    std::string out;
-    while (const unsigned long e = ERR_get_error()) {
-        char buf[256];
-        ERR_error_string_n(e, buf, sizeof buf);
-        out += (out.empty() ? "" : "; ") + std::string(buf);
-    }
-    return out.empty() ? "unknown OpenSSL error" : out;
-}
-
 SslCtxPtr make_server_tls_context(const TlsServerConfig& t, const std::string& path) {
     if (auto why = tls::load_openssl()) throw WebConfigError(path + ": tls_server_config: " + *why);
     ERR_clear_error();
@@ -48,9 +38,9 @@ SslCtxPtr make_server_tls_context(const TlsServerConfig& t, const std::string& p
     std::string errors;
     auto fail = [&](const std::string& key, const std::string& what) {
         errors += (errors.empty() ? "" : "\n") + path + ": tls_server_config." + key + ": " + what + ": " +
-                  openssl_errors();
+                  tls::openssl_errors();
     };
-    if (!ctx) throw WebConfigError(path + ": tls_server_config: cannot make a TLS context: " + openssl_errors());
+    if (!ctx) throw WebConfigError(path + ": tls_server_config: cannot make a TLS context: " + tls::openssl_errors());
     SSL_CTX_set_min_proto_version(ctx.get(), openssl_version(t.min_version));
     SSL_CTX_set_max_proto_version(ctx.get(), openssl_version(t.max_version));
     long opts = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION;

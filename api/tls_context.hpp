@@ -17,7 +17,4 @@ using SslCtxPtr = std::shared_ptr<SSL_CTX>;
 // OpenSSL's reason when any of it fails.
 SslCtxPtr make_server_tls_context(const TlsServerConfig& t, const std::string& web_config_path);
 
-// OpenSSL's error queue as one line (and cleared), for logs and errors.
-std::string openssl_errors();
-
 }  // namespace rocewatch::api

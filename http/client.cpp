@@ -40,23 +40,6 @@ bool is_ip_literal(const std::string& host) {
     return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-// OpenSSL's error queue in words, emptied; `fallback` when it holds nothing.
-std::string openssl_errors(const char* fallback) {
-    std::string out;
-    while (const unsigned long e = ERR_get_error()) {
-        const char* reason = ERR_reason_error_string(e);
-        if (!out.empty()) out += "; ";
-        if (reason) {
-            out += reason;
-        } else {
-            char buf[256];
-            ERR_error_string_n(e, buf, sizeof buf);
-            out += buf;
-        }
-    }
-    return out.empty() ? fallback : out;
-}
-
 struct SslCtxFree {
     void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
 };
@@ -207,7 +190,7 @@ private:
         if (auto why = tls::load_openssl()) return fail(Error::tls, *why);
         ERR_clear_error();
         ctx_.reset(SSL_CTX_new(TLS_client_method()));
-        if (!ctx_) return fail(Error::tls, "TLS: " + openssl_errors("cannot make a context"));
+        if (!ctx_) return fail(Error::tls, "TLS: " + tls::openssl_errors("cannot make a context"));
         SSL_CTX_set_min_proto_version(ctx_.get(), TLS1_2_VERSION);
         SSL_CTX_set_verify(ctx_.get(), SSL_VERIFY_PEER, nullptr);
         const bool cas = rq_.tls.ca_file.empty()
@@ -215,22 +198,22 @@ private:
                              : SSL_CTX_load_verify_locations(ctx_.get(), rq_.tls.ca_file.c_str(), nullptr) == 1;
         if (!cas)
             return fail(Error::tls, "CA file " + (rq_.tls.ca_file.empty() ? "(system default)" : rq_.tls.ca_file) +
-                                        ": " + openssl_errors("cannot be loaded"));
+                                        ": " + tls::openssl_errors("cannot be loaded"));
         if (!rq_.tls.cert_file.empty() &&
             SSL_CTX_use_certificate_chain_file(ctx_.get(), rq_.tls.cert_file.c_str()) != 1)
             return fail(Error::tls,
-                        "client certificate " + rq_.tls.cert_file + ": " + openssl_errors("cannot be loaded"));
+                        "client certificate " + rq_.tls.cert_file + ": " + tls::openssl_errors("cannot be loaded"));
         if (!rq_.tls.key_file.empty() &&
             (SSL_CTX_use_PrivateKey_file(ctx_.get(), rq_.tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
              SSL_CTX_check_private_key(ctx_.get()) != 1))
-            return fail(Error::tls, "client key " + rq_.tls.key_file + ": " + openssl_errors("cannot be loaded"));
+            return fail(Error::tls, "client key " + rq_.tls.key_file + ": " + tls::openssl_errors("cannot be loaded"));
         ssl_.reset(SSL_new(ctx_.get()));
         BIO* rbio = BIO_new(BIO_s_mem());
         BIO* wbio = BIO_new(BIO_s_mem());
         if (!ssl_ || !rbio || !wbio) {
             BIO_free(rbio);
             BIO_free(wbio);
-            return fail(Error::tls, "TLS: " + openssl_errors("out of memory"));
+            return fail(Error::tls, "TLS: " + tls::openssl_errors("out of memory"));
         }
         SSL_set_bio(ssl_.get(), rbio, wbio);  // the SSL owns both from here
         rbio_ = rbio;
@@ -246,7 +229,7 @@ private:
         const bool named = literal ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_.get()), host_.c_str()) == 1
                                    : SSL_set_tlsext_host_name(ssl_.get(), host_.c_str()) == 1 &&
                                          SSL_set1_host(ssl_.get(), host_.c_str()) == 1;
-        if (!named) return fail(Error::tls, "TLS: cannot check for the name " + host_ + ": " + openssl_errors(""));
+        if (!named) return fail(Error::tls, "TLS: cannot check for the name " + host_ + ": " + tls::openssl_errors(""));
         SSL_set_connect_state(ssl_.get());
         if (tls_drive([this] { return SSL_do_handshake(ssl_.get()); }) > 0) return true;
         // A server that hangs up mid-handshake (it wants a certificate we lack, or speaks no
@@ -268,7 +251,7 @@ private:
         if (const int rc = SSL_read(ssl_.get(), buf, sizeof buf);
             rc <= 0 && SSL_get_error(ssl_.get(), rc) == SSL_ERROR_SSL) {
             res_.error = Error::tls;
-            res_.detail = "TLS with " + host_ + " " + phase_ + ": " + openssl_errors("refused");
+            res_.detail = "TLS with " + host_ + " " + phase_ + ": " + tls::openssl_errors("refused");
         }
     }
 
@@ -311,8 +294,8 @@ private:
                 default: break;
             }
             if (SSL_is_init_finished(ssl_.get()) && e == SSL_ERROR_SYSCALL) return 0;
-            std::string why = openssl_errors(SSL_is_init_finished(ssl_.get()) ? "connection error"
-                                                                              : "the peer closed the connection");
+            std::string why = tls::openssl_errors(SSL_is_init_finished(ssl_.get()) ? "connection error"
+                                                                                   : "the peer closed the connection");
             if (const long v = SSL_get_verify_result(ssl_.get()); v != X509_V_OK)
                 why += " (" + std::string(X509_verify_cert_error_string(v)) + ")";
             fail(Error::tls, "TLS with " + host_ + " " + phase_ + ": " + why);

@@ -32,4 +32,14 @@ std::optional<std::string> load_openssl() {
     return error;
 }
 
+std::string openssl_errors(std::string_view fallback) {
+    std::string out;
+    while (const unsigned long e = fn::ERR_get_error()) {
+        char buf[256];
+        fn::ERR_error_string_n(e, buf, sizeof buf);
+        out += (out.empty() ? "" : "; ") + std::string(buf);
+    }
+    return out.empty() ? std::string(fallback) : out;
+}
+
 }  // namespace rocewatch::tls

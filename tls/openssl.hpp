@@ -19,6 +19,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #define RW_OPENSSL_FUNCTIONS(X)           \
     X(BIO_ctrl)                           \
@@ -33,7 +34,6 @@
     X(ERR_get_error)                      \
     X(ERR_peek_error)                     \
     X(ERR_peek_last_error)                \
-    X(ERR_reason_error_string)            \
     X(SHA256)                             \
     X(SSL_CTX_check_private_key)          \
     X(SSL_CTX_ctrl)                       \
@@ -78,6 +78,11 @@ namespace rocewatch::tls {
 // number of times. nullopt when OpenSSL is there, else why not (the dynamic loader's words).
 // Call it before any of the functions, where TLS or a digest is first asked for.
 [[nodiscard]] std::optional<std::string> load_openssl();
+
+// OpenSSL's error queue as one line, emptied: each error in OpenSSL's own words
+// ("error:0A000086:SSL routines::certificate verify failed"), joined by "; "; `fallback` when
+// the queue holds nothing. Only once load_openssl() has succeeded.
+[[nodiscard]] std::string openssl_errors(std::string_view fallback = "unknown OpenSSL error");
 
 namespace fn {
 #define RW_OPENSSL_POINTER(name) inline decltype(&::name) name = nullptr;
