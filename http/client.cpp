@@ -19,6 +19,7 @@
 #include "util/fd.hpp"
 #include "util/host_port.hpp"
 #include "util/http_text.hpp"
+#include "http/resolve.hpp"
 #include "tls/openssl.hpp"
 
 namespace rocewatch::http {
@@ -34,11 +35,6 @@ constexpr auto kCancelSlice = std::chrono::milliseconds(100);
 // past this, whatever answers is not an HTTP server we want to hear more from.
 constexpr size_t kMaxHead = 64 << 10;
 constexpr size_t kReadChunk = 16 << 10;
-
-bool is_ip_literal(const std::string& host) {
-    unsigned char buf[sizeof(in6_addr)];
-    return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
 
 struct SslCtxFree {
     void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }

@@ -50,12 +50,16 @@ void look_up(const std::shared_ptr<Lookup>& l, const std::string& host) {
 
 }  // namespace
 
+bool is_ip_literal(const std::string& host) {
+    unsigned char buf[sizeof(in6_addr)];
+    return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
 std::optional<std::string> resolve_host(const std::string& host, std::chrono::steady_clock::time_point deadline,
                                         std::string& why) {
     std::string bare = host.size() >= 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2)
                                                                                      : host;
-    unsigned char buf[sizeof(in6_addr)];
-    if (inet_pton(AF_INET, bare.c_str(), buf) == 1 || inet_pton(AF_INET6, bare.c_str(), buf) == 1) return bare;
+    if (is_ip_literal(bare)) return bare;
     try {
         auto l = std::make_shared<Lookup>();
         std::thread(look_up, l, bare).detach();
