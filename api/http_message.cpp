@@ -10,12 +10,6 @@
 namespace rocewatch::api {
 namespace {
 
-const std::string* find_header(const HeaderList& h, std::string_view name) {
-    for (const auto& [n, v] : h)
-        if (iequals(n, name)) return &v;
-    return nullptr;
-}
-
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -541,9 +541,8 @@ const char* to_string(Error e) {
 }
 
 std::string Response::header(std::string_view name) const {
-    for (const auto& [n, v] : headers)
-        if (iequals(n, name)) return v;
-    return "";
+    const auto* v = find_header(headers, name);
+    return v ? *v : std::string();
 }
 
 Response fetch(const Request& rq) {

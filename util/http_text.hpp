@@ -2,7 +2,10 @@
 // header values: the server's gate, request classing and Accept-Encoding, and the client.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace rocewatch {
 
@@ -20,6 +23,14 @@ constexpr std::string_view trim_ows(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     return s;
+}
+
+// The first header `name` (any case) of a parsed header list, nullptr when absent.
+inline const std::string* find_header(const std::vector<std::pair<std::string, std::string>>& headers,
+                                      std::string_view name) {
+    for (const auto& [n, v] : headers)
+        if (iequals(n, name)) return &v;
+    return nullptr;
 }
 
 }  // namespace rocewatch
