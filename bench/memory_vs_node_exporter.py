@@ -14,6 +14,7 @@ ROCEWATCHD names the binary (default build/daemon/rocewatchd); extra daemon envi
 MALLOC_ARENA_MAX, passes through."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,19 @@ def mem_kib(pid):
         for line in f:
             if line.startswith(("Pss:", "Pss_Anon:", "Pss_File:")):
                 out[line.split(":")[0]] = int(line.split()[1])
+    return out
+
+
+def pss_by_mapping(pid):
+    """PSS in KiB per mapped file (anonymous memory, heap and stacks under their smaps names)."""
+    out, name = {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                name = os.path.basename(head[5]) if len(head) > 5 else "[anon]"
+            elif head[0] == "Pss:":
+                out[name] = out.get(name, 0) + int(head[1])
     return out
 
 
@@ -78,6 +92,10 @@ def measure(tree, a, cfg):
                     rw_bytes, ne_bytes = scrape(ns, rw_port), scrape(ns, ne_port)
                     time.sleep(a.gap)
                 rw, nem = mem_kib(d.proc.pid), mem_kib(ne.pid)
+                if a.mappings:
+                    top = sorted(pss_by_mapping(d.proc.pid).items(), key=lambda kv: -kv[1])
+                    print(f"{tree}: rocewatchd PSS by mapping, KiB: " +
+                          ", ".join(f"{k} {v}" for k, v in top if v >= 64))
         finally:
             ne.terminate()
             ne.wait()
@@ -91,6 +109,7 @@ def main():
     ap.add_argument("--interval", default="5s", help="rocewatchd's collection interval")
     ap.add_argument("--no-links", dest="links", action="store_false",
                     help="no links in the namespace but loopback (the fixture's netdevs are links of nothing)")
+    ap.add_argument("--mappings", action="store_true", help="also print rocewatchd's PSS per mapping (64 KiB and up)")
     ap.add_argument("trees", nargs="+")
     a = ap.parse_args()
     cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
