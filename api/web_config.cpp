@@ -245,8 +245,29 @@ class Parser {
 public:
     explicit Parser(std::string path) : path_(std::move(path)) {}
 
+    // Keys and values are the file's text: a line break or control character in one (a quoted
+    // "a\nb", a plain scalar over two lines) is written escaped, so an error stays one line.
     [[noreturn]] void fail(const YamlNode& at, const std::string& key, const std::string& what) const {
-        throw WebConfigError(path_ + ":" + std::to_string(at.line + 1) + ": " + key + ": " + what);
+        throw WebConfigError(path_ + ":" + std::to_string(at.line + 1) + ": " + one_line(key) + ": " + one_line(what));
+    }
+
+    static std::string one_line(const std::string& s) {
+        std::string out;
+        for (const char ch : s) {
+            const auto b = static_cast<unsigned char>(ch);
+            if (ch == '\n') {
+                out += "\\n";
+            } else if (ch == '\r') {
+                out += "\\r";
+            } else if ((b < 0x20 && ch != '\t') || b == 0x7f) {
+                std::array<char, 8> hex{};
+                std::snprintf(hex.data(), hex.size(), "\\x%02x", b);
+                out += hex.data();
+            } else {
+                out += ch;
+            }
+        }
+        return out;
     }
 
     // Runs one key's check; its error is kept and the next key is checked, so that a file with

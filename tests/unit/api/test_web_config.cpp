@@ -263,6 +263,16 @@ TEST(WebConfig, DeepNestingIsRefused) {
     EXPECT_EQ(error_of(block), "/etc/rocewatch/web.yml:33: nested deeper than 32 levels (a web config needs 4)");
 }
 
+// A key or value with a line break or a control character is echoed escaped: one error a line.
+TEST(WebConfig, ErrorsStayOneLineWhateverTheTextHolds) {
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: \"TLS\\n1\\e3\"\n"),
+              "/etc/rocewatch/web.yml:4: tls_server_config.min_version: \"TLS\\n1\\x1b3\" is not one of TLS10, "
+              "TLS11, TLS12, TLS13");
+    EXPECT_EQ(error_of("{a\n\n b}\n"),
+              "/etc/rocewatch/web.yml:1: a\\nb: unknown key (known: tls_server_config, http_server_config, "
+              "basic_auth_users)");
+}
+
 // A stream of documents: the first is the config, as for yaml-cpp's Load and the toolkit's
 // yaml.Unmarshal; what follows it is not read.
 TEST(WebConfig, OnlyTheFirstDocumentIsRead) {
