@@ -140,6 +140,152 @@ TEST(WebConfig, EveryErrorIsReportedAtOnce) {
               "/etc/rocewatch/web.yml:3: tls_server_config.key_file: must be a string");
 }
 
+// The YAML itself, as libyaml reads it: its syntax errors at its line, with what it was reading.
+TEST(WebConfig, SyntaxErrorsNameLibyamlsLineAndProblem) {
+    EXPECT_EQ(error_of("tls_server_config: [unclosed\n"),
+              "/etc/rocewatch/web.yml:2: did not find expected ',' or ']' (while parsing a flow sequence on line 1)");
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: a\n key_file: b\n"),
+              "/etc/rocewatch/web.yml:3: did not find expected key (while parsing a block mapping on line 1)");
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: 'a.crt\n  key_file: b\n"),
+              "/etc/rocewatch/web.yml:4: found unexpected end of stream (while scanning a quoted scalar on line 2)");
+    EXPECT_EQ(error_of("tls_server_config:\n\tcert_file: a\n"),
+              "/etc/rocewatch/web.yml:2: found character that cannot start any token (while scanning for the next "
+              "token on line 2)");
+    // Bytes that are not UTF-8, or control characters: libyaml gives an offset, turned into a line.
+    EXPECT_EQ(error_of("basic_auth_users:\n# caf\xe9 au lait\n"),
+              "/etc/rocewatch/web.yml:2: invalid trailing UTF-8 octet (0x20)");
+    EXPECT_EQ(error_of(std::string("basic_auth_users:\n\n  alice: a") + '\0' + "b\n"),
+              "/etc/rocewatch/web.yml:3: control characters are not allowed (0x00)");
+}
+
+// Empty, comments only, an empty document or a null: plain HTTP, no auth.
+TEST(WebConfig, NothingInTheFileIsPlainHttp) {
+    for (const char* text : {"# nothing yet\n\n# at all\n", "---\n", "---\n...\n", "~\n", "null\n"}) {
+        const auto c = parse_web_config(text, "w.yml");
+        EXPECT_FALSE(c.tls) << text;
+        EXPECT_TRUE(c.users.empty()) << text;
+        EXPECT_TRUE(c.headers.empty()) << text;
+    }
+    EXPECT_EQ(error_of("plain text\n"), "/etc/rocewatch/web.yml:1: (top level): must be a mapping");
+    // A key without a value is null: a section may be empty, a file name may not. The line is the
+    // key's (yaml-cpp named the line of whatever came next).
+    EXPECT_FALSE(parse_web_config("tls_server_config:\nhttp_server_config:\nbasic_auth_users:\n", "w.yml").tls);
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file:\n\n  key_file: b\n"),
+              "/etc/rocewatch/web.yml:2: tls_server_config.cert_file: must be a string");
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: ''\n  key_file: b\n"),
+              "/etc/rocewatch/web.yml:2: tls_server_config: key_file is set but cert_file is not");
+    EXPECT_EQ(error_of("~: x\n"), "/etc/rocewatch/web.yml:1: (top level): a key must be a plain string");
+}
+
+// yaml-cpp's spellings of a boolean, which are also the exporter toolkit's (Go's yaml.v2).
+TEST(WebConfig, BooleansAreSpelledAsInYamlOnePointOne) {
+    const auto prefer = [](const std::string& v) {
+        return parse_web_config("tls_server_config:\n  cert_file: a\n  key_file: b\n  prefer_server_cipher_suites: " +
+                                    v + "\n",
+                                "w.yml")
+            .tls->prefer_server_cipher_suites;
+    };
+    for (const char* t : {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "'yes'"})
+        EXPECT_TRUE(prefer(t)) << t;
+    for (const char* f : {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "\"off\""})
+        EXPECT_FALSE(prefer(f)) << f;
+    for (const char* bad : {"yEs", "tRUE", "1", "0", "t", "''", "~", "[true]"})
+        EXPECT_EQ(error_of(std::string("http_server_config:\n  http2: ") + bad + "\n"),
+                  "/etc/rocewatch/web.yml:2: http_server_config.http2: must be true or false")
+            << bad;
+}
+
+// Go's yaml.v2 (the toolkit reads its file strictly) refuses a key given twice; yaml-cpp handed
+// both over, and the last one won, or in basic_auth_users the first.
+TEST(WebConfig, AKeyGivenTwiceIsAnError) {
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  cert_file: c\n"),
+              "/etc/rocewatch/web.yml:4: tls_server_config.cert_file: given twice (first on line 2)");
+    EXPECT_EQ(error_of("basic_auth_users:\n  alice: '" + std::string(kHash) + "'\n  alice: x\n"),
+              "/etc/rocewatch/web.yml:3: basic_auth_users.alice: given twice (first on line 2)");
+    EXPECT_EQ(error_of("basic_auth_users:\nhttp_server_config:\nbasic_auth_users:\n"),
+              "/etc/rocewatch/web.yml:3: basic_auth_users: given twice (first on line 1)");
+    // Header names are case-insensitive: two spellings are one header twice.
+    EXPECT_EQ(error_of("http_server_config:\n  headers:\n    X-Frame-Options: DENY\n    x-frame-options: SAMEORIGIN\n"),
+              "/etc/rocewatch/web.yml:4: http_server_config.headers.x-frame-options: given twice (first on line 3)");
+}
+
+// An alias is its anchor's node, shared (as in yaml-cpp): errors name the anchor's line.
+TEST(WebConfig, AliasesAreTheirAnchorsNode) {
+    const auto c = parse_web_config("basic_auth_users:\n  alice: &h '" + std::string(kHash) + "'\n  bob: *h\n",
+                                    "w.yml");
+    EXPECT_EQ(c.users.size(), 2u);
+    EXPECT_EQ(c.users.at("bob"), kHash);
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: &s [TLS13]\n"
+                       "  curve_preferences: *s\n"),
+              "/etc/rocewatch/web.yml:4: tls_server_config.cipher_suites: \"TLS13\" is not one of "
+              "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, "
+              "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, "
+              "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, "
+              "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256, "
+              "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, "
+              "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, "
+              "TLS_RSA_WITH_AES_128_GCM_SHA256, TLS_RSA_WITH_AES_256_GCM_SHA384, TLS_RSA_WITH_AES_128_CBC_SHA, "
+              "TLS_RSA_WITH_AES_256_CBC_SHA\n"
+              "/etc/rocewatch/web.yml:4: tls_server_config.curve_preferences: \"TLS13\" is not one of CurveP256, "
+              "CurveP384, CurveP521, X25519");
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: *nope\n"),
+              "/etc/rocewatch/web.yml:2: the alias *nope names no anchor complete before it");
+    // An anchor is usable once its node is complete: no node contains itself.
+    EXPECT_EQ(error_of("tls_server_config: &t\n  cert_file: *t\n"),
+              "/etc/rocewatch/web.yml:2: the alias *t names no anchor complete before it");
+    EXPECT_EQ(error_of("basic_auth_users:\n  ? &k [a]\n  : x\n  ? *k\n  : y\n"),
+              "/etc/rocewatch/web.yml:2: basic_auth_users: a key must be a plain string\n"
+              "/etc/rocewatch/web.yml:2: basic_auth_users: a key must be a plain string");
+    // A billion laughs: 10^30 strings if aliases were copied; shared, it is 30 small lists. The first
+    // item of *a29 is the list *a28, defined on line 29.
+    std::string bomb = "x: &a0 [a, a, a, a, a, a, a, a, a, a]\n";
+    for (int i = 1; i < 30; ++i) {
+        bomb += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+        for (int j = 0; j < 10; ++j) bomb += (j ? ", *a" : "*a") + std::to_string(i - 1);
+        bomb += "]\n";
+    }
+    bomb += "tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: *a29\n";
+    const std::string all = error_of(bomb);
+    EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 30) << all;
+    EXPECT_NE(all.find("web.yml:29: tls_server_config.cipher_suites: must be a string"), std::string::npos) << all;
+}
+
+// A web config nests 4 deep; 32 levels are allowed, more are refused before they cost memory
+// (1 MiB of '[' made yaml-cpp take 250 MB to say "bad file").
+TEST(WebConfig, DeepNestingIsRefused) {
+    const auto nested = [](int depth) { return "x: " + std::string(depth, '[') + std::string(depth, ']') + "\n"; };
+    EXPECT_EQ(error_of(nested(31)).find("x: unknown key"), 26u) << error_of(nested(31));
+    EXPECT_EQ(error_of(nested(32)), "/etc/rocewatch/web.yml:1: nested deeper than 32 levels (a web config needs 4)");
+    EXPECT_EQ(error_of(std::string((1 << 20) - 1, '[')),
+              "/etc/rocewatch/web.yml:1: nested deeper than 32 levels (a web config needs 4)");
+    std::string block;
+    for (int i = 0; i < 40; ++i) block += std::string(2 * i, ' ') + "a:\n";
+    EXPECT_EQ(error_of(block), "/etc/rocewatch/web.yml:33: nested deeper than 32 levels (a web config needs 4)");
+}
+
+// A key or value with a line break or a control character is echoed escaped: one error a line.
+TEST(WebConfig, ErrorsStayOneLineWhateverTheTextHolds) {
+    EXPECT_EQ(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: \"TLS\\n1\\e3\"\n"),
+              "/etc/rocewatch/web.yml:4: tls_server_config.min_version: \"TLS\\n1\\x1b3\" is not one of TLS10, "
+              "TLS11, TLS12, TLS13");
+    EXPECT_EQ(error_of("{a\n\n b}\n"),
+              "/etc/rocewatch/web.yml:1: a\\nb: unknown key (known: tls_server_config, http_server_config, "
+              "basic_auth_users)");
+}
+
+// A stream of documents: the first is the config, as for yaml-cpp's Load and the toolkit's
+// yaml.Unmarshal; what follows it is not read.
+TEST(WebConfig, OnlyTheFirstDocumentIsRead) {
+    const auto c = parse_web_config("---\nbasic_auth_users:\n  alice: '" + std::string(kHash) +
+                                        "'\n---\nweb: 1\n---\n[unclosed\n",
+                                    "w.yml");
+    EXPECT_EQ(c.users.size(), 1u);
+    EXPECT_EQ(error_of("---\nweb: 1\n---\nbasic_auth_users:\n"),
+              "/etc/rocewatch/web.yml:2: web: unknown key (known: tls_server_config, http_server_config, "
+              "basic_auth_users)");
+    EXPECT_TRUE(parse_web_config("basic_auth_users:\n...\nweb: 1\n", "w.yml").users.empty());
+}
+
 std::string basic(const std::string& user_colon_password) { return "Basic " + base64_encode(user_colon_password); }
 
 TEST(BasicAuth, BcryptHashesDecide) {
