@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""debian/control's Build-Depends cover what meson.build asks pkg-config for, and
+"""debian/control's Build-Depends cover what the meson.build files ask pkg-config for, and
 scripts/deps.sh's build group installs every Build-Depends.
 
-Each dependency('name') of meson.build is mapped to the Debian package that ships name.pc
+Each dependency('name') of the meson.build files the package builds (all but tests/ and bench/,
+which debian/rules leaves out with -Dtests=disabled) is mapped to the Debian package that ships name.pc
 (dpkg-query -S: the build needs them all installed, so they are); that package must be among
 the Build-Depends. gtest, gmock and cpp-httplib (the tests' HTTP client) are left out only
 while debian/rules builds with -Dtests=disabled. Usage: test_build_depends.py SOURCE_ROOT
@@ -25,8 +26,28 @@ def strip_comments(text):
     return "\n".join(re.sub(r"#.*$", "", line) for line in text.splitlines())
 
 
-modules = sorted(set(re.findall(r"\bdependency\(\s*'([^']+)'", strip_comments((root / "meson.build").read_text()))))
-modules.remove("threads")  # the compiler's, no package
+def built_meson_files():
+    """The root meson.build and those of the modules it descends into, found through subdir()."""
+    todo, out = [root], []
+    while todo:
+        d = todo.pop()
+        text = strip_comments((d / "meson.build").read_text())
+        out.append(text)
+        for sub in re.findall(r"\bsubdir\(\s*'([^']+)'", text):
+            if sub not in ("tests", "bench"):
+                todo.append(d / sub)
+        # The root's module list: foreach m : [...] subdir(m)
+        if d == root:
+            for names in re.findall(r"foreach\s+\w+\s*:\s*\[(.*?)\]\s*subdir\(", text, re.S):
+                todo.extend(d / n for n in re.findall(r"'([^']+)'", names))
+    return out
+
+
+# Optional ones (required: false) are left out: the build goes on without them.
+modules = sorted({m for text in built_meson_files()
+                  for m, rest in re.findall(r"\bdependency\(\s*'([^']+)'([^)]*)\)", text)
+                  if not re.search(r"required:\s*false", rest)})
+modules = [m for m in modules if m not in ("threads", "dl")]  # the compiler's and libc's, no package
 rules = (root / "debian/rules").read_text()
 if "-Dtests=disabled" in rules:
     modules = [m for m in modules if m not in ("gtest", "gmock", "cpp-httplib")]
