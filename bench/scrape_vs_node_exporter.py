@@ -6,8 +6,8 @@ and the bytes of /metrics, with ratios.
 Usage (root, for the network namespace that keeps both daemons' netlink view identical):
     bench/scrape_vs_node_exporter.py [--scrapes 400] [--mode prometheus|fresh-conn] [--sysfs DIR]
 Scrapes alternate A, B, A, B ... so drift in machine speed hits both alike. "first byte" is the
-time to the answer's first byte (the server's share); "floor" the same for a path of no cost (a 404) after the
-same idle gap: what waking an idle server costs on this machine, whatever the server does. --mode prometheus
+time to the answer's first byte: the server's share, with what waking it (and this client) after
+the idle gap costs; --no-fresh scrapes back to back, with both hot and the snapshot unchanged. --mode prometheus
 (the default) scrapes as Prometheus does: one kept-alive connection per target,
 Accept-Encoding: gzip, and a fresh snapshot before every rocewatchd scrape (it collects every
 100 ms and each round waits 120 ms; node_exporter collects on every scrape anyway).
@@ -43,11 +43,10 @@ class Scraper:
     a lean raw-socket HTTP/1.1 client (Python's http.client costs more than either server;
     Prometheus's Go client does not). fresh-conn: http.client, a new connection each time."""
 
-    def __init__(self, port, mode, path="/metrics"):
+    def __init__(self, port, mode):
         self.port, self.mode = port, mode
         self.sock = None
-        self.req = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: gzip\r\n\r\n".encode()
-        self.metrics = path == "/metrics"
+        self.req = f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: gzip\r\n\r\n".encode()
 
     def __call__(self):
         """Seconds for the whole scrape, seconds to the answer's first byte, body bytes."""
@@ -77,9 +76,9 @@ class Scraper:
             buf += self.recv()
         head, _, rest = buf.partition(b"\r\n\r\n")
         lines = head.decode().split("\r\n")
-        assert lines[0].startswith("HTTP/1.1 200") or not self.metrics, lines[0]
+        assert lines[0].startswith("HTTP/1.1 200"), lines[0]
         hdr = {k.strip().lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
-        assert not self.metrics or hdr.get("content-encoding") == "gzip", f"port {self.port}: not gzip"
+        assert hdr.get("content-encoding") == "gzip", f"port {self.port}: not gzip"
         if "content-length" in hdr:
             need = int(hdr["content-length"])
             while len(rest) < need:
@@ -168,15 +167,6 @@ def main():
                     rw_ratio.append(y / x)
                     rw_first.append(xf)
                     ne_first.append(yf)
-                # The floor: the same idle gap, then a request both answer at once (our 404,
-                # node_exporter's landing page, which its mux gives any unknown path). What
-                # it costs is waking an idle process and its CPU, which no server's code saves.
-                floor_rw, floor_ne = Scraper(rw_port, a.mode, "/none"), Scraper(ne_port, a.mode, "/none")
-                rw_floor, ne_floor = [], []
-                for _ in range(min(a.scrapes, 100) if a.mode == "prometheus" else 0):
-                    time.sleep(fresh_wait)
-                    rw_floor.append(floor_rw()[1])
-                    ne_floor.append(floor_ne()[1])
                 rw_mem, ne_mem = rss_kib(rw_pid), rss_kib(ne.pid)
                 rw_text, ne_text = scrape_text(rw_port), scrape_text(ne_port)
                 if a.dump:
@@ -201,8 +191,6 @@ def main():
     if a.mode == "prometheus":
         print(f"{'  first byte p50':28}{ms(statistics.median(rw_first)):>14}{ms(statistics.median(ne_first)):>16}"
               f"{statistics.median(ne_first) / statistics.median(rw_first):>13.1f}x")
-        print(f"{'  floor: no-cost path, 1st byte':28}{ms(statistics.median(rw_floor)):>14}"
-              f"{ms(statistics.median(ne_floor)):>16}")
     print(f"{'pairwise ratio p50':28}{'':>14}{'':>16}{statistics.median(rw_ratio):>13.1f}x")
     print(f"{'RSS after run (VmRSS)':28}{rw_mem['VmRSS'] / 1024:>11.1f} MiB{ne_mem['VmRSS'] / 1024:>13.1f} MiB"
           f"{ne_mem['VmRSS'] / rw_mem['VmRSS']:>13.1f}x")
