@@ -1,7 +1,9 @@
-// Verifies basic auth against bcrypt hashes (libxcrypt's crypt_rn), remembering the good ones.
+// Verifies basic auth against bcrypt hashes (libxcrypt's crypt_rn, loaded on first use),
+// remembering the good ones.
 #include "api/basic_auth.hpp"
 
 #include <crypt.h>
+#include <dlfcn.h>
 
 #include <memory>
 
@@ -14,6 +16,9 @@ namespace rocewatch::api {
 RW_USING_OPENSSL
 
 namespace {
+
+// Filled by load_libcrypt(); the only way the daemon calls crypt_rn.
+decltype(&::crypt_rn) crypt_rn_fn = nullptr;
 
 // Checked against when the user is unknown: same cost, never a match (no password hashes to it
 // that anyone knows; and its result is discarded anyway).
@@ -38,12 +43,31 @@ std::string digest(std::string_view user, std::string_view password, std::string
 
 }  // namespace
 
+std::optional<std::string> load_libcrypt() {
+    static std::once_flag once;
+    static std::optional<std::string> error;
+    std::call_once(once, [] {
+        // RTLD_NODELETE: the pointer stays good for the life of the process.
+        void* h = ::dlopen("libcrypt.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+        if (!h) {
+            const char* why = ::dlerror();
+            error = std::string("libcrypt.so.1 not found (install libcrypt1): ") + (why ? why : "cannot load it");
+        } else if (void* sym = ::dlsym(h, "crypt_rn")) {
+            crypt_rn_fn = reinterpret_cast<decltype(&::crypt_rn)>(sym);
+        } else {
+            error = "libcrypt.so.1 has no crypt_rn: not the libxcrypt this daemon was built for";
+        }
+    });
+    return error;
+}
+
 bool bcrypt_matches(const std::string& password, const std::string& hash) {
+    if (auto why = load_libcrypt()) throw LibcryptMissing(*why);
     // crypt() takes a C string, so "secret\0anything" would check as "secret"; Go's bcrypt,
     // which the exporter toolkit uses, hashes every byte and refuses it. No password holds a NUL.
     if (password.find('\0') != std::string::npos) return false;
     auto data = std::make_unique<crypt_data>();
-    const char* out = ::crypt_rn(password.c_str(), hash.c_str(), data.get(), sizeof(crypt_data));
+    const char* out = crypt_rn_fn(password.c_str(), hash.c_str(), data.get(), sizeof(crypt_data));
     return out && out[0] != '*' && constant_time_equal(std::string_view(out), std::string_view(hash));
 }
 

@@ -1,6 +1,7 @@
 // ApiServer's insides, shared by its lifecycle (server.cpp) and its routes (routes.cpp).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <regex>
 #include <string>
@@ -43,6 +44,8 @@ struct ApiServer::Impl {
     std::unique_ptr<WebGuard> web;  // made by create(): a bad web config fails there
     std::string peer_token_hex;     // also opens the port when basic auth is on
     [[nodiscard]] bool credentials_known(std::string_view head) const;
+    // Whether "libcrypt.so.1 not found" was logged: basic auth then answers 500, logged once.
+    mutable std::atomic<bool> libcrypt_missing_logged{false};
 
     int listener = -1;  // bound by create(), accepted from by the front end
     std::unique_ptr<WorkerPool> pool;

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "api/basic_auth.hpp"
 #include "api/json_view.hpp"
 #include "api/peer_routes.hpp"
 #include "api/server.hpp"
@@ -356,6 +357,13 @@ int check_config(const Config& c, const std::optional<std::string>& config_path)
         try {
             const auto web = api::load_web_config(c.daemon.web_config_file);
             if (web.tls) (void)api::make_server_tls_context(*web.tls, c.daemon.web_config_file);
+            // Basic auth loads libcrypt on the first password; without it every request with
+            // credentials would be a 500.
+            if (!web.users.empty())
+                if (auto why = api::load_libcrypt()) {
+                    std::cerr << c.daemon.web_config_file << ": basic_auth_users: " << *why << "\n";
+                    bad = true;
+                }
         } catch (const std::exception& e) {
             std::cerr << e.what() << "\n";
             bad = true;

@@ -288,6 +288,13 @@ TEST(WebConfig, OnlyTheFirstDocumentIsRead) {
 
 std::string basic(const std::string& user_colon_password) { return "Basic " + base64_encode(user_colon_password); }
 
+// libcrypt is not linked (api/basic_auth.hpp): crypt_rn is found in libcrypt.so.1 on first use.
+TEST(BasicAuth, LibcryptLoadsOnFirstUse) {
+    EXPECT_EQ(load_libcrypt(), std::nullopt);
+    EXPECT_EQ(load_libcrypt(), std::nullopt) << "a second call is the first's answer";
+    EXPECT_TRUE(bcrypt_matches("s3cret", kHash)) << "crypt_rn, through its pointer";
+}
+
 TEST(BasicAuth, BcryptHashesDecide) {
     EXPECT_TRUE(bcrypt_matches("s3cret", kHash));
     EXPECT_FALSE(bcrypt_matches("s3creT", kHash));
