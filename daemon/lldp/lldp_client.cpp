@@ -4,12 +4,12 @@
 #include <cstring>
 
 #ifdef ROCEWATCH_HAVE_LLDPCTL
-#include <lldpctl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/lldp/lldpctl_loader.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 #endif
@@ -25,6 +25,9 @@ LldpAnswer read_lldp(const std::string&, std::chrono::milliseconds) {
 }
 
 #else
+
+// liblldpctl through the pointers lldp::load_lldpctl() fills (daemon/lldp/lldpctl_loader.hpp).
+RW_USING_LLDPCTL
 
 namespace {
 
@@ -163,6 +166,11 @@ LldpAnswer read_lldp(const std::string& socket_path, std::chrono::milliseconds t
         } else {
             out.error = "cannot connect to lldpd at " + socket_path + ": " + std::strerror(e);
         }
+        return out;
+    }
+    // lldpd is there: only now is liblldpctl loaded (once; a node without lldpd never maps it).
+    if (auto why = lldp::load_lldpctl()) {
+        out.error = std::move(*why);
         return out;
     }
     io.fd = fd.get();

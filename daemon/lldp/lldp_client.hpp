@@ -15,7 +15,8 @@
 
 namespace rocewatch {
 
-// Whether this build has liblldpctl; without it read_lldp answers an error saying so.
+// Whether this build has liblldpctl (its headers; the library is loaded when lldpd first answers,
+// daemon/lldp/lldpctl_loader.hpp); without it read_lldp answers an error saying so.
 [[nodiscard]] bool lldp_supported();
 
 [[nodiscard]] LldpAnswer read_lldp(const std::string& socket_path, std::chrono::milliseconds timeout);

@@ -3,13 +3,15 @@
 where an lldpd announces itself as leaf-07 (its ports by MAC, described by name, as many switches
 do). rocewatchd asks the node's own lldpd
 over its socket and must show the switch and port on each rail in /api/v1/interfaces and
-/metrics, name them in an alert about a rail, and say so when lldpd stops answering."""
+/metrics, name them in an alert about a rail, and say so when lldpd stops answering. liblldpctl
+is mapped once lldpd is asked, never with --lldpd-socket ""."""
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import rwtest  # noqa: E402
@@ -54,6 +56,12 @@ class Lldpd:
                 pass
         self.proc.wait(timeout=10)
         self.log.close()
+
+
+def mapped(d):
+    """The shared libraries rocewatchd has mapped."""
+    with open(f"/proc/{d.proc.pid}/maps") as f:
+        return {line.split()[-1].rsplit("/", 1)[-1] for line in f if ".so" in line}
 
 
 def main():
@@ -101,6 +109,8 @@ def main():
                 t.check('rocewatch_link_lldp_neighbor_info{netdev="enp1s0f0np0",switch="leaf-07",'
                         'switch_port="peer0",' in metrics, "the info series names the switch and port")
                 t.check('rocewatch_collector_success{collector="lldp"} 1' in metrics, "the lldp collector succeeds")
+                t.check(any(l.startswith("liblldpctl.so.4") for l in mapped(d)),
+                        "asking lldpd, liblldpctl is loaded (on first use)")
 
                 # A rail's link down: the alert names the switch port to look at.
                 node.ip("link", "set", "enp1s0f1np1", "down")
@@ -126,6 +136,14 @@ def main():
                 code, _ = d.get("/healthz")
                 t.check(code == 200, f"the daemon still serves ({code})")
                 host.signal(signal.SIGCONT)
+
+            # --lldpd-socket "": lldpd is never asked, and liblldpctl (with its libbsd) never mapped.
+            with rwtest.Daemon(netns=node, sysfs=f"{fx}/sysfs/dgx-spark", procfs=f"{fx}/procfs/dgx-spark",
+                               config=cfg) as quiet:
+                time.sleep(2.5)  # two cycles
+                libs = mapped(quiet)
+                t.check(libs and not any(l.startswith(("liblldpctl.", "libbsd.")) for l in libs),
+                        "with --lldpd-socket \"\", neither liblldpctl nor libbsd is mapped")
     finally:
         for x in daemons:
             x.stop()

@@ -92,15 +92,16 @@ try:
         deb = debs[0]
         ok(f"built {deb.name} ({deb.stat().st_size} bytes)")
 
-    # OpenSSL and libcrypt are loaded with dlopen when TLS or basic auth is configured:
-    # dpkg-shlibdeps cannot see them, so the control file names them.
+    # OpenSSL and libcrypt are loaded with dlopen when TLS or basic auth is configured,
+    # liblldpctl when lldpd first answers: dpkg-shlibdeps cannot see them, so the control file
+    # names them.
     depends = run(["dpkg-deb", "-f", str(deb), "Depends"], check=True).stdout
-    names = {alt.split()[0] for dep in depends.split(",") for alt in dep.split("|") if alt.strip()}
-    for pkg in ("libssl3", "libcrypt1"):
-        if pkg in names:
-            ok(f"Depends names {pkg} (loaded on first use, not linked)")
+    names = {alt.strip().split()[0] for dep in depends.split(",") for alt in dep.split("|") if alt.strip()}
+    for lib in ("libssl3", "libcrypt1", "liblldpctl4"):
+        if lib in names:
+            ok(f"Depends names {lib} (loaded on first use, not linked)")
         else:
-            fail(f"Depends lacks {pkg}: {depends.strip()}")
+            fail(f"Depends lacks {lib}: {depends.strip()}")
 
     # What it holds.
     listing = run(["dpkg-deb", "-c", str(deb)], check=True).stdout
