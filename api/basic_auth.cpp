@@ -3,12 +3,12 @@
 #include "api/basic_auth.hpp"
 
 #include <crypt.h>
-#include <dlfcn.h>
 
 #include <memory>
 
 #include "util/base64.hpp"
 #include "util/ct_compare.hpp"
+#include "util/shared_library.hpp"
 #include "tls/openssl.hpp"
 
 namespace rocewatch::api {
@@ -44,20 +44,11 @@ std::string digest(std::string_view user, std::string_view password, std::string
 }  // namespace
 
 std::optional<std::string> load_libcrypt() {
-    static std::once_flag once;
-    static std::optional<std::string> error;
-    std::call_once(once, [] {
-        // RTLD_NODELETE: the pointer stays good for the life of the process.
-        void* h = ::dlopen("libcrypt.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-        if (!h) {
-            const char* why = ::dlerror();
-            error = std::string("libcrypt.so.1 not found (install libcrypt1): ") + (why ? why : "cannot load it");
-        } else if (void* sym = ::dlsym(h, "crypt_rn")) {
-            crypt_rn_fn = reinterpret_cast<decltype(&::crypt_rn)>(sym);
-        } else {
-            error = "libcrypt.so.1 has no crypt_rn: not the libxcrypt this daemon was built for";
-        }
-    });
+    static const std::optional<std::string> error = [] {  // once, on any thread
+        SharedLibrary lib("libcrypt.so.1", "libcrypt.so.1 not found (install libcrypt1)", "the libxcrypt");
+        lib.find(crypt_rn_fn, "crypt_rn");
+        return lib.error();
+    }();
     return error;
 }
 
