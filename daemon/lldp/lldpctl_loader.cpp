@@ -8,7 +8,7 @@ namespace rocewatch::lldp {
 std::optional<std::string> load_lldpctl() {
     // Once, on any thread. liblldpctl brings libbsd with it.
     static const std::optional<std::string> error = [] {
-        SharedLibrary lib("liblldpctl.so.4", "liblldpctl.so.4 not found (install liblldpctl4)", "the liblldpctl");
+        SharedLibrary lib("liblldpctl.so.4", "liblldpctl.so.4 not found (it comes with lldpd)", "the liblldpctl");
 #define RW_LLDPCTL_LOOKUP(name) lib.find(fn::name, #name);
         RW_LLDPCTL_FUNCTIONS(RW_LLDPCTL_LOOKUP)
 #undef RW_LLDPCTL_LOOKUP

@@ -3,8 +3,8 @@
 // the libbsd it brings: linked, the two cost ~0.16 MiB of every daemon's PSS.
 //
 // As tls/openssl.hpp does for OpenSSL: each function the client calls is a pointer in
-// lldp::fn, of the function's own type, filled from liblldpctl.so.4 (lldpd 1.0's ABI, Debian's
-// liblldpctl4) by load_lldpctl(). A file that calls liblldpctl says RW_USING_LLDPCTL inside
+// lldp::fn, of the function's own type, filled from liblldpctl.so.4 (lldpd 1.0's ABI; Debian 12
+// ships it in the lldpd package itself) by load_lldpctl(). A file that calls liblldpctl says RW_USING_LLDPCTL inside
 // its namespace: the calls, and the liblldpctl macros that expand to calls
 // (lldpctl_last_strerror is lldpctl_strerror(lldpctl_last_error(c)), lldpctl_atom_foreach
 // the iterator functions and lldpctl_atom_dec_ref), then find these pointers before the
@@ -35,7 +35,7 @@
 namespace rocewatch::lldp {
 
 // Loads liblldpctl.so.4 and fills lldp::fn, once; any thread, any number of times. nullopt
-// when the library is there, else why not ("liblldpctl.so.4 not found (install liblldpctl4):
+// when the library is there, else why not ("liblldpctl.so.4 not found (it comes with lldpd):
 // " and the dynamic loader's words). Call it before any of the functions, once lldpd is there
 // to talk to.
 [[nodiscard]] std::optional<std::string> load_lldpctl();

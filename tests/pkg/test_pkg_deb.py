@@ -92,16 +92,24 @@ try:
         deb = debs[0]
         ok(f"built {deb.name} ({deb.stat().st_size} bytes)")
 
-    # OpenSSL and libcrypt are loaded with dlopen when TLS or basic auth is configured,
-    # liblldpctl when lldpd first answers: dpkg-shlibdeps cannot see them, so the control file
-    # names them.
-    depends = run(["dpkg-deb", "-f", str(deb), "Depends"], check=True).stdout
-    names = {alt.strip().split()[0] for dep in depends.split(",") for alt in dep.split("|") if alt.strip()}
-    for lib in ("libssl3", "libcrypt1", "liblldpctl4"):
+    # OpenSSL and libcrypt are loaded with dlopen when TLS or basic auth is configured:
+    # dpkg-shlibdeps cannot see them, so the control file names them. liblldpctl, loaded once
+    # lldpd answers, ships in lldpd itself: the package must not pull in an LLDP daemon.
+    def field_names(field):
+        value = run(["dpkg-deb", "-f", str(deb), field], check=True).stdout
+        return value, {alt.strip().split()[0] for dep in value.split(",") for alt in dep.split("|") if alt.strip()}
+    depends, names = field_names("Depends")
+    for lib in ("libssl3", "libcrypt1"):
         if lib in names:
             ok(f"Depends names {lib} (loaded on first use, not linked)")
         else:
             fail(f"Depends lacks {lib}: {depends.strip()}")
+    if "lldpd" in names:
+        fail(f"Depends names lldpd, which installs and starts an LLDP daemon: {depends.strip()}")
+    elif "lldpd" in field_names("Suggests")[1]:
+        ok("lldpd (liblldpctl with it) is suggested, not a dependency")
+    else:
+        fail("Suggests does not name lldpd")
 
     # What it holds.
     listing = run(["dpkg-deb", "-c", str(deb)], check=True).stdout
