@@ -258,6 +258,13 @@ def latest_probe(d, peer_name, kind):
     return None
 
 
+def mapped_libraries(pid):
+    """Basenames of the shared objects process pid has mapped (libssl.so.3, libcrypt.so.1.1.0):
+    what the daemon loads on first use, and what it must not load before."""
+    with open(f"/proc/{pid}/maps") as f:
+        return {line.split()[-1].rsplit("/", 1)[-1] for line in f if ".so" in line}
+
+
 def fixtures():
     return os.environ.get("ROCEWATCH_FIXTURES", os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 

@@ -230,8 +230,7 @@ def check_log_injection(t, port, log_path):
 def check_no_tls_libraries(t, pid):
     """A daemon without TLS or basic auth, after all of the above, has not mapped OpenSSL or
     libcrypt (each loaded on first use), nor libsystemd or cpp-httplib (issue 14: PSS)."""
-    with open(f"/proc/{pid}/maps") as f:
-        libs = {line.split()[-1].rsplit("/", 1)[-1] for line in f if ".so" in line}
+    libs = rwtest.mapped_libraries(pid)
     unwanted = sorted(lib for lib in libs
                       if lib.startswith(("libssl.", "libcrypto.", "libcrypt.", "libsystemd.", "libcpp-httplib.")))
     t.check(libs and not unwanted, f"no OpenSSL, libcrypt, libsystemd or cpp-httplib mapped without TLS ({unwanted})")

@@ -58,12 +58,6 @@ class Lldpd:
         self.log.close()
 
 
-def mapped(d):
-    """The shared libraries rocewatchd has mapped."""
-    with open(f"/proc/{d.proc.pid}/maps") as f:
-        return {line.split()[-1].rsplit("/", 1)[-1] for line in f if ".so" in line}
-
-
 def main():
     rwtest.require_root()
     rwtest.require(shutil.which("lldpd") is not None, "needs lldpd (scripts/deps.sh test installs it)")
@@ -109,7 +103,7 @@ def main():
                 t.check('rocewatch_link_lldp_neighbor_info{netdev="enp1s0f0np0",switch="leaf-07",'
                         'switch_port="peer0",' in metrics, "the info series names the switch and port")
                 t.check('rocewatch_collector_success{collector="lldp"} 1' in metrics, "the lldp collector succeeds")
-                t.check(any(l.startswith("liblldpctl.so.4") for l in mapped(d)),
+                t.check(any(l.startswith("liblldpctl.so.4") for l in rwtest.mapped_libraries(d.proc.pid)),
                         "asking lldpd, liblldpctl is loaded (on first use)")
 
                 # A rail's link down: the alert names the switch port to look at.
@@ -141,7 +135,7 @@ def main():
             with rwtest.Daemon(netns=node, sysfs=f"{fx}/sysfs/dgx-spark", procfs=f"{fx}/procfs/dgx-spark",
                                config=cfg) as quiet:
                 time.sleep(2.5)  # two cycles
-                libs = mapped(quiet)
+                libs = rwtest.mapped_libraries(quiet.proc.pid)
                 t.check(libs and not any(l.startswith(("liblldpctl.", "libbsd.")) for l in libs),
                         "with --lldpd-socket \"\", neither liblldpctl nor libbsd is mapped")
     finally:

@@ -46,10 +46,8 @@ def post(url, body, token=None, timeout=40):
 def ucx_libraries(pid):
     """The UCX shared objects (libucp, libucs, libucm, libuct) mapped into process pid."""
     try:
-        with open(f"/proc/{pid}/maps") as f:
-            return sorted({line.split()[-1].rsplit("/", 1)[-1] for line in f
-                           if "/libuc" in line and line.split()[-1].rsplit("/", 1)[-1].startswith(
-                               ("libucp", "libucs", "libucm", "libuct"))})
+        return sorted(lib for lib in rwtest.mapped_libraries(pid)
+                      if lib.startswith(("libucp", "libucs", "libucm", "libuct")))
     except OSError:
         return None
 
