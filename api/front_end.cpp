@@ -26,6 +26,7 @@
 #include "util/clock.hpp"
 #include "util/log_safe.hpp"
 #include "tls/openssl.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch::api {
 
@@ -172,7 +173,10 @@ FrontEnd::~FrontEnd() {
 void FrontEnd::start() {
     auto& im = *impl_;
     if (im.thread.joinable()) return;
-    im.thread = std::thread([&im] { im.run(); });
+    im.thread = std::thread([&im] {
+        name_this_thread("http-front");
+        im.run();
+    });
 }
 
 void FrontEnd::stop() {

@@ -8,6 +8,7 @@
 
 #include "util/http_text.hpp"
 #include "api/metrics.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch::api {
 
@@ -52,7 +53,11 @@ MetricsCache::MetricsCache(Latest latest, std::chrono::milliseconds poll, Now no
 MetricsCache::~MetricsCache() { stop(); }
 
 void MetricsCache::start() {
-    if (!thread_.joinable()) thread_ = std::thread([this] { prerender_loop(); });
+    if (!thread_.joinable())
+        thread_ = std::thread([this] {
+            name_this_thread("prerender");
+            prerender_loop();
+        });
 }
 
 void MetricsCache::stop() {

@@ -96,6 +96,9 @@ def measure(tree, a, cfg):
                     top = sorted(pss_by_mapping(d.proc.pid).items(), key=lambda kv: -kv[1])
                     print(f"{tree}: rocewatchd PSS by mapping, KiB: " +
                           ", ".join(f"{k} {v}" for k, v in top if v >= 64))
+                    names = sorted(open(f"/proc/{d.proc.pid}/task/{t}/comm").read().strip()
+                                   for t in os.listdir(f"/proc/{d.proc.pid}/task"))
+                    print(f"{tree}: rocewatchd threads ({len(names)}): {', '.join(names)}")
         finally:
             ne.terminate()
             ne.wait()
@@ -109,7 +112,7 @@ def main():
     ap.add_argument("--interval", default="5s", help="rocewatchd's collection interval")
     ap.add_argument("--no-links", dest="links", action="store_false",
                     help="no links in the namespace but loopback (the fixture's netdevs are links of nothing)")
-    ap.add_argument("--mappings", action="store_true", help="also print rocewatchd's PSS per mapping (64 KiB and up)")
+    ap.add_argument("--mappings", action="store_true", help="also print rocewatchd's PSS per mapping (64 KiB and up) and its threads")
     ap.add_argument("trees", nargs="+")
     a = ap.parse_args()
     cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)

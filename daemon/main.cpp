@@ -48,6 +48,7 @@
 #include "daemon/rules/rules.hpp"
 #include "util/read_file.hpp"
 #include "util/resolve.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch {
 namespace {
@@ -318,7 +319,10 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
     inventory->start();
     watcher->start();
     store.on_publish([&api] { api->snapshot_published(); });
-    std::thread engine_thread([&] { engine.run(); });
+    std::thread engine_thread([&] {
+        name_this_thread("engine");
+        engine.run();
+    });
     if (probing.data_port) probing.data_port->start();
     if (probing.token) scheduler.start();
     notifier.start();

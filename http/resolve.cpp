@@ -1,5 +1,6 @@
 // A name lookup that gives up at a deadline: getaddrinfo on a thread of its own.
 #include "http/resolve.hpp"
+#include "util/thread_name.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -26,6 +27,7 @@ struct Lookup {
 };
 
 void look_up(const std::shared_ptr<Lookup>& l, const std::string& host) {
+    name_this_thread("resolve");
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;

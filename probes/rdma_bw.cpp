@@ -13,6 +13,7 @@
 #include "probes/errors.hpp"
 #include "probes/rdma.hpp"
 #include "probes/stats.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch {
 
@@ -241,6 +242,7 @@ std::vector<RailOutcome> run_rails(const std::vector<RdmaRail>& rails, std::vect
     std::vector<std::thread> threads;
     for (size_t i = 0; i < rails.size(); ++i)
         threads.emplace_back([&, i] {
+            name_this_thread("rdma-rail" + std::to_string(i));
             pin_to_cpu(rails[i].cpu);
             try {
                 outs[i] = run_bw_rail(runs[i], s, deadline, stop);

@@ -27,6 +27,7 @@
 #include "probes/errors.hpp"
 #include "probes/tcp_workers.hpp"
 #include "probes/tcp_socket.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch {
 
@@ -548,6 +549,7 @@ void TcpProbeServer::start() {
     while (::read(stop_fd_, &drain, sizeof drain) > 0) {
     }
     thread_ = std::thread([this] {
+        name_this_thread("data-port");
         DataPortLoop loop(listen_fd_, stop_fd_, token_, limits_, counters_, log_);
         loop.run();
     });

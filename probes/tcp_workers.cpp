@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "probes/tcp_socket.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch::tcpserver {
 
@@ -183,6 +184,7 @@ void SessionWorkers::launch(Fd fd, const char* what, std::function<void(Worker&)
     ++live_;
     try {
         wp->thread = std::thread([this, wp, what, body = std::move(body)] {
+            name_this_thread("data-worker");
             try {
                 body(*wp);
             } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include "util/http_url.hpp"
 #include "util/log_safe.hpp"
 #include "util/read_file.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch::alertmanager {
 namespace {
@@ -47,8 +48,28 @@ Notifier::Notifier(const Config& config, NotifierDeps deps)
 Notifier::~Notifier() { stop(); }
 
 void Notifier::start() {
-    watcher_ = std::thread([this] { watch_loop(); });
-    sender_ = std::thread([this] { send_loop(); });
+    std::lock_guard lock(mu_);
+    wanted_ = true;
+    start_threads_locked();
+}
+
+void Notifier::start_threads_locked() {
+    // No Alertmanager, no threads: most nodes never name one, and each thread costs a stack and
+    // a malloc cache (issue 14's memory). A reload that names one starts them.
+    if (!wanted_ || targets_.empty() || watcher_.joinable() || stopping_) return;
+    watcher_ = std::thread([this] {
+        name_this_thread("am-watch");
+        watch_loop();
+    });
+    sender_ = std::thread([this] {
+        name_this_thread("am-send");
+        send_loop();
+    });
+}
+
+bool Notifier::running() const {
+    std::lock_guard lock(mu_);
+    return watcher_.joinable();
 }
 
 void Notifier::stop() {
@@ -58,8 +79,14 @@ void Notifier::stop() {
     }
     wake_.notify_all();
     queue_.close();
-    if (watcher_.joinable()) watcher_.join();
-    if (sender_.joinable()) sender_.join();
+    std::thread watcher, sender;
+    {
+        std::lock_guard lock(mu_);
+        watcher = std::move(watcher_);
+        sender = std::move(sender_);
+    }
+    if (watcher.joinable()) watcher.join();
+    if (sender.joinable()) sender.join();
 }
 
 void Notifier::apply_config(const Config& config) {
@@ -79,6 +106,7 @@ void Notifier::apply_config(const Config& config) {
     targets_ = std::move(targets);
     queue_.set_capacity(c->alertmanager.queue_capacity);
     config_ = std::move(c);
+    start_threads_locked();
 }
 
 std::shared_ptr<const Config> Notifier::config() const {

@@ -28,11 +28,11 @@ struct NotifierDeps {
     std::shared_ptr<spdlog::logger> log;
 };
 
-// Two threads: the watcher reads the latest snapshot every second and queues the alerts the
-// AlertBook says are due; the sender takes up to 64 at a time from the bounded queue and POSTs
-// them to every configured Alertmanager within `timeout`. A failed POST is counted, not
-// retried as such: every alert is queued again every resend_interval, and every 5 s while an
-// Alertmanager fails, so all of them reach it within seconds of its return.
+// Two threads, started with the first configured url: the watcher reads the latest snapshot every second and queues the
+// alerts the AlertBook says are due; the sender takes up to 64 at a time from the bounded queue and POSTs them to every
+// configured Alertmanager within `timeout`. A failed POST is counted, not retried as such: every alert is queued again
+// every resend_interval, and every 5 s while an Alertmanager fails, so all of them reach it within seconds of its
+// return.
 class Notifier {
 public:
     Notifier(const Config& config, NotifierDeps deps);
@@ -40,8 +40,11 @@ public:
     Notifier(const Notifier&) = delete;
     Notifier& operator=(const Notifier&) = delete;
 
+    // The threads run while at least one url is configured: from start(), or from the
+    // apply_config() after it that names the first.
     void start();
     void stop();
+    [[nodiscard]] bool running() const;
     // A reloaded config: urls, timing, credentials and labels apply from the next send.
     void apply_config(const Config& config);
     // Counters for /metrics; nothing while no url is configured.
@@ -58,13 +61,15 @@ private:
         std::atomic<bool> behind{false};
     };
 
+    void start_threads_locked();
     void watch_loop();
     void send_loop();
     void send(Target& t, const AlertmanagerConfig& c, const std::string& body, size_t count);
     std::shared_ptr<const Config> config() const;
 
     NotifierDeps deps_;
-    mutable std::mutex mu_;  // config_ and targets_
+    mutable std::mutex mu_;  // config_, targets_, wanted_ and the threads' handles
+    bool wanted_ = false;    // start() was called
     std::shared_ptr<const Config> config_;
     std::vector<std::shared_ptr<Target>> targets_;
     AlertQueue queue_;

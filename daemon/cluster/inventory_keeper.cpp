@@ -18,6 +18,7 @@
 #include "daemon/cluster/inventory.hpp"
 #include "util/clock.hpp"
 #include "util/host_port.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch {
 namespace {
@@ -133,6 +134,7 @@ void InventoryKeeper::reload(const std::string& path) {
         arm_watch_locked();
     }
     load_locked();
+    start_thread_locked();
 }
 
 void InventoryKeeper::reload() {
@@ -146,18 +148,40 @@ std::shared_ptr<const ClusterState> InventoryKeeper::latest() const {
 }
 
 void InventoryKeeper::start() {
-    if (thread_.joinable()) return;
+    std::lock_guard lock(mu_);
+    wanted_ = true;
     stopping_ = false;
     uint64_t drained = 0;
     if (stop_event_) (void)!read(stop_event_.get(), &drained, sizeof drained);  // a stop() before
-    thread_ = std::thread([this] { loop(); });
+    start_thread_locked();
+}
+
+// No inventory, no thread: a node without one has nothing to watch (issue 14's memory). A
+// reload that names the first inventory starts it.
+void InventoryKeeper::start_thread_locked() {
+    if (!wanted_ || path_.empty() || thread_.joinable()) return;
+    thread_ = std::thread([this] {
+        name_this_thread("inventory");
+        loop();
+    });
+}
+
+bool InventoryKeeper::running() const {
+    std::lock_guard lock(mu_);
+    return thread_.joinable();
 }
 
 void InventoryKeeper::stop() {
-    stopping_ = true;
+    std::thread t;
+    {
+        std::lock_guard lock(mu_);
+        wanted_ = false;
+        stopping_ = true;
+        t = std::move(thread_);
+    }
     const uint64_t one = 1;
     if (stop_event_) (void)!write(stop_event_.get(), &one, sizeof one);
-    if (thread_.joinable()) thread_.join();
+    if (t.joinable()) t.join();
 }
 
 void InventoryKeeper::loop() {

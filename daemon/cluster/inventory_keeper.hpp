@@ -37,9 +37,11 @@ public:
     InventoryKeeper& operator=(const InventoryKeeper&) = delete;
 
     // The watcher thread: inotify on the file's directory, so an editor's write to a temporary
-    // file renamed over it is seen as well as a write in place.
+    // file renamed over it is seen as well as a write in place. It runs while a path is set:
+    // from start(), or from the reload(path) after it that names the first.
     void start();
     void stop();
+    [[nodiscard]] bool running() const;
 
     // Reads the file now (SIGHUP); with a new path when the config named another one.
     void reload(const std::string& path);
@@ -66,13 +68,15 @@ private:
     std::optional<FileId> loaded_id_;
     void refind_self_locked();
     void arm_watch_locked();
+    void start_thread_locked();
     void loop();
 
     uint16_t listen_port_;
     std::function<LocalIdentity()> identity_;
     std::shared_ptr<spdlog::logger> log_;
 
-    mutable std::mutex mu_;
+    mutable std::mutex mu_;  // all below but the atomics
+    bool wanted_ = false;    // start() was called, stop() was not
     std::string path_;
     std::shared_ptr<const ClusterState> state_;
     Fd inotify_;

@@ -20,6 +20,7 @@
 #include "daemon/sysfs/verbs.hpp"
 #include "util/clock.hpp"
 #include "util/log_safe.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch {
 namespace {
@@ -442,6 +443,7 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids, bool read
                                 .files = sysfs_files_};
     try {
         std::thread([reading, cfg, opts, last = last_, src = src_] {
+            name_this_thread("sysfs-read");
             FileRead r = read_files_now(cfg, opts, last, src);
             std::lock_guard lock(reading->mu);
             reading->result = std::move(r);

@@ -5,6 +5,7 @@
 // queue a bandwidth probe built, and a node never sends two bulk transfers at once. The cost
 // is that a latency probe due during a bandwidth run starts up to its duration late.
 #include "daemon/core/probe_scheduler.hpp"
+#include "util/thread_name.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -45,6 +46,7 @@ void ProbeScheduler::start() {
     stopping_ = false;
     cancel_ = false;
     thread_ = std::thread([this] {
+        name_this_thread("probe-sched");
         for (;;) {
             auto next = run_due(deps_.now());
             std::unique_lock lock(mu_);

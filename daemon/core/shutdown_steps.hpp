@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "util/thread_name.hpp"
+
 namespace rocewatch {
 
 class ShutdownSteps {
@@ -18,7 +20,10 @@ public:
     explicit ShutdownSteps(spdlog::logger& log, std::chrono::milliseconds report_every = std::chrono::seconds(2))
         : log_(log), every_(report_every) {
         try {
-            watch_ = std::thread([this] { watch(); });
+            watch_ = std::thread([this] {
+                name_this_thread("shutdown");
+                watch();
+            });
         } catch (const std::exception&) {  // no thread to spare: the steps still run
         }
     }

@@ -26,6 +26,7 @@
 
 #include "daemon/netlink/parse.hpp"
 #include "util/clock.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch {
 namespace {
@@ -239,7 +240,10 @@ void NetlinkWatcher::start() {
     uint64_t v = 0;
     while (::read(stop_fd_, &v, sizeof v) > 0) {
     }  // clear a stop request left from an earlier stop()
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        name_this_thread("netlink");
+        run();
+    });
 }
 
 void NetlinkWatcher::stop() {

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "util/hex.hpp"
+#include "util/thread_name.hpp"
 
 namespace rocewatch {
 
@@ -65,6 +66,7 @@ public:
         std::lock_guard lock(mu_);
         if (thread_.joinable()) thread_.join();  // the previous session, already finished
         thread_ = std::thread([this, serve = std::move(serve)] {
+            name_this_thread("peer-session");
             serve();
             std::lock_guard l(mu_);
             busy_ = false;

@@ -349,11 +349,28 @@ TEST(Notifier, ATricklingAlertmanagerFailsAtTheTimeoutAndStopIsPrompt) {
     EXPECT_LT(std::chrono::steady_clock::now() - t1, 2s) << "stop waited for the trickle";
 }
 
-TEST(Notifier, NoUrlsNoStatsNoThreadsBusy) {
+TEST(Notifier, NoUrlsNoStatsNoThreads) {
     Config c;
     auto snap = snapshot_with_firing_alert();
     Notifier n(c, {.snapshots = [&] { return snap; }, .log = quiet()});
     n.start();
     EXPECT_FALSE(n.stats());
+    EXPECT_FALSE(n.running());
     n.stop();
+}
+
+// Threads start with the first url, even when a reload brings it; a stopped notifier starts none.
+TEST(Notifier, AReloadNamingTheFirstUrlStartsDelivery) {
+    FakeAlertmanager am;
+    auto snap = snapshot_with_firing_alert();
+    Notifier n(Config{}, {.snapshots = [&] { return snap; }, .log = quiet()});
+    n.start();
+    EXPECT_FALSE(n.running());
+    n.apply_config(config_for("http://127.0.0.1:" + std::to_string(am.port())));
+    EXPECT_TRUE(n.running());
+    ASSERT_TRUE(eventually([&] { return am.received().size() >= 1; }));
+    n.stop();
+    EXPECT_FALSE(n.running());
+    n.apply_config(config_for("http://127.0.0.1:" + std::to_string(am.port())));
+    EXPECT_FALSE(n.running());
 }

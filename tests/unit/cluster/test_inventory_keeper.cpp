@@ -116,6 +116,32 @@ TEST(InventoryKeeper, FollowsASymlinkSwappedUnderIt) {
     fs::remove_all(dir);
 }
 
+// No inventory, no thread; the reload that names the first one starts it, and it follows the file.
+TEST(InventoryKeeper, StartsItsThreadWithTheFirstInventory) {
+    const fs::path dir = fs::temp_directory_path() / ("rw-inventory-late-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path file = dir / "inventory.json";
+    write_atomically(file, R"([{"targets": ["node01:9879"]}])");
+    auto log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+    InventoryKeeper keeper(
+        "", 9879, [] { return LocalIdentity{.hostname = "node01", .addresses = {}}; }, log);
+    keeper.start();
+    EXPECT_FALSE(keeper.running());
+    keeper.reload(file.string());
+    EXPECT_TRUE(keeper.running());
+    ASSERT_EQ(keeper.latest()->inventory.entries.size(), 1u);
+    write_atomically(file, R"([{"targets": ["node01:9879", "node02:9879"]}])");
+    for (int i = 0; i < 100 && keeper.latest()->inventory.entries.size() != 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(keeper.latest()->inventory.entries.size(), 2u) << "the change is read without a SIGHUP";
+    keeper.stop();
+    EXPECT_FALSE(keeper.running());
+    keeper.reload(file.string());
+    EXPECT_FALSE(keeper.running()) << "a stopped keeper starts no thread";
+    fs::remove_all(dir);
+}
+
 // The peers an inventory gives: named by the target as written, addressed with its port (a bare
 // host is port 9879), and never one a [[peers]] entry already names or addresses.
 TEST(InventoryPeers, BareHostsGetTheDefaultPortAndConfiguredPeersWin) {
