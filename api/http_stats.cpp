@@ -2,8 +2,23 @@
 #include "api/http_stats.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace rocewatch::api {
+namespace {
+
+// Every status the server and its handlers send, ascending; a slot each per handler.
+constexpr std::array kSlotCodes = {200, 204, 206, 301, 302, 304, 400, 401, 403, 404, 405, 408, 411,
+                                   413, 414, 415, 422, 429, 431, 500, 501, 502, 503, 504, 505};
+constexpr size_t kCodes = kSlotCodes.size();
+
+// The slot of `code`, or kCodes when it has none.
+size_t code_slot(int code) {
+    auto it = std::lower_bound(kSlotCodes.begin(), kSlotCodes.end(), code);
+    return it != kSlotCodes.end() && *it == code ? static_cast<size_t>(it - kSlotCodes.begin()) : kCodes;
+}
+
+}  // namespace
 
 HttpStats::HttpStats(std::vector<std::string> handlers) : handlers_(std::move(handlers)) {
     handlers_.emplace_back("other");
@@ -23,7 +38,15 @@ size_t HttpStats::handler_index(const std::string& handler) const {
 void HttpStats::count_request(size_t handler, int status) noexcept {
     if (handler >= handlers_.size()) handler = other_handler();
     if (status < kMinCode || status > kMaxCode) status = 500;  // the server never sends these
-    requests_[handler * kCodes + static_cast<size_t>(status - kMinCode)].fetch_add(1, std::memory_order_relaxed);
+    if (const size_t slot = code_slot(status); slot < kCodes) {
+        requests_[handler * kCodes + slot].fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    try {
+        std::lock_guard lock(rare_mu_);
+        ++rare_[{handler, status}];
+    } catch (...) {  // out of memory: the count is lost, the answer is not
+    }
 }
 
 void HttpStats::count_rejected(RejectReason reason) noexcept {
@@ -35,7 +58,12 @@ std::vector<HttpStats::RequestCount> HttpStats::requests() const {
     for (size_t h = 0; h < handlers_.size(); ++h)
         for (size_t c = 0; c < kCodes; ++c)
             if (auto v = requests_[h * kCodes + c].load(std::memory_order_relaxed))
-                out.push_back({handlers_[h], static_cast<int>(c) + kMinCode, v});
+                out.push_back({handlers_[h], kSlotCodes[c], v});
+    std::lock_guard lock(rare_mu_);
+    for (const auto& [key, v] : rare_) out.push_back({handlers_[key.first], key.second, v});
+    // By handler, then code, as the one table gave them.
+    std::ranges::stable_sort(out, {},
+                             [&](const RequestCount& r) { return std::pair(handler_index(r.handler), r.code); });
     return out;
 }
 

@@ -253,6 +253,17 @@ TEST(Metrics, HttpStatsFamilies) {
     EXPECT_EQ(value(fams, "rocewatch_http_requests_total", {{"handler", "/healthz"}, {"code", "200"}}), 2.0);
     EXPECT_EQ(value(fams, "rocewatch_http_requests_total", {{"handler", "other"}, {"code", "404"}}), 1.0);
     EXPECT_EQ(samples(fams, "rocewatch_http_requests_total"), 2u) << "zero rows are not emitted";
+    // A code without a slot of its own is counted all the same, in order among the others.
+    stats.count_request(stats.handler_index("/healthz"), 418);
+    stats.count_request(stats.handler_index("/healthz"), 418);
+    stats.count_request(stats.handler_index("/healthz"), 503);
+    const auto rows = stats.requests();
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_EQ(rows[1].handler, "/healthz");
+    EXPECT_EQ(rows[1].code, 418);
+    EXPECT_EQ(rows[1].count, 2u);
+    EXPECT_EQ(rows[2].code, 503);
+    EXPECT_EQ(rows[3].handler, "other");
     EXPECT_EQ(value(fams, "rocewatch_http_rejected_total", {{"reason", "overload"}}), 1.0);
     EXPECT_EQ(value(fams, "rocewatch_http_rejected_total", {{"reason", "timeout"}}), 0.0);
     EXPECT_EQ(samples(fams, "rocewatch_http_rejected_total"), all_reject_reasons().size());
