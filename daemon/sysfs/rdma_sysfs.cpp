@@ -384,9 +384,8 @@ private:
     // none, or when it fails now (a device gone, a counter turned EINVAL): then it is
     // dropped and opened afresh, which reports what is wrong.
     std::optional<FileText> read_cached(SysfsFileCache::DirFiles& kept, const std::string& name) {
-        const auto it = kept.fds.find(name);
-        if (it == kept.fds.end()) return std::nullopt;
-        const int fd = it->second;
+        const int fd = kept.fds.find(name);
+        if (fd < 0) return std::nullopt;
         if (check_each_) {  // not sysfs: the file may have been replaced (see SysfsFileCache)
             struct stat st {};
             if (::fstat(fd, &st) != 0 || st.st_nlink == 0) {
@@ -808,24 +807,54 @@ SysfsFileCache::SysfsFileCache() {
     max_fds_ = soft == RLIM_INFINITY ? 1U << 16 : static_cast<std::size_t>(soft / 2);
 }
 
-bool SysfsFileCache::keep(DirFiles& in, const std::string& name, int fd) {
-    if (kept_ >= max_fds_ || !in.fds.try_emplace(name, fd).second) return false;
+auto SysfsFileCache::KeptFds::lower(std::string_view name) const
+    -> std::vector<std::pair<std::string_view, int>>::const_iterator {
+    return std::lower_bound(items_.begin(), items_.end(), name,
+                            [](const auto& e, std::string_view n) { return e.first < n; });
+}
+
+int SysfsFileCache::KeptFds::find(std::string_view name) const {
+    const auto it = lower(name);
+    return it != items_.end() && it->first == name ? it->second : -1;
+}
+
+bool SysfsFileCache::KeptFds::insert(std::string_view name, int fd) {
+    const auto it = lower(name);
+    if ((it != items_.end() && it->first == name) || !CounterNames::has_room(name)) return false;
+    items_.emplace(it, CounterNames::intern(name), fd);
+    return true;
+}
+
+int SysfsFileCache::KeptFds::erase(std::string_view name) {
+    const auto it = lower(name);
+    if (it == items_.end() || it->first != name) return -1;
+    const int fd = it->second;
+    items_.erase(it);
+    return fd;
+}
+
+void SysfsFileCache::KeptFds::close_all() {
+    for (const auto& [name, fd] : items_) ::close(fd);
+    items_.clear();
+    items_.shrink_to_fit();
+}
+
+bool SysfsFileCache::keep(DirFiles& in, std::string_view name, int fd) {
+    if (kept_ >= max_fds_ || !in.fds.insert(name, fd)) return false;
     ++kept_;
     return true;
 }
 
-void SysfsFileCache::forget(DirFiles& in, const std::string& name) {
-    if (auto it = in.fds.find(name); it != in.fds.end()) {
-        ::close(it->second);
-        in.fds.erase(it);
+void SysfsFileCache::forget(DirFiles& in, std::string_view name) {
+    if (const int fd = in.fds.erase(name); fd >= 0) {
+        ::close(fd);
         --kept_;
     }
 }
 
 void SysfsFileCache::forget_all(DirFiles& in) {
-    for (const auto& [name, fd] : in.fds) ::close(fd);
     kept_ -= in.fds.size();
-    in.fds.clear();
+    in.fds.close_all();
 }
 
 bool SysfsFileCache::kernel_rendered(const std::string& root) {
@@ -839,8 +868,7 @@ bool SysfsFileCache::kernel_rendered(const std::string& root) {
 }
 
 void SysfsFileCache::clear() {
-    for (const auto& [dir, files] : fds_)
-        for (const auto& [name, fd] : files.fds) ::close(fd);
+    for (auto& [dir, files] : fds_) files.fds.close_all();
     fds_.clear();
     kept_ = 0;
     listings_.clear();

@@ -937,6 +937,27 @@ const std::string kCachePort = "class/infiniband/mlx5_0/ports/1/";
 uint64_t counter_a(const SysfsReadResult& r) { return r.devices.at(0).ports.at(0).counters.at("a"); }
 }  // namespace
 
+// A directory's kept files, found by name whatever order they came in; a name kept twice or
+// never kept is told apart, and erase hands the fd back unclosed.
+TEST(SysfsFileCache, KeptFdsFindsByName) {
+    SysfsFileCache::KeptFds k;
+    EXPECT_EQ(k.find("state"), -1);
+    EXPECT_TRUE(k.insert("symbol_error", 7));
+    EXPECT_TRUE(k.insert("link_downed", 5));
+    EXPECT_TRUE(k.insert("port_rcv_constraint_errors", 9));
+    EXPECT_FALSE(k.insert("link_downed", 11)) << "kept already";
+    EXPECT_EQ(k.size(), 3u);
+    EXPECT_EQ(k.find("link_downed"), 5);
+    EXPECT_EQ(k.find(std::string("port_rcv_constraint_errors")), 9);
+    EXPECT_EQ(k.find("symbol_error"), 7);
+    EXPECT_EQ(k.find("link"), -1);
+    EXPECT_EQ(k.erase("link_downed"), 5);
+    EXPECT_EQ(k.erase("link_downed"), -1);
+    EXPECT_EQ(k.find("link_downed"), -1);
+    EXPECT_EQ(k.find("symbol_error"), 7);
+    EXPECT_EQ(k.size(), 2u);
+}
+
 TEST(SysfsFileCache, KeptFilesShowWhatIsWrittenToThemSince) {
     ScratchTree t("cache_inplace");
     t.write(kCachePort + "counters/a", "1\n");
