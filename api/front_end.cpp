@@ -17,6 +17,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -102,6 +103,11 @@ struct FrontEnd::Impl {
 
     std::mutex done_mu;
     std::vector<Completion> done;
+    // The front end's own thread, and whether it completed a request itself (served on the
+    // spot, a scrape from the prerendered cache): those answers are written at the end of the
+    // loop's turn, without the eventfd's write, epoll_wait and read a worker's answer needs.
+    std::atomic<std::thread::id> front_thread{};
+    bool completed_here = false;
 
     std::unordered_map<uint64_t, Conn> conns;
     std::unordered_map<std::string, size_t> per_source;
@@ -113,6 +119,7 @@ struct FrontEnd::Impl {
     void run();
     void wake();
     void on_wake();
+    void write_completed();
     void accept_ready(SteadyClock::time_point now);
     void admit(int fd, const sockaddr_storage& ss, SteadyClock::time_point now);
     bool make_room(SteadyClock::time_point now);
@@ -193,7 +200,10 @@ void FrontEnd::complete(uint64_t ticket, std::string response, bool close) {
         std::lock_guard lk(im.done_mu);
         im.done.push_back({ticket, std::move(response), close});
     }
-    im.wake();
+    if (std::this_thread::get_id() == im.front_thread.load())
+        im.completed_here = true;
+    else
+        im.wake();
 }
 
 void FrontEnd::Impl::wake() {
@@ -202,6 +212,7 @@ void FrontEnd::Impl::wake() {
 }
 
 void FrontEnd::Impl::run() {
+    front_thread.store(std::this_thread::get_id());
     std::vector<epoll_event> events(256);
     while (!stopping) {
         auto now = SteadyClock::now();
@@ -227,6 +238,7 @@ void FrontEnd::Impl::run() {
                 on_event(it->second, events[static_cast<size_t>(i)].events, now);
             }
         }
+        if (std::exchange(completed_here, false)) write_completed();
         if (now >= next_deadline || !accept_armed) sweep(now);
     }
     close_all();
@@ -235,6 +247,10 @@ void FrontEnd::Impl::run() {
 void FrontEnd::Impl::on_wake() {
     uint64_t v = 0;
     [[maybe_unused]] const auto r = ::read(wakefd, &v, sizeof v);
+    write_completed();
+}
+
+void FrontEnd::Impl::write_completed() {
     std::vector<Completion> batch;
     {
         std::lock_guard lk(done_mu);

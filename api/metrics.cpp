@@ -647,8 +647,9 @@ std::vector<MetricFamily> snapshot_to_families(const Snapshot& s) {
     return out;
 }
 
-std::vector<MetricFamily> http_families(const HttpStats& stats, const WebReloadStatus* web) {
-    Builder bld(Builder::Output::families);
+namespace {
+
+void http_section(Builder& bld, const HttpStats& stats, const WebReloadStatus* web) {
     auto& req = bld.counter("rocewatch_http_requests_total",
                             "HTTP requests answered, by route pattern and status code.");
     for (const auto& r : stats.requests())
@@ -665,6 +666,13 @@ std::vector<MetricFamily> http_families(const HttpStats& stats, const WebReloadS
                       "When the web config in use was loaded, at start or on a change, as a Unix time."),
             {}, unix_seconds(web->last_success));
     }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> http_families(const HttpStats& stats, const WebReloadStatus* web) {
+    Builder bld(Builder::Output::families);
+    http_section(bld, stats, web);
     return std::move(bld).finish();
 }
 
@@ -679,8 +687,14 @@ std::string render_snapshot_metrics(const Snapshot& s) {
     return out;
 }
 
+// Every scrape renders this part: written as text directly, not through families first
+// (test: Metrics.HttpTextIsTheFamiliesInTextFormat).
 std::string render_http_metrics(const HttpStats& stats, const WebReloadStatus* web) {
-    return text_format(http_families(stats, web));
+    Builder bld(Builder::Output::text);
+    http_section(bld, stats, web);
+    std::string out;
+    std::move(bld).finish(out);
+    return out;
 }
 
 std::string render_metrics(const Snapshot& s, const HttpStats& stats) {

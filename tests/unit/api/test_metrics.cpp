@@ -12,6 +12,7 @@
 #include <set>
 
 #include "api/metrics.hpp"
+#include "api/web_guard.hpp"
 #include "api/text_format.hpp"
 #include "daemon/model/config.hpp"
 #include "sample_snapshot.hpp"
@@ -267,6 +268,17 @@ TEST(Metrics, HttpStatsFamilies) {
     EXPECT_EQ(value(fams, "rocewatch_http_rejected_total", {{"reason", "overload"}}), 1.0);
     EXPECT_EQ(value(fams, "rocewatch_http_rejected_total", {{"reason", "timeout"}}), 0.0);
     EXPECT_EQ(samples(fams, "rocewatch_http_rejected_total"), all_reject_reasons().size());
+}
+
+TEST(Metrics, HttpTextIsTheFamiliesInTextFormat) {
+    HttpStats stats({"/healthz", "/metrics"});
+    stats.count_request(stats.handler_index("/metrics"), 200);
+    stats.count_request(stats.handler_index("/nope"), 404);
+    stats.count_request(stats.handler_index("/healthz"), 418);
+    stats.count_rejected(RejectReason::overload);
+    const WebReloadStatus web{.ok = false, .last_success = std::chrono::system_clock::now()};
+    EXPECT_EQ(render_http_metrics(stats), text_format(http_families(stats)));
+    EXPECT_EQ(render_http_metrics(stats, &web), text_format(http_families(stats, &web)));
 }
 
 TEST(Metrics, RenderedText) {
