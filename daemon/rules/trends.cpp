@@ -33,47 +33,72 @@ void forget_unread(std::map<std::string, CounterSeries>& series, const WasRead& 
 
 // ---------------------------------------------------------------- CounterSeries
 
+CounterSeries& CounterSeries::operator=(CounterSeries&& o) noexcept {
+    heap_ = std::move(o.heap_);
+    std::copy(std::begin(o.inline_), std::end(o.inline_), std::begin(inline_));
+    n_ = std::exchange(o.n_, 0);
+    missed_ = o.missed_;
+    return *this;
+}
+
+void CounterSeries::push_back(Sample x) {
+    if (n_ == kMaxSamples) pop_front(1);
+    if (!heap_ && n_ == std::size(inline_)) {
+        heap_ = std::make_unique<Sample[]>(kMaxSamples);
+        std::copy(inline_, inline_ + n_, heap_.get());
+    }
+    data()[n_++] = x;
+}
+
+void CounterSeries::pop_front(size_t k) {
+    if (k == 0) return;
+    Sample* d = data();
+    std::copy(d + k, d + n_, d);
+    n_ = static_cast<uint8_t>(n_ - k);
+}
+
 CounterSeries::Step CounterSeries::add(TimePoint now, uint64_t value, Duration window) {
     Step out;
-    const bool went_down = (last_ && value < last_->value) || (!ring_.empty() && value < ring_.back().value);
-    const bool clock_back = (last_ && now < last_->at) || (!ring_.empty() && now < ring_.back().at);
+    const Sample* d = data();
+    const bool went_down = n_ > 0 && value < d[n_ - 1].value;
+    const bool clock_back = n_ > 0 && now < d[n_ - 1].at;
     if (went_down || clock_back) {
-        last_.reset();
-        ring_.clear();
+        heap_.reset();
+        n_ = 0;
+        d = data();
     }
 
-    if (last_ && now > last_->at) {
-        out.delta = value - last_->value;
-        out.seconds = std::chrono::duration<double>(now - last_->at).count();
+    // The rate: since the latest value, unless it was missed since.
+    if (n_ > 0 && !missed_ && now > d[n_ - 1].at) {
+        out.delta = value - d[n_ - 1].value;
+        out.seconds = std::chrono::duration<double>(now - d[n_ - 1].at).count();
     }
+    missed_ = false;
 
     // Keep one sample at or before the window start as the baseline, so the increase
     // covers the whole window rather than only the samples inside it.
     const TimePoint start = now - window;
     size_t drop = 0;
-    while (ring_.size() - drop >= 2 && ring_[drop + 1].at <= start) ++drop;
-    ring_.erase(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(drop));
-    if (!ring_.empty()) out.window_increase = value - ring_.front().value;
+    while (n_ - drop >= 2 && d[drop + 1].at <= start) ++drop;
+    pop_front(drop);
+    d = data();
+    if (n_ > 0) out.window_increase = value - d[0].value;
 
+    // The latest sample replaces the last one where that one is not worth keeping: closer
+    // than a spacing to the one before it, or the middle of a run of one value (a run needs
+    // only its first sample, the baseline for any window start inside it, and its last).
     const auto spacing = window / static_cast<Duration::rep>(kMaxSamples - 2);
-    if (ring_.empty() || now - ring_.back().at >= spacing) {
-        const size_t n = ring_.size();
-        if (n >= 2 && ring_[n - 1].value == value && ring_[n - 2].value == value) {
-            // A run of one value needs only its first sample (the baseline for any window
-            // start inside the run) and its last (how recent it is): most counters of a
-            // healthy node are error counters that sit at one value.
-            ring_.back().at = now;
-        } else {
-            if (n == kMaxSamples) ring_.erase(ring_.begin());  // before, so capacity stays kMaxSamples
-            ring_.push_back({now, value});
-        }
+    Sample* w = data();
+    if (n_ >= 2 && (w[n_ - 1].at - w[n_ - 2].at < spacing || (w[n_ - 1].value == value && w[n_ - 2].value == value))) {
+        w[n_ - 1] = {now, value};
+    } else {
+        push_back({now, value});
     }
-    last_ = Sample{now, value};
     return out;
 }
 
 bool CounterSeries::stale(TimePoint now, Duration window) const {
-    return !last_ && (ring_.empty() || ring_.back().at < now - window);
+    return missed_ && (n_ == 0 || data()[n_ - 1].at < now - window);
 }
 
 // ---------------------------------------------------------------- TrendTracker

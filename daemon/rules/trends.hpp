@@ -4,8 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/model/config.hpp"
@@ -14,8 +16,9 @@
 
 namespace rocewatch {
 
-// The history of one monotonic counter: the last value (for the rate over the last
-// interval) and a thinned ring of older values (for the increase over a window).
+// The history of one monotonic counter: a thinned ring of values whose last is the latest
+// (for the rate over the last interval) and whose first is the baseline (for the increase
+// over a window).
 //
 // A value lower than the previous one is a reset (driver reload, device reset, 32-bit
 // wrap): it yields no rate and restarts the baseline, so the increase before the reset
@@ -35,26 +38,42 @@ public:
     // the baseline of a 5-minute window at most 10 s before its start, in 512 bytes a
     // counter (6,656 counters at 128 NICs: 3.3 MiB at most). A run of equal values keeps
     // only its first and last sample, so a counter that does not move (most error
-    // counters, most of the time) holds two samples, 32 bytes.
+    // counters, most of the time) holds two samples, inline.
     static constexpr size_t kMaxSamples = 32;
 
     Step add(TimePoint now, uint64_t value, Duration window);
     // The counter could not be read this round; the next value gets no rate.
-    void miss() { last_.reset(); }
+    void miss() { missed_ = true; }
     // Nothing worth keeping: unread this round and every sample older than the window.
     [[nodiscard]] bool stale(TimePoint now, Duration window) const;
-    [[nodiscard]] size_t samples() const { return ring_.size(); }
+    [[nodiscard]] size_t samples() const { return n_; }
+
+    CounterSeries() = default;
+    CounterSeries(CounterSeries&& o) noexcept { *this = std::move(o); }
+    CounterSeries& operator=(CounterSeries&& o) noexcept;
+    CounterSeries(const CounterSeries&) = delete;
+    CounterSeries& operator=(const CounterSeries&) = delete;
 
 private:
     struct Sample {
         TimePoint at;
         uint64_t value;
     };
-    std::optional<Sample> last_;
-    // Oldest first, non-decreasing values. A vector: at most kMaxSamples, so dropping the
-    // oldest moves at most 512 bytes, and it holds no more than it needs (a deque allocates
-    // 512-byte blocks and a map of them for the first sample).
-    std::vector<Sample> ring_;
+    Sample* data() { return heap_ ? heap_.get() : inline_; }
+    const Sample* data() const { return heap_ ? heap_.get() : inline_; }
+    void push_back(Sample x);
+    void pop_front(size_t k);
+
+    // Oldest first, non-decreasing values. The last is always the latest value added (for the
+    // rate), the others at least window / (kMaxSamples - 2) apart or the first of a run of
+    // one value. Up to two samples sit inline: a counter that does not move (most error
+    // counters, most of the time) needs no heap block, and a series is 48 bytes with its
+    // samples. One that moves gets room for kMaxSamples at once, 512 bytes. A vector and the
+    // separate last value were 48 bytes before their 48-byte heap block (issue 14).
+    std::unique_ptr<Sample[]> heap_;
+    Sample inline_[2]{};
+    uint8_t n_ = 0;
+    bool missed_ = false;  // the latest value was not read: no rate from it
 };
 
 // Fills the trend fields of each new snapshot from the previous ones:
