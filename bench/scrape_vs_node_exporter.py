@@ -148,10 +148,10 @@ def main():
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             with rwtest.Daemon(netns=node, sysfs=sysfs, procfs=os.path.abspath(a.procfs), port=rw_port,
-                               config=cfg.name, extra=["--log-level", "warn"], ready_timeout=120):
+                               config=cfg.name, extra=["--log-level", "warn"], ready_timeout=120) as d:
                 rwtest.wait_for(lambda: node.run("curl", "-sf", f"http://127.0.0.1:{ne_port}/metrics",
                                                  check=False).returncode == 0, 10, "node_exporter")
-                rw_pid = int(node.run("pgrep", "-n", "rocewatchd").stdout)
+                rw_pid = d.proc.pid  # ip netns exec execs the daemon: the same process, whatever ROCEWATCHD names
                 # Both run inside the namespace; the scraper joins it so loopback is shared.
                 rwtest.enter_netns(node)
                 scrape_rw, scrape_ne = Scraper(rw_port, a.mode), Scraper(ne_port, a.mode)
