@@ -39,19 +39,28 @@ void write_atomically(const fs::path& p, const std::string& text) {
     fs::rename(tmp, p);
 }
 
+// A fresh directory named after `tag` holding inventory.json with node01 alone: the file.
+fs::path inventory_in_fresh_dir(const std::string& tag) {
+    const fs::path dir = fs::temp_directory_path() / ("rw-inventory-" + tag + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    write_atomically(dir / "inventory.json", R"([{"targets": ["node01:9879"]}])");
+    return dir / "inventory.json";
+}
+
+std::shared_ptr<spdlog::logger> null_log() {
+    return std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+}
+
+LocalIdentity node01() { return LocalIdentity{.hostname = "node01", .addresses = {}}; }
+
 }  // namespace
 
 // Between file changes and its 5 s recheck the thread sleeps in poll(): it woke every 200 ms
 // to look for a stop, and stop() now wakes it through an eventfd.
 TEST(InventoryKeeper, FollowsTheFileAndSleepsWhileNothingHappens) {
-    const fs::path dir = fs::temp_directory_path() / ("rw-inventory-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    const fs::path file = dir / "inventory.json";
-    write_atomically(file, R"([{"targets": ["node01:9879"]}])");
-    auto log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
-    InventoryKeeper keeper(
-        file.string(), 9879, [] { return LocalIdentity{.hostname = "node01", .addresses = {}}; }, log);
+    const fs::path file = inventory_in_fresh_dir("follow");
+    InventoryKeeper keeper(file.string(), 9879, node01, null_log());
     ASSERT_EQ(keeper.latest()->inventory.entries.size(), 1u);
 
     const auto before = tasks();
@@ -84,7 +93,7 @@ TEST(InventoryKeeper, FollowsTheFileAndSleepsWhileNothingHappens) {
     const auto t0 = std::chrono::steady_clock::now();
     keeper.stop();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "stop() wakes the thread";
-    fs::remove_all(dir);
+    fs::remove_all(file.parent_path());
 }
 
 // Kubernetes updates a mounted ConfigMap by swapping a symlink: inventory.json ->
@@ -99,9 +108,7 @@ TEST(InventoryKeeper, FollowsASymlinkSwappedUnderIt) {
     std::ofstream(dir / "..v2" / "inventory.json") << R"([{"targets": ["node01:9879", "node02:9879", "node03:9879"]}])";
     fs::create_directory_symlink("..v1", dir / "..data");
     fs::create_symlink("..data/inventory.json", dir / "inventory.json");
-    auto log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
-    InventoryKeeper keeper((dir / "inventory.json").string(), 9879,
-                           [] { return LocalIdentity{.hostname = "node01", .addresses = {}}; }, log);
+    InventoryKeeper keeper((dir / "inventory.json").string(), 9879, node01, null_log());
     keeper.start();
     ASSERT_EQ(keeper.latest()->inventory.entries.size(), 1u);
     fs::create_directory_symlink("..v2", dir / "..data_tmp");
@@ -118,14 +125,8 @@ TEST(InventoryKeeper, FollowsASymlinkSwappedUnderIt) {
 
 // No inventory, no thread; the reload that names the first one starts it, and it follows the file.
 TEST(InventoryKeeper, StartsItsThreadWithTheFirstInventory) {
-    const fs::path dir = fs::temp_directory_path() / ("rw-inventory-late-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    const fs::path file = dir / "inventory.json";
-    write_atomically(file, R"([{"targets": ["node01:9879"]}])");
-    auto log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
-    InventoryKeeper keeper(
-        "", 9879, [] { return LocalIdentity{.hostname = "node01", .addresses = {}}; }, log);
+    const fs::path file = inventory_in_fresh_dir("late");
+    InventoryKeeper keeper("", 9879, node01, null_log());
     keeper.start();
     EXPECT_FALSE(keeper.running());
     keeper.reload(file.string());
@@ -139,7 +140,7 @@ TEST(InventoryKeeper, StartsItsThreadWithTheFirstInventory) {
     EXPECT_FALSE(keeper.running());
     keeper.reload(file.string());
     EXPECT_FALSE(keeper.running()) << "a stopped keeper starts no thread";
-    fs::remove_all(dir);
+    fs::remove_all(file.parent_path());
 }
 
 // The peers an inventory gives: named by the target as written, addressed with its port (a bare
