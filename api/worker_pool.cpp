@@ -1,7 +1,7 @@
 // Two-lane bounded worker pool that grows on demand; jobs never throw out of a worker.
 #include "api/worker_pool.hpp"
 
-#include <system_error>
+#include <exception>
 #include <utility>
 
 #include "util/thread_name.hpp"
@@ -24,7 +24,7 @@ bool WorkerPool::start_worker_locked(bool reserved) {
             name_this_thread(reserved ? "http-reserve" : "http-worker");
             work(reserved);
         });
-    } catch (const std::system_error&) {  // no thread to spare: the running workers serve
+    } catch (const std::exception&) {  // no thread (or no room for one) to spare: the running workers serve
         return false;
     }
     ++(reserved ? started_reserved_ : started_general_);
