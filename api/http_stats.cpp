@@ -55,15 +55,22 @@ void HttpStats::count_rejected(RejectReason reason) noexcept {
 
 std::vector<HttpStats::RequestCount> HttpStats::requests() const {
     std::vector<RequestCount> out;
-    for (size_t h = 0; h < handlers_.size(); ++h)
-        for (size_t c = 0; c < kCodes; ++c)
+    std::lock_guard lock(rare_mu_);
+    // By handler, then code, as the one table gave them: rare_ is ordered so already, and its
+    // rows merge into the slots' as each handler's are walked.
+    auto rare = rare_.begin();
+    const auto rare_before = [&](size_t h, int code) {
+        for (; rare != rare_.end() && rare->first.first == h && rare->first.second < code; ++rare)
+            out.push_back({handlers_[h], rare->first.second, rare->second});
+    };
+    for (size_t h = 0; h < handlers_.size(); ++h) {
+        for (size_t c = 0; c < kCodes; ++c) {
+            rare_before(h, kSlotCodes[c]);
             if (auto v = requests_[h * kCodes + c].load(std::memory_order_relaxed))
                 out.push_back({handlers_[h], kSlotCodes[c], v});
-    std::lock_guard lock(rare_mu_);
-    for (const auto& [key, v] : rare_) out.push_back({handlers_[key.first], key.second, v});
-    // By handler, then code, as the one table gave them.
-    std::ranges::stable_sort(out, {},
-                             [&](const RequestCount& r) { return std::pair(handler_index(r.handler), r.code); });
+        }
+        rare_before(h, kMaxCode + 1);
+    }
     return out;
 }
 

@@ -270,6 +270,20 @@ TEST(Metrics, HttpStatsFamilies) {
     EXPECT_EQ(samples(fams, "rocewatch_http_rejected_total"), all_reject_reasons().size());
 }
 
+// Codes without a slot come in order among the slots' codes of their handler: before the first,
+// between two, after the last, and for a handler with no other row.
+TEST(Metrics, HttpRequestRowsInHandlerAndCodeOrder) {
+    HttpStats stats({"/healthz", "/metrics"});
+    const size_t healthz = stats.handler_index("/healthz"), metrics = stats.handler_index("/metrics");
+    for (int code : {599, 200, 102, 418}) stats.count_request(healthz, code);
+    stats.count_request(metrics, 299);
+    std::vector<std::pair<std::string, int>> got;
+    for (const auto& r : stats.requests()) got.emplace_back(r.handler, r.code);
+    const std::vector<std::pair<std::string, int>> want = {
+        {"/healthz", 102}, {"/healthz", 200}, {"/healthz", 418}, {"/healthz", 599}, {"/metrics", 299}};
+    EXPECT_EQ(got, want);
+}
+
 TEST(Metrics, HttpTextIsTheFamiliesInTextFormat) {
     HttpStats stats({"/healthz", "/metrics"});
     stats.count_request(stats.handler_index("/metrics"), 200);
