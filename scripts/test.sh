@@ -40,8 +40,9 @@ for log in sys.argv[1:]:
             failed_names.append(f'{os.path.dirname(os.path.dirname(log))}: {r["name"]} ({r["result"]})')
             # The failed checks themselves, so the log's tail says why and not only what.
             out = (r.get("stdout") or "").splitlines()
-            why = [l for l in out if "FAIL" in l or l.startswith("not ok") or "Failure" in l]
-            failed_names += [f'  {l[:300]}' for l in (why or out[-5:])[:12]]
+            why = [l for l in out if "FAIL" in l or l.startswith("not ok") or "Failure" in l
+                   or "Sanitizer" in l or "runtime error:" in l or (l.startswith("    #") and "../" in l and "libsanitizer" not in l)][:24]
+            failed_names += [f'  {l[:300]}' for l in (why or out[-5:])]
 ok = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
 skipped = counts.get("SKIP", 0)
 failed = sum(v for k, v in counts.items() if k not in ("OK", "EXPECTEDFAIL", "SKIP"))

@@ -61,8 +61,8 @@ TEST(WorkerPool, OneWorkerServesJobsThatComeOneAtATime) {
 }
 
 TEST(WorkerPool, GrowsToTheGeneralCeilingAndNoFurtherForOrdinaryJobs) {
+    Gate gate;  // outlives the pool, whose workers wait on it until joined
     WorkerPool pool(3, 1, 8);
-    Gate gate;
     for (int i = 0; i < 5; ++i) ASSERT_TRUE(pool.submit([&] { gate.wait(); }, false));
     ASSERT_TRUE(gate.until_waiting(3));
     EXPECT_EQ(pool.threads(), 3u);  // two jobs queue; the reserve is not for them
@@ -70,8 +70,8 @@ TEST(WorkerPool, GrowsToTheGeneralCeilingAndNoFurtherForOrdinaryJobs) {
 }
 
 TEST(WorkerPool, APriorityJobStartsTheReserveWhenEveryGeneralWorkerIsBusy) {
+    Gate gate;  // outlives the pool, whose workers wait on it until joined
     WorkerPool pool(2, 1, 8);
-    Gate gate;
     for (int i = 0; i < 2; ++i) ASSERT_TRUE(pool.submit([&] { gate.wait(); }, false));
     ASSERT_TRUE(gate.until_waiting(2));
     std::promise<void> served;
@@ -82,8 +82,8 @@ TEST(WorkerPool, APriorityJobStartsTheReserveWhenEveryGeneralWorkerIsBusy) {
 }
 
 TEST(WorkerPool, AFullQueueRefusesTheNextJob) {
+    Gate gate;  // outlives the pool, whose workers wait on it until joined
     WorkerPool pool(1, 0, 2);
-    Gate gate;
     ASSERT_TRUE(pool.submit([&] { gate.wait(); }, false));
     ASSERT_TRUE(gate.until_waiting(1));
     EXPECT_TRUE(pool.submit([] {}, false));
