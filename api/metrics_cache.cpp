@@ -8,6 +8,7 @@
 
 #include "util/http_text.hpp"
 #include "api/metrics.hpp"
+#include "util/heap.hpp"
 #include "util/thread_name.hpp"
 
 namespace rocewatch::api {
@@ -155,7 +156,8 @@ void MetricsCache::prerender_loop() {
         lk.unlock();
         try {
             if (auto s = latest_()) entry_for(s, gzip_seen_);
-        } catch (...) {  // a render that fails here fails again, visibly, in the scrape
+            give_back_free_heap_pages();  // what the render and deflate let go
+        } catch (...) {                   // a render that fails here fails again, visibly, in the scrape
         }
         lk.lock();
     }

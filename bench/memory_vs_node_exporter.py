@@ -60,6 +60,20 @@ def scrape(ns, port):
     return int(r.stdout)
 
 
+def heap_stats(d):
+    """glibc's own count of the heap: what the process holds from the system against what is in
+    use, read by gdb calling malloc_stats() (it writes to the daemon's stderr, its log). gdb
+    exits 1 on detaching ("Couldn't write extended state status"), the call made."""
+    start = os.path.getsize(d.log.name)
+    subprocess.run(["gdb", "-p", str(d.proc.pid), "-batch", "-ex", "call (void)malloc_stats()"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(d.log.name) as f:
+        f.seek(start)
+        text = f.read()
+    total = re.search(r"Total \(incl. mmap\):\s+system bytes\s+=\s+(\d+)\s+in use bytes\s+=\s+(\d+)", text)
+    return f"system {total.group(1)}, in use {total.group(2)}" if total else text.strip()
+
+
 def tree_paths(tree):
     fx = os.path.abspath(rwtest.fixtures())
     if tree == "spark":
@@ -99,6 +113,8 @@ def measure(tree, a, cfg):
                     names = sorted(open(f"/proc/{d.proc.pid}/task/{t}/comm").read().strip()
                                    for t in os.listdir(f"/proc/{d.proc.pid}/task"))
                     print(f"{tree}: rocewatchd threads ({len(names)}): {', '.join(names)}")
+                if a.heap:
+                    print(f"{tree}: rocewatchd heap, bytes: {heap_stats(d)}")
         finally:
             ne.terminate()
             ne.wait()
@@ -113,6 +129,8 @@ def main():
     ap.add_argument("--no-links", dest="links", action="store_false",
                     help="no links in the namespace but loopback (the fixture's netdevs are links of nothing)")
     ap.add_argument("--mappings", action="store_true", help="also print rocewatchd's PSS per mapping (64 KiB and up) and its threads")
+    ap.add_argument("--heap", action="store_true",
+                    help="also print glibc's heap figures for rocewatchd: held from the system, in use (gdb)")
     ap.add_argument("trees", nargs="+")
     a = ap.parse_args()
     cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)

@@ -46,6 +46,7 @@
 #include "daemon/peering/token.hpp"
 #include "daemon/peering/ucx_session.hpp"
 #include "daemon/rules/rules.hpp"
+#include "util/heap.hpp"
 #include "util/read_file.hpp"
 #include "util/resolve.hpp"
 #include "util/thread_name.hpp"
@@ -318,7 +319,10 @@ int run_daemon(const Flags& flags, std::shared_ptr<const Config> cfg, std::share
         log);
     inventory->start();
     watcher->start();
-    store.on_publish([&api] { api->snapshot_published(); });
+    store.on_publish([&api] {
+        api->snapshot_published();
+        give_back_free_heap_pages();  // what the collection left between the pages it still uses
+    });
     std::thread engine_thread([&] {
         name_this_thread("engine");
         engine.run();
