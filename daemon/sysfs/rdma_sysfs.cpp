@@ -384,7 +384,7 @@ private:
     // none, or when it fails now (a device gone, a counter turned EINVAL): then it is
     // dropped and opened afresh, which reports what is wrong.
     std::optional<FileText> read_cached(SysfsFileCache::DirFiles& kept, const std::string& name) {
-        const int fd = kept.fds.find(name);
+        const int fd = SysfsFileCache::kept_fd(kept, name);
         if (fd < 0) return std::nullopt;
         if (check_each_) {  // not sysfs: the file may have been replaced (see SysfsFileCache)
             struct stat st {};
@@ -807,54 +807,34 @@ SysfsFileCache::SysfsFileCache() {
     max_fds_ = soft == RLIM_INFINITY ? 1U << 16 : static_cast<std::size_t>(soft / 2);
 }
 
-auto SysfsFileCache::KeptFds::lower(std::string_view name) const
-    -> std::vector<std::pair<std::string_view, int>>::const_iterator {
-    return std::lower_bound(items_.begin(), items_.end(), name,
-                            [](const auto& e, std::string_view n) { return e.first < n; });
-}
-
-int SysfsFileCache::KeptFds::find(std::string_view name) const {
-    const auto it = lower(name);
-    return it != items_.end() && it->first == name ? it->second : -1;
-}
-
-bool SysfsFileCache::KeptFds::insert(std::string_view name, int fd) {
-    const auto it = lower(name);
-    if ((it != items_.end() && it->first == name) || !CounterNames::has_room(name)) return false;
-    items_.emplace(it, CounterNames::intern(name), fd);
-    return true;
-}
-
-int SysfsFileCache::KeptFds::erase(std::string_view name) {
-    const auto it = lower(name);
-    if (it == items_.end() || it->first != name) return -1;
-    const int fd = it->second;
-    items_.erase(it);
-    return fd;
-}
-
-void SysfsFileCache::KeptFds::close_all() {
-    for (const auto& [name, fd] : items_) ::close(fd);
-    items_.clear();
-    items_.shrink_to_fit();
-}
-
+// A name past the table of counter names is not kept: the file is read afresh each time.
 bool SysfsFileCache::keep(DirFiles& in, std::string_view name, int fd) {
-    if (kept_ >= max_fds_ || !in.fds.insert(name, fd)) return false;
+    if (kept_ >= max_fds_ || !CounterNames::has_room(name) || !in.fds.emplace(name, fd).second) return false;
     ++kept_;
     return true;
 }
 
+int SysfsFileCache::kept_fd(const DirFiles& in, std::string_view name) {
+    const auto it = in.fds.find(name);
+    return it == in.fds.end() ? -1 : it->second;
+}
+
 void SysfsFileCache::forget(DirFiles& in, std::string_view name) {
-    if (const int fd = in.fds.erase(name); fd >= 0) {
+    if (const int fd = kept_fd(in, name); fd >= 0) {
         ::close(fd);
+        in.fds.erase(name);
         --kept_;
     }
 }
 
 void SysfsFileCache::forget_all(DirFiles& in) {
     kept_ -= in.fds.size();
-    in.fds.close_all();
+    close_all(in.fds);
+}
+
+void SysfsFileCache::close_all(KeptFds& fds) {
+    for (const auto& [name, fd] : fds) ::close(fd);
+    fds = {};  // and its vector's block
 }
 
 bool SysfsFileCache::kernel_rendered(const std::string& root) {
@@ -868,7 +848,7 @@ bool SysfsFileCache::kernel_rendered(const std::string& root) {
 }
 
 void SysfsFileCache::clear() {
-    for (auto& [dir, files] : fds_) files.fds.close_all();
+    for (auto& [dir, files] : fds_) close_all(files.fds);
     fds_.clear();
     kept_ = 0;
     listings_.clear();

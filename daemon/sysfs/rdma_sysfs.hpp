@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/model/shared_map.hpp"
 #include "daemon/model/snapshot.hpp"
 
 namespace rocewatch {
@@ -139,24 +140,11 @@ public:
     // Only with mutex() held. Files are kept by directory, then name: a directory's files
     // are found with one lookup of its path (dir_files), and each then in a small map of
     // its own (a lookup by whole path cost a cache miss or two per file at 128 NICs).
-    // A directory's kept files: (name, fd) sorted by name, the names interned (CounterNames:
-    // counter files are most of them, and every port has the same). 24 bytes a file; an
-    // unordered_map of std::string took about 100 with its node, bucket and long names' heap
-    // blocks, 0.9 MiB for the 8,600 files kept at 128 NICs (issue 14, heaptrack).
-    class KeptFds {
-    public:
-        [[nodiscard]] int find(std::string_view name) const;  // -1: not kept
-        // False when name is kept already or the name table is full: the caller closes fd.
-        [[nodiscard]] bool insert(std::string_view name, int fd);
-        [[nodiscard]] int erase(std::string_view name);  // its fd, not closed; -1: not kept
-        [[nodiscard]] std::size_t size() const { return items_.size(); }
-        [[nodiscard]] bool empty() const { return items_.empty(); }
-        void close_all();
-
-    private:
-        std::vector<std::pair<std::string_view, int>>::const_iterator lower(std::string_view name) const;
-        std::vector<std::pair<std::string_view, int>> items_;
-    };
+    // A directory's kept files: fd by name, in one sorted vector of interned names
+    // (CounterNames: counter files are most of them, and every port has the same). 24 bytes
+    // a file; an unordered_map of std::string took about 100 with its node, bucket and long
+    // names' heap blocks, 0.9 MiB for the 8,600 files kept at 128 NICs (issue 14, heaptrack).
+    using KeptFds = FlatMap<int>;
     struct DirFiles {
         KeptFds fds;
         // Outside sysfs and procfs: the directory as it was when all its kept files were last
@@ -169,8 +157,9 @@ public:
         timespec ctime{};
     };
     [[nodiscard]] DirFiles& dir_files(const std::string& dir) { return fds_[dir]; }
-    [[nodiscard]] bool keep(DirFiles& in, std::string_view name, int fd);  // false: full, the caller closes fd
-    void forget(DirFiles& in, std::string_view name);
+    [[nodiscard]] bool keep(DirFiles& in, std::string_view name, int fd);         // false: full, the caller closes fd
+    [[nodiscard]] static int kept_fd(const DirFiles& in, std::string_view name);  // -1: not kept
+    void forget(DirFiles& in, std::string_view name);                             // closes its fd
     void forget_all(DirFiles& in);
     // Directory listings, kept alike (the list of devices excepted): null when unknown.
     [[nodiscard]] const std::vector<SysfsDirEntry>* listing(const std::string& dir) const;
@@ -197,6 +186,8 @@ private:
     std::unordered_set<std::string> directories_;
     std::unordered_map<std::string, bool> kernel_rendered_;
     std::size_t max_fds_;
+
+    static void close_all(KeptFds& fds);
 };
 
 // Reads <sysfs_root>/class/infiniband/*. A host without that directory has no RDMA, which is

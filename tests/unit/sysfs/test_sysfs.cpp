@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -937,25 +938,31 @@ const std::string kCachePort = "class/infiniband/mlx5_0/ports/1/";
 uint64_t counter_a(const SysfsReadResult& r) { return r.devices.at(0).ports.at(0).counters.at("a"); }
 }  // namespace
 
-// A directory's kept files, found by name whatever order they came in; a name kept twice or
-// never kept is told apart, and erase hands the fd back unclosed.
-TEST(SysfsFileCache, KeptFdsFindsByName) {
-    SysfsFileCache::KeptFds k;
-    EXPECT_EQ(k.find("state"), -1);
-    EXPECT_TRUE(k.insert("symbol_error", 7));
-    EXPECT_TRUE(k.insert("link_downed", 5));
-    EXPECT_TRUE(k.insert("port_rcv_constraint_errors", 9));
-    EXPECT_FALSE(k.insert("link_downed", 11)) << "kept already";
-    EXPECT_EQ(k.size(), 3u);
-    EXPECT_EQ(k.find("link_downed"), 5);
-    EXPECT_EQ(k.find(std::string("port_rcv_constraint_errors")), 9);
-    EXPECT_EQ(k.find("symbol_error"), 7);
-    EXPECT_EQ(k.find("link"), -1);
-    EXPECT_EQ(k.erase("link_downed"), 5);
-    EXPECT_EQ(k.erase("link_downed"), -1);
-    EXPECT_EQ(k.find("link_downed"), -1);
-    EXPECT_EQ(k.find("symbol_error"), 7);
-    EXPECT_EQ(k.size(), 2u);
+// A directory's kept files, found by name whatever order they came in; a name kept twice is
+// refused (the caller closes that fd), and forget closes the fd it kept.
+TEST(SysfsFileCache, KeepsAFileOnceByNameAndForgetClosesIt) {
+    SysfsFileCache cache(16);
+    auto& dir = cache.dir_files("/sys/class/infiniband/mlx5_0/ports/1/counters");
+    const auto fd_of_null = [] { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); };
+    const int symbol = fd_of_null(), downed = fd_of_null(), constraint = fd_of_null(), again = fd_of_null();
+    EXPECT_EQ(SysfsFileCache::kept_fd(dir, "state"), -1);
+    EXPECT_TRUE(cache.keep(dir, "symbol_error", symbol));
+    EXPECT_TRUE(cache.keep(dir, "link_downed", downed));
+    EXPECT_TRUE(cache.keep(dir, "port_rcv_constraint_errors", constraint));
+    EXPECT_FALSE(cache.keep(dir, "link_downed", again)) << "kept already";
+    ::close(again);
+    EXPECT_EQ(cache.size(), 3u);
+    EXPECT_EQ(SysfsFileCache::kept_fd(dir, "link_downed"), downed);
+    EXPECT_EQ(SysfsFileCache::kept_fd(dir, std::string("port_rcv_constraint_errors")), constraint);
+    EXPECT_EQ(SysfsFileCache::kept_fd(dir, "symbol_error"), symbol);
+    EXPECT_EQ(SysfsFileCache::kept_fd(dir, "link"), -1);
+    cache.forget(dir, "link_downed");
+    EXPECT_EQ(::fcntl(downed, F_GETFD), -1) << "its fd closed";
+    EXPECT_EQ(SysfsFileCache::kept_fd(dir, "link_downed"), -1);
+    EXPECT_EQ(SysfsFileCache::kept_fd(dir, "symbol_error"), symbol);
+    EXPECT_EQ(cache.size(), 2u);
+    cache.forget(dir, "link_downed");  // not kept: nothing to close
+    EXPECT_EQ(cache.size(), 2u);
 }
 
 TEST(SysfsFileCache, KeptFilesShowWhatIsWrittenToThemSince) {
