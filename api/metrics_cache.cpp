@@ -87,7 +87,7 @@ MetricsCache::Entry MetricsCache::entry_for(const std::shared_ptr<const Snapshot
         ++renders_;
         return std::make_shared<const std::string>(render_snapshot_metrics(*snap));
     };
-    if (cur_.snap != snap) {
+    if (!current(snap)) {
         cur_ = Entry{snap, render(), nullptr};
     } else if (!cur_.text && (!gzip || !cur_.deflated)) {  // the text was let go: wanted again
         cur_.text = render();
@@ -127,7 +127,7 @@ std::string MetricsCache::body(const std::shared_ptr<const Snapshot>& snap, cons
 
 bool MetricsCache::ready(const std::shared_ptr<const Snapshot>& snap, bool gzip) {
     std::unique_lock lock(mu_, std::try_to_lock);
-    return lock.owns_lock() && snap && cur_.snap == snap && (gzip ? cur_.deflated != nullptr : cur_.text != nullptr);
+    return lock.owns_lock() && current(snap) && (gzip ? cur_.deflated != nullptr : cur_.text != nullptr);
 }
 
 // While warm: wakes when told of a new snapshot, when a snapshot passed over becomes worth

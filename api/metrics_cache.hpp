@@ -80,11 +80,16 @@ public:
 
 private:
     struct Entry {
-        std::shared_ptr<const Snapshot> snap;
+        // Which snapshot this is, without keeping it: one no longer published is freed then,
+        // not when the next render replaces this entry, which never comes while nobody
+        // scrapes (Prometheus down).
+        std::weak_ptr<const Snapshot> snap;
         std::shared_ptr<const std::string> text;
         std::shared_ptr<const DeflatedPrefix> deflated;  // made once gzip was asked for
     };
     Entry entry_for(const std::shared_ptr<const Snapshot>& snap, bool gzip);
+    // mu_ held. Whether cur_ is snap's (an expired entry is nobody's: no address reused).
+    bool current(const std::shared_ptr<const Snapshot>& snap) const { return snap && cur_.snap.lock() == snap; }
     void prerender_loop();
     // warm_mu_ held.
     bool warm(SteadyClock::time_point now) const { return scraped_ && now - pacing_.last_scrape < kWarmFor; }

@@ -75,6 +75,22 @@ TEST(MetricsCache, KeepsTheTextOnlyWhileSomeoneScrapesWithoutGzip) {
     EXPECT_EQ(cache.renders(), 2u);
 }
 
+// The cache knows which snapshot it rendered without keeping it: once the source publishes
+// another, the old one is freed, not held until the next render.
+TEST(MetricsCache, KeepsNoSnapshotAliveOnceItIsReplaced) {
+    Source src;
+    MetricsCache cache([&] { return src.latest(); }, std::chrono::hours(1));
+    std::weak_ptr<const Snapshot> first = src.publish(1);
+    (void)cache.body(first.lock(), "", true);
+    EXPECT_TRUE(cache.ready(first.lock(), true));
+    auto s2 = src.publish(2);
+    EXPECT_TRUE(first.expired()) << "the cache still holds the snapshot it rendered";
+    EXPECT_FALSE(cache.ready(s2, true));
+    const std::string body = cache.body(s2, "", false);
+    EXPECT_EQ(body, render_snapshot_metrics(*s2));
+    EXPECT_EQ(cache.renders(), 2u);
+}
+
 // Nobody has scraped: a publish renders nothing.
 TEST(MetricsCache, ColdCacheRendersNothing) {
     Source src;
