@@ -193,7 +193,7 @@ public:
 
     // Every open goes through here: a file that blocked an earlier read is not tried again,
     // and the caller can see which file a read is on.
-    FileText read(const Dir& dir, const std::string& name, unsigned char d_type = DT_UNKNOWN) {
+    FileText read(const Dir& dir, std::string_view name, unsigned char d_type = DT_UNKNOWN) {
         path_.assign(dir.path());
         if (!path_.empty() && path_.back() != '/') path_ += '/';
         path_.append(name);
@@ -212,7 +212,7 @@ public:
 
     // Trimmed text of a file the driver may or may not provide: nullopt when absent
     // (no error) or unreadable (recorded). Valid until the next read.
-    std::optional<std::string_view> optional_text(const Dir& dir, const std::string& name,
+    std::optional<std::string_view> optional_text(const Dir& dir, std::string_view name,
                                                   unsigned char d_type = DT_UNKNOWN) {
         FileText f = read(dir, name, d_type);
         if (f.status == ReadStatus::ok) return trim(f.text);
@@ -243,8 +243,8 @@ public:
         result_.counter_seconds += std::chrono::duration<double>(d).count();
     }
 
-    std::optional<uint64_t> counter(const Dir& dir, const Entry& e) {
-        auto text = optional_text(dir, e.name, e.type);
+    std::optional<uint64_t> counter(const Dir& dir, std::string_view name, unsigned char d_type) {
+        auto text = optional_text(dir, name, d_type);
         if (!text) return std::nullopt;
         // The kernel's answer for a PMA counter of a device without a performance management
         // agent (iWARP, some IB drivers): a known "not available", absent, not an error.
@@ -280,7 +280,12 @@ public:
     std::vector<Entry> list(const Dir& dir, bool cacheable = true, bool remember_missing = false) {
         const bool keep = cache_ && keep_open_ && cacheable;
         if (keep) {
-            if (const auto* known = kept_listing(dir)) return *known;
+            if (const auto* known = kept_listing(dir)) {
+                std::vector<Entry> out;
+                out.reserve(known->size());
+                for (const auto& e : *known) out.push_back({std::string(e.name), e.type});
+                return out;
+            }
         }
         std::vector<Entry> out;
         const int dfd = fd(dir);
@@ -309,7 +314,7 @@ public:
 
     // The listing kept from an earlier read, without copying it (the counter directories, read
     // every cycle): null when there is none, and then list() reads it. Valid for this read.
-    const std::vector<Entry>* kept_listing(const Dir& dir) const {
+    const SysfsFileCache::KeptListing* kept_listing(const Dir& dir) const {
         return cache_ && keep_open_ ? cache_->listing(dir.path()) : nullptr;
     }
 
@@ -383,7 +388,7 @@ private:
     // The file at path_ through the fd kept from an earlier read: nullopt when there is
     // none, or when it fails now (a device gone, a counter turned EINVAL): then it is
     // dropped and opened afresh, which reports what is wrong.
-    std::optional<FileText> read_cached(SysfsFileCache::DirFiles& kept, const std::string& name) {
+    std::optional<FileText> read_cached(SysfsFileCache::DirFiles& kept, std::string_view name) {
         const int fd = SysfsFileCache::kept_fd(kept, name);
         if (fd < 0) return std::nullopt;
         if (check_each_) {  // not sysfs: the file may have been replaced (see SysfsFileCache)
@@ -409,9 +414,11 @@ private:
     // and the S_ISREG check keep a FIFO or a device node from blocking the collector: sysfs
     // attributes are always regular files, so anything else is skipped unread. A listing
     // that already said "regular file" spares the fstat.
-    FileText read_at(int dirfd, const std::string& name, bool known_regular, SysfsFileCache::DirFiles* kept) {
+    // name: the end of path_, which gives it its terminating NUL.
+    FileText read_at(int dirfd, std::string_view name, bool known_regular, SysfsFileCache::DirFiles* kept) {
         FileText r;
-        const int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        const char* const c_name = path_.c_str() + (path_.size() - name.size());
+        const int fd = ::openat(dirfd, c_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (fd < 0) {
             const int err = errno;
             // ENOTDIR: a path component is a file; for us that is the same as absent.
@@ -466,23 +473,24 @@ private:
 
 void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, FlatMap<uint64_t>& out, uint64_t& dropped) {
     const Dir dir(port, name);
-    std::vector<Entry> fresh;
-    const std::vector<Entry>* entries = rd.kept_listing(dir);
-    if (!entries) {
-        fresh = rd.list(dir, /*cacheable=*/true, /*remember_missing=*/true);
-        entries = &fresh;
-    }
-    for (const auto& e : *entries) {
-        // mlx5 keeps its stats cache lifetime (ms, writable) among the hw_counters.
-        if (e.name == "lifespan") continue;
-        // Past the process's table of counter names, a name not seen before is dropped too.
-        if (!CounterNames::has_room(e.name) || !rd.take_series()) {
-            ++dropped;  // not even read: the cap bounds the work as well as the series
-            continue;
+    const auto read_each = [&](const auto& entries) {
+        for (const auto& e : entries) {
+            // mlx5 keeps its stats cache lifetime (ms, writable) among the hw_counters.
+            if (e.name == "lifespan") continue;
+            // Past the process's table of counter names, a name not seen before is dropped too.
+            if (!CounterNames::has_room(e.name) || !rd.take_series()) {
+                ++dropped;  // not even read: the cap bounds the work as well as the series
+                continue;
+            }
+            // The listing is sorted, so each name goes at the end: no search.
+            if (auto v = rd.counter(dir, e.name, e.type)) out.insert_or_assign(e.name, *v);
         }
-        // The listing is sorted, so each name goes at the end: no search.
-        if (auto v = rd.counter(dir, e)) out.insert_or_assign(e.name, *v);
-    }
+    };
+    // The kept listing is walked where it lies; the first read lists the directory (and keeps it).
+    if (const auto* kept = rd.kept_listing(dir))
+        read_each(*kept);
+    else
+        read_each(rd.list(dir, /*cacheable=*/true, /*remember_missing=*/true));
 }
 
 // Kernels before 4.5 keep the 64-bit PMA counters apart, in counters_ext/, while counters/
@@ -855,13 +863,18 @@ void SysfsFileCache::clear() {
     directories_.clear();
 }
 
-const std::vector<SysfsDirEntry>* SysfsFileCache::listing(const std::string& dir) const {
+auto SysfsFileCache::listing(const std::string& dir) const -> const KeptListing* {
     const auto it = listings_.find(dir);
     return it == listings_.end() ? nullptr : &it->second;
 }
 
-void SysfsFileCache::keep_listing(const std::string& dir, std::vector<SysfsDirEntry> entries) {
-    listings_.insert_or_assign(dir, std::move(entries));
+void SysfsFileCache::keep_listing(const std::string& dir, const std::vector<SysfsDirEntry>& entries) {
+    if (!std::all_of(entries.begin(), entries.end(), [](const auto& e) { return CounterNames::has_room(e.name); }))
+        return;
+    KeptListing kept;
+    kept.reserve(entries.size());
+    for (const auto& e : entries) kept.push_back({CounterNames::intern(e.name), e.type});
+    listings_.insert_or_assign(dir, std::move(kept));
 }
 
 bool is_lag_device_name(std::string_view name) { return name.find("_bond") != std::string_view::npos; }
