@@ -156,8 +156,9 @@ void MetricsCache::prerender_loop() {
         lk.unlock();
         try {
             if (auto s = latest_()) entry_for(s, gzip_seen_);
-            give_back_free_heap_pages();  // what the render and deflate let go
-        } catch (...) {                   // a render that fails here fails again, visibly, in the scrape
+            // What the render and deflate let go.
+            give_back_free_heap_pages();
+        } catch (...) {  // a render that fails here fails again, visibly, in the scrape
         }
         lk.lock();
     }
