@@ -2,9 +2,14 @@
 // (bench/make_nic_tree.py makes them): the counter read (counters/ and hw_counters/, files kept
 // open as the daemon keeps them), the trend stage over it, and the /metrics render and its
 // deflate. Prints the median per stage, the rendered text's size and a hash of it, so that two
-// builds run side by side (bench/stages_side_by_side.sh) are seen to render the same.
+// builds run side by side (bench/stages_side_by_side.sh) are seen to render the same. The heap
+// is set up as the daemon's (one arena, a fixed trim threshold, so a block over 128 KiB is
+// mapped afresh each time) and its free pages are handed back after each render and deflate,
+// as the daemon's renderer does: the render's page faults count as they do there.
 //
 //   cycle_stages SYSFS_ROOT [ROUNDS]
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +24,7 @@
 #include "api/metrics.hpp"
 #include "daemon/rules/trends.hpp"
 #include "daemon/sysfs/rdma_sysfs.hpp"
+#include "util/heap.hpp"
 
 namespace {
 
@@ -37,6 +43,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     const int rounds = argc > 2 ? std::atoi(argv[2]) : 40;
+    (void)mallopt(M_ARENA_MAX, 1);  // as daemon/main.cpp sets them
+    (void)mallopt(M_TRIM_THRESHOLD, 128 * 1024);
     rocewatch::SysfsReadOptions opts;
     opts.files = std::make_shared<rocewatch::SysfsFileCache>();
     rocewatch::Snapshot full;  // what a full read gives: what /metrics shows
@@ -71,6 +79,7 @@ int main(int argc, char** argv) {
         bytes = text.size();
         deflated = prefix.deflated.size();
         hash = std::hash<std::string>{}(text);
+        rocewatch::give_back_free_heap_pages();  // untimed: it runs either way, off the scrape's path
     }
     std::printf("devices %zu text %zu deflated %zu hash %016zx\n", full.devices.size(), bytes, deflated, hash);
     for (const char* stage : {"read", "trends", "render", "deflate"})
