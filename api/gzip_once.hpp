@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,8 @@ struct DeflatedPrefix {
 
 // Throws std::runtime_error if zlib fails (out of memory).
 [[nodiscard]] DeflatedPrefix deflate_prefix(std::string_view text);
+// The same for the text the pieces make one after the other, without joining them.
+[[nodiscard]] DeflatedPrefix deflate_prefix(std::span<const std::string_view> pieces);
 
 // One complete gzip member of prefix + `tail`: the gzip header, the prefix's blocks, the
 // tail deflated on its own (its back-references cannot reach into the prefix, which is

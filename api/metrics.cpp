@@ -51,12 +51,14 @@ bool ascii(std::string_view s) {
 }
 
 // One family as the sections fill it: as ClientMetrics (snapshot_to_families), or straight
-// as its sample lines (render_snapshot_metrics: without the ClientMetrics and their label
-// strings, the render at 128 NICs takes 0.54 of its time; bench/stages_side_by_side.sh).
+// as its text (render_snapshot_metrics: without the ClientMetrics and their label strings,
+// the render at 128 NICs takes 0.54 of its time; bench/stages_side_by_side.sh): its header,
+// then its sample lines.
 struct Family {
     MetricFamily fam;  // name, help, type; and the samples unless as_text
     bool as_text = false;
-    std::string text;  // the sample lines, when as_text
+    std::string text;        // the header and sample lines, when as_text
+    std::size_t header = 0;  // the header's bytes: no sample yet while text is no longer
 };
 
 // Families in declaration order with stable addresses, so each section can hold on to
@@ -64,7 +66,11 @@ struct Family {
 class Builder {
 public:
     enum class Output { families, text };
-    explicit Builder(Output output) : as_text_(output == Output::text) {}
+    // sizes (Output::text): each family's bytes in the last render, in declaration order,
+    // reserved up front so that its text is allocated once, not grown by doubling (at 128
+    // NICs a family of 400 KB went through six blocks, each over the heap's mmap threshold
+    // and so faulted in page by page; issue 14). Updated by finish.
+    explicit Builder(Output output, RenderSizes* sizes = nullptr) : as_text_(output == Output::text), sizes_(sizes) {}
 
     Family& gauge(std::string name, std::string help) {
         return make(std::move(name), std::move(help), MetricType::Gauge);
@@ -80,16 +86,15 @@ public:
             if (!f.fam.metric.empty()) out.push_back(std::move(f.fam));
         return out;
     }
-    // Output::text: those with a sample, in order, appended to `out` in text format.
-    void finish(std::string& out) && {
-        std::size_t size = out.size();
-        for (const auto& f : fams_) size += f.text.size() + f.fam.help.size() + 2 * f.fam.name.size() + 24;
-        out.reserve(size);
-        for (const auto& f : fams_) {
-            if (f.text.empty()) continue;
-            append_family_header(out, f.fam.name, f.fam.help, f.fam.type);
-            out += f.text;
+    // Output::text: the text of each family with a sample, in order, moved out.
+    std::vector<std::string> finish_text() && {
+        if (sizes_) sizes_->family_bytes.clear();
+        std::vector<std::string> out;
+        for (auto& f : fams_) {
+            if (sizes_) sizes_->family_bytes.push_back(f.text.size());
+            if (f.text.size() > f.header) out.push_back(std::move(f.text));
         }
+        return out;
     }
 
 private:
@@ -99,9 +104,16 @@ private:
         f.fam.help = std::move(help);
         f.fam.type = type;
         f.as_text = as_text_;
+        if (as_text_) {
+            const std::size_t i = fams_.size() - 1;
+            if (sizes_ && i < sizes_->family_bytes.size()) f.text.reserve(sizes_->family_bytes[i]);
+            append_family_header(f.text, f.fam.name, f.fam.help, f.fam.type);
+            f.header = f.text.size();
+        }
         return f;
     }
     bool as_text_;
+    RenderSizes* sizes_;
     std::deque<Family> fams_;
 };
 
@@ -678,23 +690,33 @@ std::vector<MetricFamily> http_families(const HttpStats& stats, const WebReloadS
 
 // The same text as text_format(snapshot_to_families(s)), written as the sections walk the
 // snapshot (test: Metrics.RenderedTextIsTheFamiliesInTextFormat).
-std::string render_snapshot_metrics(const Snapshot& s) {
-    Builder bld(Builder::Output::text);
+std::vector<std::string> render_snapshot_pieces(const Snapshot& s, RenderSizes* sizes) {
+    Builder bld(Builder::Output::text, sizes);
     sections(bld, s);
+    auto pieces = std::move(bld).finish_text();
+    std::string views;
+    append_text_format(views, view_families(s));
+    if (!views.empty()) pieces.push_back(std::move(views));
+    return pieces;
+}
+
+std::string join_pieces(const std::vector<std::string>& pieces) {
+    std::size_t size = 0;
+    for (const auto& p : pieces) size += p.size();
     std::string out;
-    std::move(bld).finish(out);
-    append_text_format(out, view_families(s));
+    out.reserve(size);
+    for (const auto& p : pieces) out += p;
     return out;
 }
+
+std::string render_snapshot_metrics(const Snapshot& s) { return join_pieces(render_snapshot_pieces(s)); }
 
 // Every scrape renders this part: written as text directly, not through families first
 // (test: Metrics.HttpTextIsTheFamiliesInTextFormat).
 std::string render_http_metrics(const HttpStats& stats, const WebReloadStatus* web) {
     Builder bld(Builder::Output::text);
     http_section(bld, stats, web);
-    std::string out;
-    std::move(bld).finish(out);
-    return out;
+    return join_pieces(std::move(bld).finish_text());
 }
 
 std::string render_metrics(const Snapshot& s, const HttpStats& stats) {

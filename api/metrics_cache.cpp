@@ -6,8 +6,8 @@
 #include <string_view>
 #include <utility>
 
-#include "util/http_text.hpp"
 #include "api/metrics.hpp"
+#include "util/http_text.hpp"
 #include "util/heap.hpp"
 #include "util/thread_name.hpp"
 
@@ -83,20 +83,24 @@ void MetricsCache::published() {
 
 MetricsCache::Entry MetricsCache::entry_for(const std::shared_ptr<const Snapshot>& snap, bool gzip) {
     std::lock_guard lock(mu_);
-    const auto render = [&] {
-        ++renders_;
-        return std::make_shared<const std::string>(render_snapshot_metrics(*snap));
-    };
-    if (!current(snap)) {
-        cur_ = Entry{snap, render(), nullptr};
-    } else if (!cur_.text && (!gzip || !cur_.deflated)) {  // the text was let go: wanted again
-        cur_.text = render();
-    }
-    if (gzip && !cur_.deflated) cur_.deflated = std::make_shared<const DeflatedPrefix>(deflate_prefix(*cur_.text));
+    if (!current(snap)) cur_ = Entry{snap, nullptr, nullptr};
     // Once deflated, the text is kept only while someone scrapes without gzip: Prometheus
     // never does, and at 128 NICs it is 776 KB held for nobody (issue 14). A plain scrape
     // after that renders the snapshot again.
-    if (gzip && !plain_wanted(now_())) cur_.text.reset();
+    const bool keep_text = !gzip || plain_wanted(now_());
+    if (gzip && !cur_.deflated && !cur_.text) {
+        // Deflated from the pieces as they are: the text is joined only if it is kept.
+        ++renders_;
+        const auto pieces = render_snapshot_pieces(*snap, &sizes_);
+        std::vector<std::string_view> views(pieces.begin(), pieces.end());
+        cur_.deflated = std::make_shared<const DeflatedPrefix>(deflate_prefix(views));
+        if (keep_text) cur_.text = std::make_shared<const std::string>(join_pieces(pieces));
+    } else if (!gzip && !cur_.text) {
+        ++renders_;
+        cur_.text = std::make_shared<const std::string>(join_pieces(render_snapshot_pieces(*snap, &sizes_)));
+    }
+    if (gzip && !cur_.deflated) cur_.deflated = std::make_shared<const DeflatedPrefix>(deflate_prefix(*cur_.text));
+    if (!keep_text) cur_.text.reset();
     return cur_;
 }
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "api/gzip_once.hpp"
+#include "api/metrics.hpp"
 #include "daemon/model/snapshot.hpp"
 
 namespace rocewatch::api {
@@ -99,8 +100,9 @@ private:
     Now now_;
     std::atomic<uint64_t> renders_{0};
     std::atomic<uint64_t> passed_over_{0};
-    std::mutex mu_;  // guards cur_; held while rendering, so a snapshot is rendered once
+    std::mutex mu_;  // guards cur_ and sizes_; held while rendering, so a snapshot is rendered once
     Entry cur_;
+    RenderSizes sizes_;  // of the last render, for the next
     std::atomic<bool> gzip_seen_{false};
     // When the last scrape without gzip came (time_since_epoch); none yet: min.
     std::atomic<SteadyClock::rep> last_plain_{std::numeric_limits<SteadyClock::rep>::min()};

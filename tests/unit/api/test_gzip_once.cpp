@@ -5,6 +5,8 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "api/gzip_once.hpp"
 #include "api/metrics_cache.hpp"
@@ -64,6 +66,20 @@ TEST(GzipOnce, PrefixHoldsAboutItsOwnBytes) {
     EXPECT_LT(prefix.deflated.size(), snap.size() / 20);
     EXPECT_LE(prefix.deflated.capacity(), 2 * prefix.deflated.size() + 16384) << "input " << snap.size();
     EXPECT_EQ(gunzip(gzip_with_tail(prefix, "")), snap);
+}
+
+// A body deflated from its pieces, never joined: the same member as from the joined text,
+// empty pieces and pieces of a byte included.
+TEST(GzipOnce, PrefixFromPiecesIsThePrefixOfTheirText) {
+    const std::vector<std::string> pieces = {metrics_like(500, 5), "", "#", metrics_like(1, 6), metrics_like(3000, 7)};
+    std::string joined;
+    for (const auto& p : pieces) joined += p;
+    const std::vector<std::string_view> views(pieces.begin(), pieces.end());
+    const auto prefix = deflate_prefix(views);
+    EXPECT_EQ(prefix.length, joined.size());
+    EXPECT_EQ(prefix.crc, deflate_prefix(joined).crc);
+    EXPECT_EQ(gunzip(gzip_with_tail(prefix, "tail\n")), joined + "tail\n");
+    EXPECT_EQ(gunzip(gzip_with_tail(deflate_prefix(std::vector<std::string_view>{}), "")), "");
 }
 
 TEST(GzipOnce, EmptyPrefix) {

@@ -323,6 +323,26 @@ TEST(Metrics, RenderedTextIsTheFamiliesInTextFormat) {
     EXPECT_NE(text.find("fw_ver=\"\xe2\x82\xac ok\""), std::string::npos) << text;
 }
 
+// The pieces a render deflates one by one are the text in order, a family each with its
+// header; the sizes one render leaves for the next (reserved up front) change nothing of what
+// the next one writes, whether they fit it or not.
+TEST(Metrics, RenderedPiecesAreTheTextAFamilyEach) {
+    auto s = api_sample::sample_snapshot();
+    RenderSizes sizes;
+    const auto pieces = render_snapshot_pieces(s, &sizes);
+    EXPECT_EQ(join_pieces(pieces), text_format(snapshot_to_families(s)));
+    ASSERT_GT(pieces.size(), 10u);
+    for (const auto& p : pieces) EXPECT_TRUE(p.starts_with("# HELP ") || p.starts_with("# TYPE ")) << p;
+    EXPECT_GE(sizes.family_bytes.size(), pieces.size()) << "every family declared, those without a sample too";
+    auto more = s;
+    more.devices.push_back(more.devices.front());
+    more.devices.back().name = "mlx5_9";
+    EXPECT_EQ(join_pieces(render_snapshot_pieces(more, &sizes)), text_format(snapshot_to_families(more)));
+    EXPECT_EQ(join_pieces(render_snapshot_pieces(s, &sizes)), text_format(snapshot_to_families(s)));
+    RenderSizes wrong{.family_bytes = std::vector<std::size_t>(3, 1'000'000)};
+    EXPECT_EQ(join_pieces(render_snapshot_pieces(s, &wrong)), text_format(snapshot_to_families(s)));
+}
+
 namespace {
 
 // Writes `text` to a temp file and runs `promtool check metrics` on it; returns its exit

@@ -73,6 +73,12 @@ TEST(MetricsCache, KeepsTheTextOnlyWhileSomeoneScrapesWithoutGzip) {
     (void)cache.body(s1, "", true);
     EXPECT_TRUE(cache.ready(s1, false)) << "a plain scrape came within kWarmFor: the text is kept";
     EXPECT_EQ(cache.renders(), 2u);
+    auto s2 = src.publish(2);  // deflated from its pieces, which are joined too while kept
+    (void)cache.body(s2, "", true);
+    EXPECT_TRUE(cache.ready(s2, true));
+    EXPECT_TRUE(cache.ready(s2, false));
+    EXPECT_EQ(cache.body(s2, "tail\n", false), render_snapshot_metrics(*s2) + "tail\n");
+    EXPECT_EQ(cache.renders(), 3u);
 }
 
 // The cache knows which snapshot it rendered without keeping it: once the source publishes
