@@ -412,7 +412,11 @@ Engine::FileRead Engine::read_files_now(const Config& cfg, const SysfsReadOption
 
     t0 = SteadyClock::now();
     try {
-        r.host = read_host_info(cfg.daemon.sysfs_root, cfg.daemon.procfs_root, opts);
+        // The PCI devices are scanned for a GPU with the GID tables, as the daemon starts,
+        // after link events and every kGidRefresh: at 128 NICs a vendor file for each of
+        // 160 PCI functions every cycle was a fiftieth of the daemon's CPU (issue 14).
+        const auto gpu = last && !opts.gids ? std::optional<bool>(last->host.nvidia_gpu_present) : std::nullopt;
+        r.host = read_host_info(cfg.daemon.sysfs_root, cfg.daemon.procfs_root, opts, gpu);
         r.host_status.success = true;
     } catch (const std::exception& e) {
         r.host_status.last_error = e.what();

@@ -982,7 +982,8 @@ std::vector<std::optional<std::string>> read_kernel_files(const fs::path& root, 
 
 // ---------------------------------------------------------------- host facts
 
-HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root, const SysfsReadOptions& opts) {
+HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root, const SysfsReadOptions& opts,
+                        std::optional<bool> gpu_known) {
     HostInfo h;
     // Host facts are best effort (see the header): errors are not reported.
     SysfsReadResult ignored;
@@ -992,19 +993,23 @@ HostInfo read_host_info(const fs::path& sysfs_root, const fs::path& procfs_root,
         h.hostname = std::string(trim(f.text));
 
     // Display controllers are PCI class 0x03xx (0x0300 VGA, 0x0302 3D: data-centre GPUs).
-    // This runs every cycle over every PCI function: the class is read only for NVIDIA's.
+    // Every PCI function is looked at: the class is read only for NVIDIA's.
     const Dir root(sysfs_root.string());
     const Dir pci(root, "bus/pci/devices");
-    for (const auto& e : rd.list(pci)) {
-        const FileText vendor = rd.read(pci, e.name + "/vendor");
-        if (vendor.status != ReadStatus::ok) continue;
-        std::string v(trim(vendor.text));
-        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-        if (v != "0x10de") continue;
-        const FileText cls = rd.read(pci, e.name + "/class");
-        if (cls.status == ReadStatus::ok && trim(cls.text).starts_with("0x03")) {
-            h.nvidia_gpu_present = true;
-            break;
+    if (gpu_known) {
+        h.nvidia_gpu_present = *gpu_known;
+    } else {
+        for (const auto& e : rd.list(pci)) {
+            const FileText vendor = rd.read(pci, e.name + "/vendor");
+            if (vendor.status != ReadStatus::ok) continue;
+            std::string v(trim(vendor.text));
+            std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+            if (v != "0x10de") continue;
+            const FileText cls = rd.read(pci, e.name + "/class");
+            if (cls.status == ReadStatus::ok && trim(cls.text).starts_with("0x03")) {
+                h.nvidia_gpu_present = true;
+                break;
+            }
         }
     }
     struct stat st {};

@@ -304,7 +304,10 @@ struct KernelFile {
 // <sysfs_root>/bus/pci/devices; nvidia_peermem from <sysfs_root>/module. ucx_version is left
 // empty. Best effort: what cannot be read stays at its default.
 // opts.skip and opts.progress apply as for read_rdma_devices.
+// gpu_known: whether the last scan of the PCI devices found an NVIDIA GPU; given, they are not
+// scanned again (a vendor file for each PCI function: read with the GID tables only, after
+// link events and every few minutes, as GPUs are not hot-plugged in practice).
 [[nodiscard]] HostInfo read_host_info(const std::filesystem::path& sysfs_root, const std::filesystem::path& procfs_root,
-                                      const SysfsReadOptions& opts = {});
+                                      const SysfsReadOptions& opts = {}, std::optional<bool> gpu_known = std::nullopt);
 
 }  // namespace rocewatch

@@ -855,6 +855,16 @@ TEST(SysfsHost, DgxSpark) {
     EXPECT_EQ(h.ucx_version, "");
 }
 
+// Between GID reads the engine passes what the last scan of the PCI devices found: taken as
+// it is, the devices are not read again (the DGX Spark tree has a GPU; told none, none).
+TEST(SysfsHost, AGpuAlreadyLookedForIsNotLookedForAgain) {
+    const auto procfs = std::filesystem::path(fixtures_dir()) / "procfs" / "dgx-spark";
+    EXPECT_FALSE(read_host_info(sysfs_fixture("dgx-spark"), procfs, {}, false).nvidia_gpu_present);
+    EXPECT_TRUE(read_host_info(sysfs_fixture("rxe"), sysfs_fixture("none"), {}, true).nvidia_gpu_present);
+    const auto h = read_host_info(sysfs_fixture("dgx-spark"), procfs, {}, true);
+    EXPECT_EQ(h.hostname, "spark-02") << "the rest is read as always";
+}
+
 TEST(SysfsHost, NothingToFind) {
     const auto h = read_host_info(sysfs_fixture("rxe"), sysfs_fixture("none"));
     EXPECT_EQ(h.hostname, "");
