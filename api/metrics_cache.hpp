@@ -29,17 +29,23 @@ struct RenderPacing {
     SteadyClock::duration publish_gaps[2]{};
     SteadyClock::time_point last_scrape{};
     SteadyClock::time_point last_publish{};
+    SteadyClock::duration render_took{};  // the renderer's last render and deflate
 };
 
+// How long before a scrape the snapshot it takes is rendered when the next one is not there
+// by then: twice the last render, at least kMinRenderLead, at most a quarter of a publish gap.
+inline constexpr std::chrono::milliseconds kMinRenderLead{100};
+
 // Whether the latest snapshot should be rendered now, before anyone asks for it. Not while
-// the next scrape is due after the next snapshot (a quarter of a publish gap to spare): that
-// scrape will want the newer one. When the next snapshot is late, it is rendered once the
-// scrape is that close. Prometheus scrapes at a fixed pace, so at a 15 s scrape and a 5 s
-// interval this renders one or two snapshots in three. A wrong guess costs only time: the
-// scrape renders the snapshot itself. Pure.
+// the next scrape is due after the next snapshot (with the lead above to spare): that scrape
+// will want the newer one. When the next snapshot is late, it is rendered once the scrape is
+// that close. Prometheus scrapes at a fixed pace, so at a 15 s scrape and a 5 s interval
+// this renders one snapshot in three, and two only when a publish falls within the lead
+// before a scrape. A wrong guess costs only time: the scrape renders the snapshot itself.
+// Pure.
 bool worth_prerendering(const RenderPacing& p, SteadyClock::time_point now);
-// When worth_prerendering turns true with no publish in between: a quarter of a publish gap
-// before the next scrape (the epoch when there is no pace yet: true already). Pure.
+// When worth_prerendering turns true with no publish in between: the lead before the next
+// scrape (the epoch when there is no pace yet: true already). Pure.
 SteadyClock::time_point prerendering_worth_from(const RenderPacing& p);
 
 // A scrape costs a copy plus a deflate of the small per-request tail (the HTTP counters),

@@ -136,26 +136,40 @@ TEST(RenderPacing, OnlyTheSnapshotBeforeTheScrapeIsRendered) {
     EXPECT_FALSE(worth_prerendering(pace(1), at(1)));
     EXPECT_FALSE(worth_prerendering(pace(6), at(6)));
     EXPECT_TRUE(worth_prerendering(pace(11), at(11)));
-    // Within a quarter of a publish gap of the scrape, the next snapshot might come too late.
-    EXPECT_TRUE(worth_prerendering(pace(8.8), at(8.8)));
-    EXPECT_FALSE(worth_prerendering(pace(8.7), at(8.7)));
+    // Within the lead before the scrape (kMinRenderLead here), the next snapshot might come too
+    // late; a publish at 8.8, 1.2 s before it, no longer has two snapshots rendered for it.
+    EXPECT_TRUE(worth_prerendering(pace(9.95), at(9.95)));
+    EXPECT_FALSE(worth_prerendering(pace(9.85), at(9.85)));
+    EXPECT_FALSE(worth_prerendering(pace(8.8), at(8.8)));
+}
+
+// The lead is twice the last render, kMinRenderLead at least and a quarter of a publish gap
+// at most: a slow render starts early enough to be done before the scrape.
+TEST(RenderPacing, TheLeadFollowsWhatTheLastRenderTook) {
+    auto p = pace(6);
+    EXPECT_EQ(prerendering_worth_from(p), at(15) - kMinRenderLead);
+    p.render_took = 300ms;
+    EXPECT_EQ(prerendering_worth_from(p), at(14.4));
+    EXPECT_TRUE(worth_prerendering(RenderPacing{{15s, 15s}, {5s, 5s}, at(0), at(9.5), 300ms}, at(9.5)));
+    p.render_took = 10s;
+    EXPECT_EQ(prerendering_worth_from(p), at(13.75));
 }
 
 // The snapshot after 6 is late: the one of 6 is rendered once the scrape is that close.
 TEST(RenderPacing, WhenTheNextSnapshotIsLateTheLastOneIsRenderedAsTheScrapeNears) {
     EXPECT_FALSE(worth_prerendering(pace(6), at(11)));
-    EXPECT_FALSE(worth_prerendering(pace(6), at(13.7)));
-    EXPECT_TRUE(worth_prerendering(pace(6), at(13.8)));
+    EXPECT_FALSE(worth_prerendering(pace(6), at(14.85)));
+    EXPECT_TRUE(worth_prerendering(pace(6), at(14.95)));
     EXPECT_TRUE(worth_prerendering(pace(6), at(20)));  // the scrape is overdue
 }
 
 // The time the last test turns true, computed rather than polled for.
 TEST(RenderPacing, SaysWhenASnapshotPassedOverBecomesWorthRendering) {
     EXPECT_EQ(prerendering_worth_from(RenderPacing{}), SteadyClock::time_point{});
-    EXPECT_EQ(prerendering_worth_from(pace(6)), at(13.75));
-    EXPECT_FALSE(worth_prerendering(pace(6), at(13.75) - 1ns));
-    EXPECT_TRUE(worth_prerendering(pace(6), at(13.75)));
-    EXPECT_EQ(prerendering_worth_from(RenderPacing{{15s, 10s}, {5s, 7s}, at(0), at(6)}), at(10 - 7.0 / 4));
+    EXPECT_EQ(prerendering_worth_from(pace(6)), at(14.9));
+    EXPECT_FALSE(worth_prerendering(pace(6), at(14.9) - 1ns));
+    EXPECT_TRUE(worth_prerendering(pace(6), at(14.9)));
+    EXPECT_EQ(prerendering_worth_from(RenderPacing{{15s, 10s}, {5s, 7s}, at(0), at(6)}), at(10 - 0.1));
 }
 
 namespace {
@@ -234,7 +248,7 @@ TEST(MetricsCache, ALateSnapshotLeavesTheLastOneRenderedBeforeTheScrape) {
     clock.set(42);
     std::this_thread::sleep_for(50ms);
     EXPECT_FALSE(cache.ready(src.latest(), true)) << "rendered while the next snapshot could still come";
-    clock.set(43.8);
+    clock.set(44.95);
     for (int i = 0; i < 1000 && !cache.ready(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
     EXPECT_TRUE(cache.ready(src.latest(), true));
     cache.stop();
