@@ -58,7 +58,7 @@ struct Family {
     MetricFamily fam;  // name, help, type; and the samples unless as_text
     bool as_text = false;
     std::string text;        // the header and sample lines, when as_text
-    std::size_t header = 0;  // the header's bytes: no sample yet while text is no longer
+    std::size_t header = 0;  // the header's bytes: while the text is no longer, no sample
 };
 
 // Families in declaration order with stable addresses, so each section can hold on to
@@ -69,7 +69,7 @@ public:
     // sizes (Output::text): each family's bytes in the last render, in declaration order,
     // reserved up front so that its text is allocated once, not grown by doubling (at 128
     // NICs a family of 400 KB went through six blocks, each over the heap's mmap threshold
-    // and so faulted in page by page; issue 14). Updated by finish.
+    // and so faulted in page by page; issue 14). Updated by finish_text.
     explicit Builder(Output output, RenderSizes* sizes = nullptr) : as_text_(output == Output::text), sizes_(sizes) {}
 
     Family& gauge(std::string name, std::string help) {
