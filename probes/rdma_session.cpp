@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <exception>
 #include <fstream>
+#include <limits>
 #include <memory>
+#include <optional>
 
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
@@ -208,6 +210,24 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
 
 namespace {
 
+// A rail's gid_index: -1 when absent (the resolver picks one), else an integer from -1 to
+// INT_MAX; nullopt for anything else (a float such as 2e120 has no int, and converting it
+// would be undefined: found by fuzz_rdma_session).
+std::optional<int> rail_gid_index(const json& rj) {
+    const auto it = rj.find("gid_index");
+    if (it == rj.end()) return -1;
+    constexpr auto kMax = std::numeric_limits<int>::max();
+    if (it->is_number_unsigned()) {
+        const auto u = it->get<uint64_t>();
+        return u <= static_cast<uint64_t>(kMax) ? std::optional<int>(static_cast<int>(u)) : std::nullopt;
+    }
+    if (it->is_number_integer()) {
+        const auto v = it->get<int64_t>();
+        return v >= -1 && v <= kMax ? std::optional<int>(static_cast<int>(v)) : std::nullopt;
+    }
+    return std::nullopt;
+}
+
 // One rail of a peer's request: resolves our device, opens and connects an endpoint per
 // remote one, and adds them to `owned` and `rail`; `infos` gets what the answer carries.
 RdmaStatus open_passive_rail(const json& rj, bool lat, uint32_t size, const RdmaServeLimits& limits,
@@ -222,9 +242,10 @@ RdmaStatus open_passive_rail(const json& rj, bool lat, uint32_t size, const Rdma
     if (eps->size() > max_qps)
         return {reason::bad_target, "rail " + rail.name + ": " + std::to_string(eps->size()) +
                                         " QPs; this daemon grants up to " + std::to_string(max_qps)};
+    const auto gid_index = rail_gid_index(rj);
+    if (!gid_index) return {reason::protocol_error, "rail " + rail.name + ": gid_index is not an integer from -1 up"};
     std::string why;
-    auto base = resolve(rj.value("device", std::string()), rj.value("gid_index", -1),
-                        rj.value("address", std::string()), why);
+    auto base = resolve(rj.value("device", std::string()), *gid_index, rj.value("address", std::string()), why);
     if (!base) return {reason::device_not_found, "rail " + rail.name + ": " + why};
     infos = json::array();
     for (const auto& ej : *eps) {

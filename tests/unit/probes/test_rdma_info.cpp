@@ -1,10 +1,16 @@
 // RdmaEndpointInfo: JSON round trip, garbage rejected without a crash, agree() cases.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "probes/errors.hpp"
 #include "probes/rdma_info.hpp"
+#include "probes/rdma_session.hpp"
 
 using namespace rocewatch;
 using nlohmann::json;
@@ -145,4 +151,39 @@ TEST(RdmaAgree, BadMtu) {
     EXPECT_EQ(agree(sample(), bad).reason, reason::bad_target);
     bad.active_mtu = 1500;
     EXPECT_EQ(agree(bad, sample()).reason, reason::bad_target);
+}
+
+// A rail's gid_index from the peer is an integer from -1 up, or the request is refused before
+// any device is looked for: 2.2e120 has no int, and converting it was undefined behaviour
+// (fuzz_rdma_session; its input is in tests/fuzz/regressions/rdma_session/float-gid-index).
+TEST(RdmaSessionAccept, AGidIndexThatIsNoIntIsAProtocolError) {
+    std::vector<int> asked;
+    const rocewatch::RdmaDeviceResolver resolve =
+        [&](const std::string&, int gid_index, const std::string&,
+            std::string& why) -> std::optional<rocewatch::RdmaEndpointOptions> {
+        asked.push_back(gid_index);
+        why = "no device here";
+        return std::nullopt;
+    };
+    const auto request = [](const nlohmann::json& gid_index) {
+        nlohmann::json rail = {{"name", "r0"},
+                               {"device", "rxe0"},
+                               {"address", "10.10.1.2"},
+                               {"endpoints", {{{"qpn", 17}}}}};
+        if (!gid_index.is_null()) rail["gid_index"] = gid_index;
+        return nlohmann::json{{"kind", "rdma_write_bw"}, {"message_size", 65536}, {"iterations", 10},
+                              {"seconds", 2.0},          {"timeout", 12.5},       {"rails", {rail}}};
+    };
+    for (const auto& bad : {nlohmann::json(2.2e120), nlohmann::json(3.0), nlohmann::json(-2), nlohmann::json("3"),
+                            nlohmann::json(uint64_t{1} << 40)}) {
+        const auto a = rocewatch::rdma_session_accept(request(bad), rocewatch::RdmaServeLimits{}, resolve);
+        EXPECT_FALSE(a.ok());
+        EXPECT_EQ(a.reply.value("reason", ""), "protocol_error") << bad.dump() << ": " << a.reply.dump();
+    }
+    EXPECT_TRUE(asked.empty()) << "no device is looked for on a bad gid_index";
+    for (const auto& good : {nlohmann::json(3), nlohmann::json(-1), nlohmann::json()}) {
+        const auto a = rocewatch::rdma_session_accept(request(good), rocewatch::RdmaServeLimits{}, resolve);
+        EXPECT_EQ(a.reply.value("reason", ""), "device_not_found") << good.dump() << ": " << a.reply.dump();
+    }
+    EXPECT_EQ(asked, (std::vector<int>{3, -1, -1}));
 }
