@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -19,6 +21,22 @@ int64_t to_ms(TimePoint t) {
 }
 
 TimePoint from_ms(int64_t ms) { return TimePoint{std::chrono::milliseconds{ms}}; }
+
+// An integer field of the state file within [-limit, limit]: a float (1e300) or a number
+// past that has no int64_t, or no TimePoint in nanoseconds, and converting it would be
+// undefined, so the file is refused as any other it does not understand.
+int64_t integer_at(const nlohmann::json& j, const char* key, int64_t limit) {
+    const auto& v = j.at(key);
+    if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(limit)) return v.get<int64_t>();
+    if (v.is_number_integer() && !v.is_number_unsigned()) {
+        const auto i = v.get<int64_t>();
+        if (i >= -limit && i <= limit) return i;
+    }
+    throw std::runtime_error(std::string("'") + key + "' is not an integer within range");
+}
+
+// Milliseconds since the epoch: within about 285 years of it, which nanoseconds can hold.
+TimePoint time_at(const nlohmann::json& j, const char* key) { return from_ms(integer_at(j, key, 9'000'000'000'000)); }
 
 std::optional<AlertState> state_from_string(const std::string& s) {
     for (auto st : {AlertState::inactive, AlertState::pending, AlertState::firing, AlertState::resolved})
@@ -185,7 +203,7 @@ AlertTracker AlertTracker::from_json(const nlohmann::json& j, size_t limit) {
     AlertTracker out(limit);
     try {
         if (!j.is_object()) throw std::runtime_error("not a JSON object");
-        const int version = j.at("version").get<int>();
+        const auto version = integer_at(j, "version", std::numeric_limits<int>::max());
         if (version != kStateVersion)
             throw std::runtime_error("state version " + std::to_string(version) + ", expected " +
                                      std::to_string(kStateVersion));
@@ -200,9 +218,9 @@ AlertTracker AlertTracker::from_json(const nlohmann::json& j, size_t limit) {
                     .summary = ja.value("summary", ""),
                     .action = ja.value("action", ""),
                     .details = ja.value("details", std::map<std::string, std::string>{}),
-                    .since = from_ms(ja.at("since_ms").get<int64_t>()),
-                    .first_seen = from_ms(ja.at("first_seen_ms").get<int64_t>()),
-                    .last_seen = from_ms(ja.at("last_seen_ms").get<int64_t>())};
+                    .since = time_at(ja, "since_ms"),
+                    .first_seen = time_at(ja, "first_seen_ms"),
+                    .last_seen = time_at(ja, "last_seen_ms")};
             if (a.state != AlertState::pending && a.state != AlertState::firing)
                 throw std::runtime_error("alert " + a.rule + "/" + a.object + " is " + to_string(a.state) +
                                          ", only pending and firing alerts are kept");
@@ -211,7 +229,7 @@ AlertTracker AlertTracker::from_json(const nlohmann::json& j, size_t limit) {
         }
         std::vector<AlertTransition> history;
         for (const auto& jt : j.at("history"))
-            history.push_back({.at = from_ms(jt.at("at_ms").get<int64_t>()),
+            history.push_back({.at = time_at(jt, "at_ms"),
                                .rule = jt.at("rule").get<std::string>(),
                                .object = jt.at("object").get<std::string>(),
                                .severity = severity_at(jt, "severity"),

@@ -241,6 +241,24 @@ TEST(Alerts, FromJsonRejectsWhatItDoesNotUnderstand) {
                            {"first_seen_ms", 0},
                            {"last_seen_ms", 0}});
     EXPECT_THROW(AlertTracker::from_json(j, 10), std::runtime_error);
+    // Numbers with no int (converting them would be undefined) are refused like the rest.
+    for (const auto& bad : {nlohmann::json(1e300), nlohmann::json(1.0), nlohmann::json(uint64_t{1} << 63)}) {
+        j = AlertTracker().to_json();
+        j["version"] = bad;
+        EXPECT_THROW(AlertTracker::from_json(j, 10), std::runtime_error) << bad.dump();
+    }
+    for (const auto& bad :
+         {nlohmann::json(2.5e120), nlohmann::json(int64_t{1} << 62), nlohmann::json(-(int64_t{1} << 62))}) {
+        j = AlertTracker().to_json();
+        j["alerts"].push_back({{"rule", "mtu_low"},
+                               {"object", "x"},
+                               {"severity", "warning"},
+                               {"state", "firing"},
+                               {"since_ms", bad},
+                               {"first_seen_ms", 0},
+                               {"last_seen_ms", 0}});
+        EXPECT_THROW(AlertTracker::from_json(j, 10), std::runtime_error) << bad.dump();
+    }
 }
 
 // The scope travels with the alert into history and the state file; a file written before
