@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <optional>
 #include <set>
-#include <unordered_set>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "daemon/model/probe.hpp"
 #include "daemon/rules/cabling.hpp"
