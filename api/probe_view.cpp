@@ -19,7 +19,7 @@
 #include "daemon/model/rdma_port.hpp"
 #include "util/base64.hpp"
 #include "util/ct_compare.hpp"
-#include "util/json_uint.hpp"
+#include "util/json_int.hpp"
 
 namespace rocewatch::api {
 
@@ -413,8 +413,8 @@ std::vector<std::string> peer_texts(const nlohmann::json& v, const char* what) {
 PeerHello hello_from_json(const nlohmann::json& j) {
     PeerHello h;
     h.version = peer_text(j.at("version"), "version");
-    const auto protocol = json_uint<uint32_t>(j.at("protocol_version"));
-    const auto port = json_uint<uint16_t>(j.at("data_port"));
+    const auto protocol = json_int<uint32_t>(j.at("protocol_version"));
+    const auto port = json_int<uint16_t>(j.at("data_port"));
     if (!protocol || !port)
         throw std::invalid_argument("hello: protocol_version and data_port must be integers in range");
     h.protocol_version = *protocol;
@@ -426,13 +426,13 @@ PeerHello hello_from_json(const nlohmann::json& j) {
         const nlohmann::json& i = item.value();
         if (!peer_text_ok(name)) throw std::invalid_argument("hello: an interface name is no name");
         PeerInterfaceInfo info;
-        if (i.contains("mtu")) info.mtu = json_uint<uint32_t>(i["mtu"]);
+        if (i.contains("mtu")) info.mtu = json_int<uint32_t>(i["mtu"]);
         if (i.contains("gid_types")) info.gid_types = peer_texts(i["gid_types"], "a GID type");
         if (i.contains("mac") && i["mac"].is_string()) info.mac = i["mac"].get<std::string>();
         if (i.contains("cidrs")) info.cidrs = peer_texts(i["cidrs"], "a CIDR");
         auto small = [&](const char* key) -> std::optional<int> {
             if (!i.contains(key)) return std::nullopt;
-            auto v = json_uint<uint8_t>(i[key]);
+            auto v = json_int<uint8_t>(i[key]);
             return v ? std::optional<int>(*v) : std::nullopt;
         };
         info.arp_ignore = small("arp_ignore");
@@ -454,7 +454,7 @@ PeerHello hello_from_json(const nlohmann::json& j) {
                 if (!e.is_object()) continue;
                 int len = -1;
                 if (auto it = e.find("prefixlen"); it != e.end())
-                    if (auto v = json_uint<uint8_t>(*it)) len = *v;
+                    if (auto v = json_int<uint8_t>(*it)) len = *v;
                 auto addr = peer_name(e, "address");
                 if (len >= 0 && len <= 128 && !addr.empty()) info.prefixes.push_back({addr, len});
             }

@@ -1,12 +1,12 @@
 // RDMA endpoint exchange data: JSON in and out with validation, and the MTU/GID agreement.
 #include "probes/rdma_info.hpp"
 
-#include <limits>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "probes/errors.hpp"
+#include "probes/json_fields.hpp"
 #include "util/hex.hpp"
 
 namespace rocewatch {
@@ -57,43 +57,6 @@ void to_json(nlohmann::json& j, const RdmaEndpointInfo& info) {
                        {"active_mtu", info.active_mtu}};
 }
 
-namespace {
-
-const nlohmann::json& field(const nlohmann::json& j, const char* key) {
-    auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(std::string(key) + ": missing");
-    return *it;
-}
-
-// An integer field within [lo, hi]; rejects floats, strings, booleans and negatives.
-template <typename T>
-T int_field(const nlohmann::json& j, const char* key, long long lo, unsigned long long hi) {
-    const auto& v = field(j, key);
-    if (v.is_number_unsigned()) {
-        const auto u = v.get<unsigned long long>();
-        if (u > hi || (lo > 0 && u < static_cast<unsigned long long>(lo)))
-            throw std::invalid_argument(std::string(key) + ": out of range");
-        return static_cast<T>(u);
-    }
-    if (v.is_number_integer()) {
-        const auto s = v.get<long long>();
-        if (s < lo || (s >= 0 && static_cast<unsigned long long>(s) > hi))
-            throw std::invalid_argument(std::string(key) + ": out of range");
-        return static_cast<T>(s);
-    }
-    throw std::invalid_argument(std::string(key) + ": not an integer");
-}
-
-std::string string_field(const nlohmann::json& j, const char* key, size_t max_len) {
-    const auto& v = field(j, key);
-    if (!v.is_string()) throw std::invalid_argument(std::string(key) + ": not a string");
-    auto s = v.get<std::string>();
-    if (s.size() > max_len) throw std::invalid_argument(std::string(key) + ": too long");
-    return s;
-}
-
-}  // namespace
-
 void from_json(const nlohmann::json& j, RdmaEndpointInfo& info) {
     if (!j.is_object()) throw std::invalid_argument("endpoint info: not a JSON object");
     RdmaEndpointInfo r;
@@ -107,9 +70,9 @@ void from_json(const nlohmann::json& j, RdmaEndpointInfo& info) {
     r.gid_type = string_field(j, "gid_type", 32);
     r.qpn = int_field<uint32_t>(j, "qpn", 0, 0xffffff);
     r.psn = int_field<uint32_t>(j, "psn", 0, 0xffffff);
-    r.rkey = int_field<uint32_t>(j, "rkey", 0, std::numeric_limits<uint32_t>::max());
-    r.addr = int_field<uint64_t>(j, "addr", 0, std::numeric_limits<uint64_t>::max());
-    r.size = int_field<uint32_t>(j, "size", 0, std::numeric_limits<uint32_t>::max());
+    r.rkey = int_field<uint32_t>(j, "rkey");
+    r.addr = int_field<uint64_t>(j, "addr");
+    r.size = int_field<uint32_t>(j, "size");
     r.active_mtu = int_field<int>(j, "active_mtu", 0, 4096);
     if (r.active_mtu != 0 && !valid_rdma_mtu(r.active_mtu))
         throw std::invalid_argument("active_mtu: not 256, 512, 1024, 2048 or 4096");

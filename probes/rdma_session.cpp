@@ -10,6 +10,7 @@
 
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
+#include "util/json_int.hpp"
 
 namespace rocewatch {
 namespace {
@@ -210,24 +211,6 @@ ProbeResult rdma_probe_run(const RdmaClientPlan& plan, const SessionExchange& ex
 
 namespace {
 
-// A rail's gid_index: -1 when absent (the resolver picks one), else an integer from -1 to
-// INT_MAX; nullopt for anything else (a float such as 2e120 has no int, and converting it
-// would be undefined: found by fuzz_rdma_session).
-std::optional<int> rail_gid_index(const json& rj) {
-    const auto it = rj.find("gid_index");
-    if (it == rj.end()) return -1;
-    constexpr auto kMax = std::numeric_limits<int>::max();
-    if (it->is_number_unsigned()) {
-        const auto u = it->get<uint64_t>();
-        return u <= static_cast<uint64_t>(kMax) ? std::optional<int>(static_cast<int>(u)) : std::nullopt;
-    }
-    if (it->is_number_integer()) {
-        const auto v = it->get<int64_t>();
-        return v >= -1 && v <= kMax ? std::optional<int>(static_cast<int>(v)) : std::nullopt;
-    }
-    return std::nullopt;
-}
-
 // One rail of a peer's request: resolves our device, opens and connects an endpoint per
 // remote one, and adds them to `owned` and `rail`; `infos` gets what the answer carries.
 RdmaStatus open_passive_rail(const json& rj, bool lat, uint32_t size, const RdmaServeLimits& limits,
@@ -242,7 +225,9 @@ RdmaStatus open_passive_rail(const json& rj, bool lat, uint32_t size, const Rdma
     if (eps->size() > max_qps)
         return {reason::bad_target, "rail " + rail.name + ": " + std::to_string(eps->size()) +
                                         " QPs; this daemon grants up to " + std::to_string(max_qps)};
-    const auto gid_index = rail_gid_index(rj);
+    // -1 when absent (the resolver picks one); a float such as 2e120 has no int, and converting
+    // it would be undefined (found by fuzz_rdma_session).
+    const auto gid_index = json_int_or<int>(rj, "gid_index", -1, -1, std::numeric_limits<int>::max());
     if (!gid_index) return {reason::protocol_error, "rail " + rail.name + ": gid_index is not an integer from -1 up"};
     std::string why;
     auto base = resolve(rj.value("device", std::string()), *gid_index, rj.value("address", std::string()), why);

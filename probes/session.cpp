@@ -1,5 +1,5 @@
 #include "probes/session.hpp"
-#include "util/json_uint.hpp"
+#include "util/json_int.hpp"
 
 namespace rocewatch {
 namespace {
@@ -33,8 +33,8 @@ std::string end_session_request(const nlohmann::json& request) {
 }
 
 std::optional<SessionAsk> read_session_ask(const nlohmann::json& request, std::string& why) {
-    const auto size = json_uint_or<uint32_t>(request, "message_size", 0);
-    const auto iterations = json_uint_or<uint64_t>(request, "iterations", 0);
+    const auto size = json_int_or<uint32_t>(request, "message_size", 0);
+    const auto iterations = json_int_or<uint64_t>(request, "iterations", 0);
     if (!size || !iterations) {
         why = "message_size and iterations must be non-negative integers in range";
         return std::nullopt;

@@ -1,13 +1,12 @@
 // UCX endpoint exchange data: JSON in and out with validation and size limits.
 #include "probes/ucx_info.hpp"
 
-#include <limits>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "probes/json_fields.hpp"
 #include "util/hex.hpp"
-#include "util/json_uint.hpp"
 
 namespace rocewatch {
 
@@ -20,29 +19,6 @@ void to_json(nlohmann::json& j, const UcxEndpointInfo& info) {
 }
 
 namespace {
-
-const nlohmann::json& field(const nlohmann::json& j, const char* key) {
-    auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(std::string(key) + ": missing");
-    return *it;
-}
-
-// Non-negative integers only: floats, strings, booleans and negatives are refused.
-uint64_t uint_field(const nlohmann::json& j, const char* key, uint64_t hi) {
-    const auto& v = field(j, key);
-    if (!v.is_number_integer()) throw std::invalid_argument(std::string(key) + ": not an integer");
-    const auto u = json_uint<uint64_t>(v);
-    if (!u || *u > hi) throw std::invalid_argument(std::string(key) + ": out of range");
-    return *u;
-}
-
-std::string string_field(const nlohmann::json& j, const char* key, size_t max_len) {
-    const auto& v = field(j, key);
-    if (!v.is_string()) throw std::invalid_argument(std::string(key) + ": not a string");
-    const auto& s = v.get_ref<const std::string&>();
-    if (s.size() > max_len) throw std::invalid_argument(std::string(key) + ": too long");
-    return s;
-}
 
 std::vector<uint8_t> hex_field(const nlohmann::json& j, const char* key, size_t max_bytes) {
     auto bytes = bytes_from_hex(string_field(j, key, 2 * max_bytes));
@@ -59,9 +35,9 @@ void from_json(const nlohmann::json& j, UcxEndpointInfo& info) {
     r.ucx_version = string_field(j, "ucx_version", kUcxMaxVersion);
     if (r.ucx_version.empty()) throw std::invalid_argument("ucx_version: empty");
     r.worker_address = hex_field(j, "worker_address", kUcxMaxWorkerAddress);
-    r.addr = uint_field(j, "addr", std::numeric_limits<uint64_t>::max());
+    r.addr = int_field<uint64_t>(j, "addr");
     if (r.addr == 0) throw std::invalid_argument("addr: null");
-    r.size = static_cast<uint32_t>(uint_field(j, "size", std::numeric_limits<uint32_t>::max()));
+    r.size = int_field<uint32_t>(j, "size");
     if (r.size == 0) throw std::invalid_argument("size: zero");
     r.rkey = hex_field(j, "rkey", kUcxMaxRkey);
     info = std::move(r);

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "daemon/rules/rules.hpp"
+#include "util/json_int.hpp"
 
 namespace rocewatch {
 namespace {
@@ -26,12 +27,7 @@ TimePoint from_ms(int64_t ms) { return TimePoint{std::chrono::milliseconds{ms}};
 // past that has no int64_t, or no TimePoint in nanoseconds, and converting it would be
 // undefined, so the file is refused as any other it does not understand.
 int64_t integer_at(const nlohmann::json& j, const char* key, int64_t limit) {
-    const auto& v = j.at(key);
-    if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(limit)) return v.get<int64_t>();
-    if (v.is_number_integer() && !v.is_number_unsigned()) {
-        const auto i = v.get<int64_t>();
-        if (i >= -limit && i <= limit) return i;
-    }
+    if (const auto i = json_int<int64_t>(j.at(key), -limit, limit)) return *i;
     throw std::runtime_error(std::string("'") + key + "' is not an integer within range");
 }
 

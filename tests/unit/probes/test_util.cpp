@@ -1,16 +1,21 @@
-// The shared helpers in util/: hex, constant-time compare, Fd, seconds_between.
+// The shared helpers in util/: hex, constant-time compare, Fd, seconds_between, json_int.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "util/clock.hpp"
 #include "util/ct_compare.hpp"
 #include "util/fd.hpp"
 #include "util/hex.hpp"
+#include "util/json_int.hpp"
 
 using namespace rocewatch;
 
@@ -62,4 +67,31 @@ TEST(UtilClock, SecondsBetween) {
     const auto w = std::chrono::system_clock::now();
     EXPECT_DOUBLE_EQ(seconds_between(w, w + std::chrono::seconds(3)), 3.0);
     EXPECT_EQ(from_seconds(0.25), std::chrono::milliseconds(250));
+}
+
+TEST(UtilJsonInt, TakesOnlyWholeNumbersWithinTheBounds) {
+    using nlohmann::json;
+    EXPECT_EQ(json_int<int>(json(3)), 3);
+    EXPECT_EQ(json_int<int>(json(-1), -1, 10), -1);
+    EXPECT_FALSE(json_int<int>(json(-2), -1, 10));
+    EXPECT_FALSE(json_int<int>(json(11), -1, 10));
+    EXPECT_FALSE(json_int<int>(json(2.2e120))) << "a float has no int: converting it is undefined";
+    EXPECT_FALSE(json_int<int>(json(3.0))) << "a float is refused even when it is whole";
+    EXPECT_FALSE(json_int<int>(json("3")));
+    EXPECT_FALSE(json_int<int>(json(true)));
+    EXPECT_FALSE(json_int<int>(json(nullptr)));
+    EXPECT_FALSE(json_int<int>(json(int64_t{1} << 40))) << "past int, not wrapped";
+    EXPECT_FALSE(json_int<uint16_t>(json(70000))) << "not wrapped to 4464";
+    EXPECT_FALSE(json_int<uint32_t>(json(-1)));
+    EXPECT_EQ(json_int<uint64_t>(json(std::numeric_limits<uint64_t>::max())), std::numeric_limits<uint64_t>::max());
+    EXPECT_FALSE(json_int<int64_t>(json(std::numeric_limits<uint64_t>::max())));
+    EXPECT_EQ(json_int<int64_t>(json(std::numeric_limits<int64_t>::min())), std::numeric_limits<int64_t>::min());
+    EXPECT_FALSE(json_int<uint8_t>(json(0), 1, 255)) << "a lower bound above zero holds for unsigned values too";
+}
+
+TEST(UtilJsonInt, AnAbsentKeyIsTheFallbackAndAPresentOneMustBeInRange) {
+    const auto obj = nlohmann::json{{"gid_index", 3}, {"bad", 2.5}};
+    EXPECT_EQ(json_int_or<int>(obj, "gid_index", -1, -1, 255), 3);
+    EXPECT_EQ(json_int_or<int>(obj, "absent", -1, -1, 255), -1);
+    EXPECT_FALSE(json_int_or<int>(obj, "bad", -1, -1, 255));
 }
