@@ -24,6 +24,7 @@
 #include "probes/errors.hpp"
 #include "probes/result.hpp"
 #include "probes/ucx.hpp"
+#include "util/json_int.hpp"
 
 using namespace rocewatch;
 using nlohmann::json;
@@ -76,8 +77,15 @@ int serve_session(int fd, const Args& a) {
         return refuse(reason::protocol_error, "request is not JSON with info");
     const auto client = parse_ucx_endpoint_info(req["info"]);
     if (!client.info) return refuse(reason::protocol_error, client.error);
-    const uint32_t size = req.value("size", 65536u);
-    const auto deadline = Deadline::after_seconds(req.value("timeout", 30.0));
+    const auto size_asked = json_int_or<uint32_t>(req, "size", 65536);
+    const auto iters = json_int_or<uint64_t>(req, "iters", 1000);
+    if (!size_asked || !iters)
+        return refuse(reason::protocol_error, "size and iters must be non-negative integers in range");
+    const uint32_t size = *size_asked;
+    const double timeout = req.value("timeout", 30.0);  // a number past int64 nanoseconds would be undefined
+    if (!(timeout > 0 && timeout <= 3600))
+        return refuse(reason::protocol_error, "timeout must be within (0, 3600] seconds");
+    const auto deadline = Deadline::after_seconds(timeout);
     auto opened = UcxEndpoint::open(endpoint_options(a, size));
     if (!opened.endpoint) return refuse(opened.status.reason, opened.status.detail);
     auto& ep = *opened.endpoint;
@@ -87,7 +95,7 @@ int serve_session(int fd, const Args& a) {
     if (kind == ProbeKind::ucx_put_lat) {
         UcxLatSettings s;
         s.message_size = size;
-        s.iterations = req.value("iters", uint64_t{1000});
+        s.iterations = *iters;
         return print_result(ucx_put_lat_serve(ep, *client.info, s, deadline));
     }
     return print_result(ucx_put_bw_serve(ep, deadline));
