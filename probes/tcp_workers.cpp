@@ -95,6 +95,11 @@ void SessionWorkers::sink(Worker& w, const std::string& peer, const tcpwire::Rep
     // Each recv waits at most kCancelSlice, so that time and idleness are looked at while
     // nothing comes; stop_all()'s shutdown ends a wait at once.
     const timeval slice{.tv_sec = 0, .tv_usec = static_cast<suseconds_t>(Deadline::kCancelSlice.count() * 1000)};
+    // Woken once a whole buffer is queued (or the slice passes, or the peer closes), not at
+    // every segment: each wake-up is the sender's CPU too, as on veth it delivers the segment
+    // and wakes us (an IPI, dear in a VM). Best effort: without it, only more wake-ups.
+    const int lowat = static_cast<int>(buf.size());
+    (void)::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
     if (!tcpsock::make_blocking(fd) || ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) != 0) {
         why = "socket setup failed";
     } else {
