@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/model/boxed.hpp"
 #include "daemon/model/dcb.hpp"
 #include "daemon/model/phy.hpp"
 #include "daemon/model/shared_map.hpp"
@@ -182,12 +183,12 @@ struct Link {
     std::optional<DcbState> dcb;
     // ethtool netlink's view of the physical link (link mode, FEC, pause), asked for RoCE
     // netdevs each cycle; unset elsewhere.
-    std::optional<PhyLink> phy;
+    Boxed<PhyLink> phy;
     // The transceiver module (ethtool -m), asked for RoCE netdevs every kModuleRefresh and
     // after link events; unset elsewhere, error set where there is none or it cannot be read.
-    std::optional<Transceiver> module;
+    Boxed<Transceiver> module;
     // The device lldpd hears on this link, where lldpd runs and hears one (every kLldpRefresh).
-    std::optional<LldpNeighbor> lldp;
+    Boxed<LldpNeighbor> lldp;
     // The counters beyond rtnetlink's that decide whether RoCE is lossless and the link
     // healthy, read for RoCE netdevs each cycle (model/driver_stats.hpp gives each its
     // meaning): the driver's own by their ethtool -S names (pause frames per priority, pause

@@ -905,10 +905,10 @@ TEST_F(EngineTest, LldpNeighboursAreAskedOnACadenceAndKeptThroughAFailedAsk) {
                           },
                       .now = [this] { return now; }};
     Engine engine(cfg, std::move(src), store, log);
-    const auto lldp_of = [](const Snapshot& s, const std::string& name) {
+    const auto lldp_of = [](const Snapshot& s, const std::string& name) -> std::optional<LldpNeighbor> {
         for (const auto& l : s.links)
-            if (l.name == name) return l.lldp;
-        return std::optional<LldpNeighbor>{};
+            if (l.name == name && l.lldp) return *l.lldp;
+        return std::nullopt;
     };
     const auto collector = [](const Snapshot& s) {
         for (const auto& c : s.collectors)
