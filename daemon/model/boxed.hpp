@@ -19,7 +19,7 @@ public:
     Boxed() = default;
     Boxed(std::nullopt_t) {}  // implicit, as std::optional's
     Boxed(T v) : p_(std::make_unique<T>(std::move(v))) {}
-    Boxed(std::optional<T> v) {                           
+    Boxed(std::optional<T> v) {
         if (v) p_ = std::make_unique<T>(std::move(*v));
     }
     Boxed(const Boxed& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
