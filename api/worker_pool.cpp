@@ -18,6 +18,11 @@ size_t WorkerPool::threads() const {
     return started_general_ + started_reserved_;
 }
 
+size_t WorkerPool::idle() const {
+    std::lock_guard lk(mu_);
+    return idle_general_ + idle_reserved_;
+}
+
 bool WorkerPool::start_worker_locked(bool reserved) {
     try {
         threads_.emplace_back([this, reserved] {

@@ -29,6 +29,8 @@ public:
     [[nodiscard]] bool submit(Job job, bool priority);
     // Workers started so far, general and reserved.
     size_t threads() const;
+    // Workers waiting for a job now.
+    size_t idle() const;
     // Idempotent: refuses new jobs, drops the waiting ones (their connections are closed
     // by the front end) and joins the workers once their current job returns.
     void stop();

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "api/worker_pool.hpp"
 
@@ -49,15 +50,24 @@ TEST(WorkerPool, StartsNoThreadUntilAJobComes) {
 
 TEST(WorkerPool, OneWorkerServesJobsThatComeOneAtATime) {
     WorkerPool pool(4, 1, 8);
+    // Whether a worker that finished its job is back waiting when the next comes is up to the
+    // scheduler: one that is not yet starts another (under ASan on a loaded machine, a third
+    // came up). So each job comes once every worker waits again: then one worker serves all,
+    // ordinary and priority jobs alike.
+    const auto all_idle = [&] {
+        for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;) {
+            if (pool.idle() == pool.threads()) return true;
+            std::this_thread::sleep_for(1ms);
+        }
+        return false;
+    };
     for (int i = 0; i < 20; ++i) {
         std::promise<void> done;
         ASSERT_TRUE(pool.submit([&] { done.set_value(); }, i % 2 == 0));
         ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
+        ASSERT_TRUE(all_idle());
     }
-    // The worker is idle again before the next job only once it is back waiting; a job that
-    // came in between would start a second. Never more than that.
-    EXPECT_LE(pool.threads(), 2u);
-    EXPECT_GE(pool.threads(), 1u);
+    EXPECT_EQ(pool.threads(), 1u);
 }
 
 TEST(WorkerPool, GrowsToTheGeneralCeilingAndNoFurtherForOrdinaryJobs) {
