@@ -13,14 +13,16 @@ work=${ROCEWATCH_VM_WORK:-/tmp/rocewatch-vm}
 log() { echo "build-initramfs: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# Modules the guest needs before it can reach its root (9p over virtio), its NICs, and
-# the RDMA and bonding drivers under test. modprobe --show-depends adds the rest
-# (udp tunnels, ib_core, ib_uverbs, netfs, fscache, 9pnet, virtio helpers, failover, tls).
+# Modules the guest needs before it can reach its root (9p over virtio), its NICs, the
+# RDMA and bonding drivers under test, and netem for a delayed path. modprobe --show-depends
+# adds the rest (udp tunnels, ib_core, ib_uverbs, netfs, fscache, 9pnet, virtio helpers,
+# failover, tls).
 top_modules=(
     virtio_pci 9pnet_virtio 9p overlay
     virtio_net
     rdma_rxe rdma_ucm
     bonding veth
+    sch_netem
 )
 
 pick_kver() {
