@@ -1,8 +1,11 @@
 #include "daemon/model/shared_map.hpp"
 
+#include <array>
+#include <atomic>
 #include <functional>
 #include <mutex>
-#include <unordered_set>
+#include <stdexcept>
+#include <unordered_map>
 
 namespace rocewatch {
 
@@ -14,10 +17,29 @@ struct NameHash {
 };
 
 // Node-based: a held string never moves, so the views handed out stay valid (its characters
-// too where they sit in the string itself, short-string optimised).
+// too where they sit in the string itself, short-string optimised). Each name's id indexes
+// the views by id, in chunks that never move either, so that name(id) takes no lock.
+constexpr std::size_t kChunk = 256;
+constexpr std::size_t kChunks = 256;  // 65,536 names, 16 times kMax
 struct Table {
     std::mutex mu;
-    std::unordered_set<std::string, NameHash, std::equal_to<>> names;
+    std::unordered_map<std::string, CounterNames::Id, NameHash, std::equal_to<>> names;
+    std::array<std::atomic<std::string_view*>, kChunks> by_id{};
+
+    // The held entry for name, added where it is not there yet. With mu held.
+    const std::pair<const std::string, CounterNames::Id>& held(std::string_view name) {
+        if (auto it = names.find(name); it != names.end()) return *it;
+        const std::size_t id = names.size();
+        if (id >= kChunk * kChunks) throw std::length_error("CounterNames: more than 65,536 names");
+        auto& e = *names.emplace(name, static_cast<CounterNames::Id>(id)).first;
+        std::string_view* chunk = by_id[id / kChunk].load(std::memory_order_relaxed);
+        if (chunk == nullptr) {
+            chunk = new std::string_view[kChunk];  // never freed, as the table
+            by_id[id / kChunk].store(chunk, std::memory_order_release);
+        }
+        chunk[id % kChunk] = e.first;
+        return e;
+    }
 };
 
 Table& table() {
@@ -30,9 +52,17 @@ Table& table() {
 std::string_view CounterNames::intern(std::string_view name) {
     Table& t = table();
     const std::lock_guard lock(t.mu);
-    auto it = t.names.find(name);
-    if (it == t.names.end()) it = t.names.emplace(name).first;
-    return *it;
+    return t.held(name).first;
+}
+
+CounterNames::Id CounterNames::id(std::string_view name) {
+    Table& t = table();
+    const std::lock_guard lock(t.mu);
+    return t.held(name).second;
+}
+
+std::string_view CounterNames::name(Id id) {
+    return table().by_id[id / kChunk].load(std::memory_order_acquire)[id % kChunk];
 }
 
 bool CounterNames::has_room(std::string_view name) {

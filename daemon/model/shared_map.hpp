@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -29,6 +30,13 @@ public:
     static constexpr std::size_t kMax = 4096;
     // The table's copy of name, added where it is not there yet. Thread-safe.
     static std::string_view intern(std::string_view name);
+    // A held name as a number, 4 bytes where a view takes 16: what the sysfs file cache keys
+    // its kept files and listings by (one entry per counter file of every port). Ids are
+    // handed out in the order names are first interned. id() interns like intern(); name() is
+    // lock-free, for any id id() returned (to this thread or, through a lock, to another).
+    using Id = std::uint32_t;
+    static Id id(std::string_view name);
+    static std::string_view name(Id id);
     // Whether name is held or there is room for it: a reader of names from outside asks
     // this first and drops (and counts) a name it says no to.
     static bool has_room(std::string_view name);

@@ -283,7 +283,7 @@ public:
             if (const auto* known = kept_listing(dir)) {
                 std::vector<Entry> out;
                 out.reserve(known->size());
-                for (const auto& e : *known) out.push_back({std::string(e.name), e.type});
+                for (const auto& e : *known) out.push_back({std::string(e.name()), e.type});
                 return out;
             }
         }
@@ -471,19 +471,23 @@ private:
     bool check_each_ = false;   // and kept_in_'s directory changed too lately to trust them
 };
 
+std::string_view entry_name(const SysfsDirEntry& e) { return e.name; }
+std::string_view entry_name(const SysfsFileCache::KeptEntry& e) { return e.name(); }
+
 void read_counter_dir(Reader& rd, const Dir& port, const std::string& name, FlatMap<uint64_t>& out, uint64_t& dropped) {
     const Dir dir(port, name);
     const auto read_each = [&](const auto& entries) {
         for (const auto& e : entries) {
+            const std::string_view n = entry_name(e);
             // mlx5 keeps its stats cache lifetime (ms, writable) among the hw_counters.
-            if (e.name == "lifespan") continue;
+            if (n == "lifespan") continue;
             // Past the process's table of counter names, a name not seen before is dropped too.
-            if (!CounterNames::has_room(e.name) || !rd.take_series()) {
+            if (!CounterNames::has_room(n) || !rd.take_series()) {
                 ++dropped;  // not even read: the cap bounds the work as well as the series
                 continue;
             }
             // The listing is sorted, so each name goes at the end: no search.
-            if (auto v = rd.counter(dir, e.name, e.type)) out.insert_or_assign(e.name, *v);
+            if (auto v = rd.counter(dir, n, e.type)) out.insert_or_assign(n, *v);
         }
     };
     // The kept listing is walked where it lies; the first read lists the directory (and keeps it).
@@ -816,21 +820,37 @@ SysfsFileCache::SysfsFileCache() {
 }
 
 // A name past the table of counter names is not kept: the file is read afresh each time.
+namespace {
+
+// Where name is or would go among a directory's kept files.
+template <class Fds>
+auto kept_at(Fds& fds, std::string_view name) {
+    return std::lower_bound(fds.begin(), fds.end(), name, [](const SysfsFileCache::KeptFd& f, std::string_view key) {
+        return CounterNames::name(f.name) < key;
+    });
+}
+
+}  // namespace
+
 bool SysfsFileCache::keep(DirFiles& in, std::string_view name, int fd) {
-    if (kept_ >= max_fds_ || !CounterNames::has_room(name) || !in.fds.emplace(name, fd).second) return false;
+    if (kept_ >= max_fds_ || !CounterNames::has_room(name)) return false;
+    const auto at = kept_at(in.fds, name);
+    if (at != in.fds.end() && CounterNames::name(at->name) == name) return false;
+    in.fds.insert(at, {CounterNames::id(name), fd});
     ++kept_;
     return true;
 }
 
 int SysfsFileCache::kept_fd(const DirFiles& in, std::string_view name) {
-    const auto it = in.fds.find(name);
-    return it == in.fds.end() ? -1 : it->second;
+    const auto at = kept_at(in.fds, name);
+    return at != in.fds.end() && CounterNames::name(at->name) == name ? at->fd : -1;
 }
 
 void SysfsFileCache::forget(DirFiles& in, std::string_view name) {
-    if (const int fd = kept_fd(in, name); fd >= 0) {
-        ::close(fd);
-        in.fds.erase(name);
+    const auto at = kept_at(in.fds, name);
+    if (at != in.fds.end() && CounterNames::name(at->name) == name) {
+        ::close(at->fd);
+        in.fds.erase(at);
         --kept_;
     }
 }
@@ -841,7 +861,7 @@ void SysfsFileCache::forget_all(DirFiles& in) {
 }
 
 void SysfsFileCache::close_all(KeptFds& fds) {
-    for (const auto& [name, fd] : fds) ::close(fd);
+    for (const auto& f : fds) ::close(f.fd);
     fds = {};  // and its vector's block
 }
 
@@ -873,7 +893,7 @@ void SysfsFileCache::keep_listing(const std::string& dir, const std::vector<Sysf
         return;
     KeptListing kept;
     kept.reserve(entries.size());
-    for (const auto& e : entries) kept.push_back({CounterNames::intern(e.name), e.type});
+    for (const auto& e : entries) kept.push_back({CounterNames::id(e.name), e.type});
     listings_.insert_or_assign(dir, std::move(kept));
 }
 

@@ -140,11 +140,16 @@ public:
     // Only with mutex() held. Files are kept by directory, then name: a directory's files
     // are found with one lookup of its path (dir_files), and each then in a small map of
     // its own (a lookup by whole path cost a cache miss or two per file at 128 NICs).
-    // A directory's kept files: fd by name, in one sorted vector of interned names
-    // (CounterNames: counter files are most of them, and every port has the same). 24 bytes
-    // a file; an unordered_map of std::string took about 100 with its node, bucket and long
-    // names' heap blocks, 0.9 MiB for the 8,600 files kept at 128 NICs (issue 14, heaptrack).
-    using KeptFds = FlatMap<int>;
+    // A directory's kept files: fd by name, in one vector sorted by name, each name an
+    // interned one's id (CounterNames: counter files are most of them, and every port has the
+    // same). 8 bytes a file: an unordered_map of std::string took about 100 with its node,
+    // bucket and long names' heap blocks (0.9 MiB for the 8,600 files kept at 128 NICs, issue
+    // 14, heaptrack), a FlatMap of names' views 24.
+    struct KeptFd {
+        CounterNames::Id name = 0;
+        int fd = -1;
+    };
+    using KeptFds = std::vector<KeptFd>;
     struct DirFiles {
         KeptFds fds;
         // Outside sysfs and procfs: the directory as it was when all its kept files were last
@@ -163,13 +168,15 @@ public:
     void forget_all(DirFiles& in);
     // Directory listings, kept alike (the list of devices excepted): null when unknown. A
     // kept entry's name is interned (CounterNames), as every device and port of a model lists
-    // the same names: 24 bytes an entry, where a SysfsDirEntry took 40 and a heap block for a
-    // name past 15 characters (270 KB less in use at 128 NICs, glibc's count). The other
-    // listings kept (PCI functions, a device's netdevs) take a name a function or netdev; a
-    // listing with a name the table has no room for is not kept, and is read afresh each time.
+    // the same names, and held as its id: 8 bytes an entry, where a SysfsDirEntry took 40 and
+    // a heap block for a name past 15 characters (270 KB less in use at 128 NICs, glibc's
+    // count), a view 24. The other listings kept (PCI functions, a device's netdevs) take a
+    // name a function or netdev; a listing with a name the table has no room for is not kept,
+    // and is read afresh each time.
     struct KeptEntry {
-        std::string_view name;
+        CounterNames::Id id = 0;
         unsigned char type = 0;
+        [[nodiscard]] std::string_view name() const { return CounterNames::name(id); }
     };
     using KeptListing = std::vector<KeptEntry>;
     [[nodiscard]] const KeptListing* listing(const std::string& dir) const;

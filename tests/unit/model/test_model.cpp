@@ -1,6 +1,8 @@
 // Model helpers: health roll-up, string forms, the probe history.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "daemon/model/config.hpp"
 #include "daemon/model/driver_stats.hpp"
 #include "daemon/model/probe.hpp"
@@ -170,6 +172,29 @@ TEST(FlatMap, NamesAreHeldOnceForTheProcess) {
     (void)a.find("not_held");  // a lookup adds nothing
     EXPECT_EQ(CounterNames::size(), before + 1);
     EXPECT_TRUE(CounterNames::has_room("rx_icrc_encapsulated_test"));
+}
+
+// A name's id stands for the one held copy: the same id for the same name, from any thread,
+// and name(id) is that copy.
+TEST(CounterNames, AnIdNamesTheHeldCopy) {
+    const CounterNames::Id a = CounterNames::id("np_cnp_sent_id_test");
+    const CounterNames::Id b = CounterNames::id(std::string("rp_cnp_handled_id_test_long_name"));
+    EXPECT_NE(a, b);
+    EXPECT_EQ(CounterNames::id("np_cnp_sent_id_test"), a);
+    EXPECT_EQ(CounterNames::name(a), "np_cnp_sent_id_test");
+    EXPECT_EQ(CounterNames::name(b).data(), CounterNames::intern("rp_cnp_handled_id_test_long_name").data());
+    // Past a chunk of the id table (256 names), from four threads at once.
+    std::vector<std::thread> threads;
+    std::vector<std::vector<CounterNames::Id>> ids(4);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([t, &ids] {
+            for (int i = 0; i < 300; ++i) ids[t].push_back(CounterNames::id("id_test_" + std::to_string(i)));
+        });
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < 300; ++i) {
+        EXPECT_EQ(CounterNames::name(ids[0][i]), "id_test_" + std::to_string(i));
+        for (int t = 1; t < 4; ++t) EXPECT_EQ(ids[t][i], ids[0][i]);
+    }
 }
 
 TEST(FlatMap, AppendTakesOnlyANameThatSortsLast) {
