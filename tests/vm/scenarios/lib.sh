@@ -339,6 +339,18 @@ DAEMON_EXTRA_CONFIG=${DAEMON_EXTRA_CONFIG:-}
 
 daemon_present() { [[ -n ${ROCEWATCHD:-} && -x $ROCEWATCHD ]]; }
 
+# build_tool NAME: the path of tools/NAME, next to the running scenario (bench and hand runs
+# copy it there), else in the build tree the daemon came from, else in the repository's
+# build/; empty when there is none.
+build_tool() {
+    local c
+    for c in "$(dirname "$0")/$1" \
+        "${ROCEWATCHD:+$(dirname "$ROCEWATCHD")/../tools/$1}" \
+        "$RW_REPO/build/tools/$1"; do
+        [[ -n $c && -x $c ]] && echo "$c" && return
+    done
+}
+
 # The config every guest runs with: a healthy node as the test bed builds it (MTU 9000,
 # 100 Gb/s rails as the NICs declare), collection every second, fast clears.
 daemon_config() {

@@ -36,14 +36,8 @@ MSG=65536
 PKT_WIRE=$((MSG / 4096))
 WIRE_PER_MSG=$((MSG + PKT_WIRE * 58 + 16))
 MAX_PER_PKT=$((4096 + 58 + 16 + 4))
-# The probe client/server: next to this script (bench and hand runs copy it there), else
-# in the build tree the daemon came from, else the repository's build/.
-CLI=
-for c in "$(dirname "$0")/rdma_probe_cli" \
-    "${ROCEWATCHD:+$(dirname "$ROCEWATCHD")/../tools/rdma_probe_cli}" \
-    "$RW_REPO/build/tools/rdma_probe_cli"; do
-    [[ -n $c && -x $c ]] && CLI=$c && break
-done
+# The probe client/server (lib.sh build_tool: bench and hand runs copy it next to this script).
+CLI=$(build_tool rdma_probe_cli)
 
 section "rxe devices"
 for rail in "${RAILS[@]}"; do

@@ -22,12 +22,7 @@ ADDR=$(rail_ip railA 1)
 # One stream's ceiling were the window clamped at the sink's 128 KiB low-water mark.
 CLAMP_MBPS=$(awk -v d="$DELAY_MS" 'BEGIN { printf "%.1f", 131072 * 8 / (d / 1000) / 1e6 }')
 
-CLI=
-for c in "$(dirname "$0")/tcp_probe_cli" \
-    "${ROCEWATCHD:+$(dirname "$ROCEWATCHD")/../tools/tcp_probe_cli}" \
-    "$RW_REPO/build/tools/tcp_probe_cli"; do
-    [[ -n $c && -x $c ]] && CLI=$c && break
-done
+CLI=$(build_tool tcp_probe_cli)
 if [[ -z $CLI ]]; then
     if [[ ${RW_CI:-} == true ]]; then fail "tcp_probe_cli not found (build tools/tcp_probe_cli)"; else skip "tcp_probe_cli not found: nothing to run"; fi
     finish
