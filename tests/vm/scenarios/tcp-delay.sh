@@ -96,8 +96,9 @@ done
 for streams in 1 4; do
     ratio=$(awk -v a="${SUM_O[$streams]}" -v b="${SUM_T[$streams]}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
     record "BENCH ${DELAY_MS} ms path, $streams stream(s), $ROUNDS rounds of $RUN_S s (TCG): ours / iperf3 $ratio"
-    # Loose: one vCPU under TCG, and each run's slow start is a large part of it.
-    if fgt "$ratio" 0.6; then pass "$streams stream(s): ours / iperf3 $ratio"; else fail "$streams stream(s): ours / iperf3 $ratio, under 0.6"; fi
+    # Loose: one vCPU under TCG moves a run by a third either way (0.74-1.19 in three runs),
+    # and slow start is a large part of each run.
+    if fgt "$ratio" 0.5; then pass "$streams stream(s): ours / iperf3 $ratio"; else fail "$streams stream(s): ours / iperf3 $ratio, under 0.5"; fi
 done
 tc qdisc del dev railA root 2>/dev/null
 mark tcp-done
