@@ -819,7 +819,6 @@ SysfsFileCache::SysfsFileCache() {
     max_fds_ = soft == RLIM_INFINITY ? 1U << 16 : static_cast<std::size_t>(soft / 2);
 }
 
-// A name past the table of counter names is not kept: the file is read afresh each time.
 namespace {
 
 // Where name is or would go among a directory's kept files.
@@ -830,12 +829,19 @@ auto kept_at(Fds& fds, std::string_view name) {
     });
 }
 
+// Whether at, from kept_at(fds, name), is name's kept file.
+template <class Fds, class It>
+bool kept_is(const Fds& fds, It at, std::string_view name) {
+    return at != fds.end() && CounterNames::name(at->name) == name;
+}
+
 }  // namespace
 
+// A name past the table of counter names is not kept: the file is read afresh each time.
 bool SysfsFileCache::keep(DirFiles& in, std::string_view name, int fd) {
     if (kept_ >= max_fds_ || !CounterNames::has_room(name)) return false;
     const auto at = kept_at(in.fds, name);
-    if (at != in.fds.end() && CounterNames::name(at->name) == name) return false;
+    if (kept_is(in.fds, at, name)) return false;
     in.fds.insert(at, {CounterNames::id(name), fd});
     ++kept_;
     return true;
@@ -843,12 +849,12 @@ bool SysfsFileCache::keep(DirFiles& in, std::string_view name, int fd) {
 
 int SysfsFileCache::kept_fd(const DirFiles& in, std::string_view name) {
     const auto at = kept_at(in.fds, name);
-    return at != in.fds.end() && CounterNames::name(at->name) == name ? at->fd : -1;
+    return kept_is(in.fds, at, name) ? at->fd : -1;
 }
 
 void SysfsFileCache::forget(DirFiles& in, std::string_view name) {
     const auto at = kept_at(in.fds, name);
-    if (at != in.fds.end() && CounterNames::name(at->name) == name) {
+    if (kept_is(in.fds, at, name)) {
         ::close(at->fd);
         in.fds.erase(at);
         --kept_;
