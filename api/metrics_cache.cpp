@@ -137,7 +137,16 @@ std::string MetricsCache::body(const std::shared_ptr<const Snapshot>& snap, cons
 
 bool MetricsCache::ready(const std::shared_ptr<const Snapshot>& snap, bool gzip) {
     std::unique_lock lock(mu_, std::try_to_lock);
-    return lock.owns_lock() && current(snap) && (gzip ? cur_.deflated != nullptr : cur_.text != nullptr);
+    return lock.owns_lock() && has(snap, gzip);
+}
+
+bool MetricsCache::holds(const std::shared_ptr<const Snapshot>& snap, bool gzip) {
+    const std::lock_guard lock(mu_);
+    return has(snap, gzip);
+}
+
+bool MetricsCache::has(const std::shared_ptr<const Snapshot>& snap, bool gzip) const {
+    return current(snap) && (gzip ? cur_.deflated != nullptr : cur_.text != nullptr);
 }
 
 // While warm: wakes when told of a new snapshot, when a snapshot passed over becomes worth

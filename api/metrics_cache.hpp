@@ -79,6 +79,9 @@ public:
     // Whether body(snap, ..., gzip) would render or deflate nothing: it is a copy and the
     // tail's deflate. Never waits (false while a render holds the cache).
     [[nodiscard]] bool ready(const std::shared_ptr<const Snapshot>& snap, bool gzip);
+    // The same, waiting for the cache while a render or the background thread holds it: what a
+    // caller that must know (a test) asks, where ready()'s false may only mean "busy".
+    [[nodiscard]] bool holds(const std::shared_ptr<const Snapshot>& snap, bool gzip);
     // Snapshots rendered so far, by scrapes and by the background thread alike.
     [[nodiscard]] uint64_t renders() const { return renders_; }
     // Published snapshots the background thread did not render when they came out
@@ -97,6 +100,8 @@ private:
     Entry entry_for(const std::shared_ptr<const Snapshot>& snap, bool gzip);
     // mu_ held. Whether cur_ is snap's (an expired entry is nobody's: no address reused).
     bool current(const std::shared_ptr<const Snapshot>& snap) const { return snap && cur_.snap.lock() == snap; }
+    // Whether the current body for snap is there, plain or deflated. With mu_ held.
+    [[nodiscard]] bool has(const std::shared_ptr<const Snapshot>& snap, bool gzip) const;
     void prerender_loop();
     // warm_mu_ held.
     bool warm(SteadyClock::time_point now) const { return scraped_ && now - pacing_.last_scrape < kWarmFor; }
