@@ -66,17 +66,18 @@ TEST(MetricsCache, KeepsTheTextOnlyWhileSomeoneScrapesWithoutGzip) {
     auto s1 = src.publish(1);
     (void)cache.body(s1, "", true);
     EXPECT_EQ(cache.renders(), 1u);
-    EXPECT_TRUE(cache.ready(s1, true));
-    EXPECT_FALSE(cache.ready(s1, false)) << "the text is still held after deflating";
+    EXPECT_TRUE(cache.holds(s1, true));
+    EXPECT_TRUE(cache.ready(s1, true)) << "nothing else holds the cache: ready() says what holds() says";
+    EXPECT_FALSE(cache.holds(s1, false)) << "the text is still held after deflating";
     EXPECT_EQ(cache.body(s1, "tail\n", false), render_snapshot_metrics(*s1) + "tail\n");
     EXPECT_EQ(cache.renders(), 2u) << "the plain scrape renders the text again";
     (void)cache.body(s1, "", true);
-    EXPECT_TRUE(cache.ready(s1, false)) << "a plain scrape came within kWarmFor: the text is kept";
+    EXPECT_TRUE(cache.holds(s1, false)) << "a plain scrape came within kWarmFor: the text is kept";
     EXPECT_EQ(cache.renders(), 2u);
     auto s2 = src.publish(2);  // deflated from its pieces, which are joined too while kept
     (void)cache.body(s2, "", true);
-    EXPECT_TRUE(cache.ready(s2, true));
-    EXPECT_TRUE(cache.ready(s2, false));
+    EXPECT_TRUE(cache.holds(s2, true));
+    EXPECT_TRUE(cache.holds(s2, false));
     EXPECT_EQ(cache.body(s2, "tail\n", false), render_snapshot_metrics(*s2) + "tail\n");
     EXPECT_EQ(cache.renders(), 3u);
 }
@@ -88,10 +89,10 @@ TEST(MetricsCache, KeepsNoSnapshotAliveOnceItIsReplaced) {
     MetricsCache cache([&] { return src.latest(); }, std::chrono::hours(1));
     std::weak_ptr<const Snapshot> first = src.publish(1);
     (void)cache.body(first.lock(), "", true);
-    EXPECT_TRUE(cache.ready(first.lock(), true));
+    EXPECT_TRUE(cache.holds(first.lock(), true));
     auto s2 = src.publish(2);
     EXPECT_TRUE(first.expired()) << "the cache still holds the snapshot it rendered";
-    EXPECT_FALSE(cache.ready(s2, true));
+    EXPECT_FALSE(cache.holds(s2, true));
     const std::string body = cache.body(s2, "", false);
     EXPECT_EQ(body, render_snapshot_metrics(*s2));
     EXPECT_EQ(cache.renders(), 2u);
@@ -190,10 +191,12 @@ bool wait_handled(const MetricsCache& c, uint64_t before) {
     return false;
 }
 
-// Publishes the next snapshot and waits for the renderer to render it or pass it over.
+// Publishes the next snapshot and waits for the renderer to render it or pass it over. The
+// count is taken before the snapshot is out: the renderer's poll may render it before it is
+// told, and then the word that follows finds it rendered and counts nothing.
 bool publish_handled(Source& src, MetricsCache& cache, uint64_t& generation) {
-    (void)src.publish(++generation);
     const uint64_t before = cache.renders() + cache.passed_over();
+    (void)src.publish(++generation);
     cache.published();
     return wait_handled(cache, before);
 }
@@ -216,7 +219,7 @@ TEST(MetricsCache, RendersOnlyWhatTheNextScrapeTakes) {
         }
         if (t % 15 != 0) continue;
         if (t >= 45) {  // three scrapes and three publishes in: the pace is known
-            EXPECT_TRUE(cache.ready(src.latest(), true)) << "the scrape at " << t << " found no body ready";
+            EXPECT_TRUE(cache.holds(src.latest(), true)) << "the scrape at " << t << " found no body ready";
             if (t == 45) renders_at_pace = cache.renders();
         }
         (void)cache.body(src.latest(), "", true);
@@ -244,13 +247,13 @@ TEST(MetricsCache, ALateSnapshotLeavesTheLastOneRenderedBeforeTheScrape) {
         if (t % 15 == 0) (void)cache.body(src.latest(), "", true);
     }
     // The snapshot of 36 was passed over; the one of 41 does not come.
-    ASSERT_FALSE(cache.ready(src.latest(), true));
+    ASSERT_FALSE(cache.holds(src.latest(), true));
     clock.set(42);
     std::this_thread::sleep_for(50ms);
-    EXPECT_FALSE(cache.ready(src.latest(), true)) << "rendered while the next snapshot could still come";
+    EXPECT_FALSE(cache.holds(src.latest(), true)) << "rendered while the next snapshot could still come";
     clock.set(44.95);
-    for (int i = 0; i < 1000 && !cache.ready(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_TRUE(cache.ready(src.latest(), true));
+    for (int i = 0; i < 1000 && !cache.holds(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(cache.holds(src.latest(), true));
     cache.stop();
 }
 
@@ -290,7 +293,7 @@ TEST(MetricsCache, WakesForAPassedOverSnapshotWithoutPolling) {
     cache.published();
     for (int i = 0; i < 1000 && cache.passed_over() == passed; ++i) std::this_thread::sleep_for(1ms);
     ASSERT_GT(cache.passed_over(), passed) << "the snapshot at 3.9 was not passed over";
-    for (int i = 0; i < 1000 && !cache.ready(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_TRUE(cache.ready(src.latest(), true)) << "the renderer did not wake for the snapshot it passed over";
+    for (int i = 0; i < 1000 && !cache.holds(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(cache.holds(src.latest(), true)) << "the renderer did not wake for the snapshot it passed over";
     cache.stop();
 }
