@@ -20,12 +20,14 @@
 
 #include "daemon/alertmanager/alert_queue.hpp"
 #include "daemon/alertmanager/notifier.hpp"
+#include "eventually.hpp"
 #include "self_signed.hpp"
 #include "trickling_server.hpp"
 
 using namespace rocewatch;
 using namespace rocewatch::alertmanager;
 using namespace std::chrono_literals;
+using rocewatch::testing::eventually;
 
 namespace {
 
@@ -90,16 +92,6 @@ private:
     mutable std::mutex mu_;
     std::shared_ptr<const Snapshot> s_;
 };
-
-template <class Pred>
-bool eventually(Pred p, std::chrono::milliseconds limit = 5s) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-        if (p()) return true;
-        std::this_thread::sleep_for(20ms);
-    }
-    return p();
-}
 
 std::shared_ptr<const Snapshot> snapshot_with_firing_alert() {
     auto s = std::make_shared<Snapshot>();

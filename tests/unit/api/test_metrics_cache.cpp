@@ -9,10 +9,12 @@
 
 #include "api/metrics.hpp"
 #include "api/metrics_cache.hpp"
+#include "eventually.hpp"
 
 using namespace rocewatch;
 using namespace rocewatch::api;
 using namespace std::chrono_literals;
+using rocewatch::testing::eventually;
 
 namespace {
 
@@ -184,11 +186,7 @@ struct FakeClock {
 
 // Up to 10 s for the renderer to act on a publish: render it or pass it over.
 bool wait_handled(const MetricsCache& c, uint64_t before) {
-    for (int i = 0; i < 1000; ++i) {
-        if (c.renders() + c.passed_over() > before) return true;
-        std::this_thread::sleep_for(10ms);
-    }
-    return false;
+    return eventually([&] { return c.renders() + c.passed_over() > before; }, 10s, 10ms);
 }
 
 // Publishes the next snapshot and waits for the renderer to render it or pass it over. The
@@ -252,8 +250,7 @@ TEST(MetricsCache, ALateSnapshotLeavesTheLastOneRenderedBeforeTheScrape) {
     std::this_thread::sleep_for(50ms);
     EXPECT_FALSE(cache.holds(src.latest(), true)) << "rendered while the next snapshot could still come";
     clock.set(44.95);
-    for (int i = 0; i < 1000 && !cache.holds(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_TRUE(cache.holds(src.latest(), true));
+    EXPECT_TRUE(eventually([&] { return cache.holds(src.latest(), true); }, 10s, 10ms));
     cache.stop();
 }
 
@@ -291,9 +288,9 @@ TEST(MetricsCache, WakesForAPassedOverSnapshotWithoutPolling) {
     (void)src.publish(++generation);
     const uint64_t passed = cache.passed_over();
     cache.published();
-    for (int i = 0; i < 1000 && cache.passed_over() == passed; ++i) std::this_thread::sleep_for(1ms);
-    ASSERT_GT(cache.passed_over(), passed) << "the snapshot at 3.9 was not passed over";
-    for (int i = 0; i < 1000 && !cache.holds(src.latest(), true); ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_TRUE(cache.holds(src.latest(), true)) << "the renderer did not wake for the snapshot it passed over";
+    ASSERT_TRUE(eventually([&] { return cache.passed_over() > passed; }, 1s, 1ms))
+        << "the snapshot at 3.9 was not passed over";
+    EXPECT_TRUE(eventually([&] { return cache.holds(src.latest(), true); }, 10s, 10ms))
+        << "the renderer did not wake for the snapshot it passed over";
     cache.stop();
 }

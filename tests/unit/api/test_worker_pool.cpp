@@ -9,9 +9,11 @@
 #include <thread>
 
 #include "api/worker_pool.hpp"
+#include "eventually.hpp"
 
 using namespace rocewatch::api;
 using namespace std::chrono_literals;
+using rocewatch::testing::eventually;
 
 namespace {
 
@@ -54,13 +56,7 @@ TEST(WorkerPool, OneWorkerServesJobsThatComeOneAtATime) {
     // scheduler: one that is not yet starts another (under ASan on a loaded machine, a third
     // came up). So each job comes once every worker waits again: then one worker serves all,
     // ordinary and priority jobs alike.
-    const auto all_idle = [&] {
-        for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;) {
-            if (pool.idle() == pool.threads()) return true;
-            std::this_thread::sleep_for(1ms);
-        }
-        return false;
-    };
+    const auto all_idle = [&] { return eventually([&] { return pool.idle() == pool.threads(); }, 5s, 1ms); };
     for (int i = 0; i < 20; ++i) {
         std::promise<void> done;
         ASSERT_TRUE(pool.submit([&] { done.set_value(); }, i % 2 == 0));
