@@ -16,21 +16,24 @@ struct NameHash {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
+constexpr std::size_t kChunk = CounterNames::kChunk;
+
+}  // namespace
+
 // Node-based: a held string never moves, so the views handed out stay valid (its characters
 // too where they sit in the string itself, short-string optimised). Each name's id indexes
-// the views by id, in chunks that never move either, so that name(id) takes no lock.
-constexpr std::size_t kChunk = 256;
-constexpr std::size_t kChunks = 256;  // 65,536 names, 16 times kMax
-struct Table {
+// the views by id (CounterNames::by_id_), in chunks that never move either, so that name(id)
+// takes no lock.
+struct CounterNamesTable {
     std::mutex mu;
     std::unordered_map<std::string, CounterNames::Id, NameHash, std::equal_to<>> names;
-    std::array<std::atomic<std::string_view*>, kChunks> by_id{};
+    decltype(CounterNames::by_id_)& by_id = CounterNames::by_id_;
 
     // The held entry for name, added where it is not there yet. With mu held.
     const std::pair<const std::string, CounterNames::Id>& held(std::string_view name) {
         if (auto it = names.find(name); it != names.end()) return *it;
         const std::size_t id = names.size();
-        if (id >= kChunk * kChunks) throw std::length_error("CounterNames: more than 65,536 names");
+        if (id >= kChunk * CounterNames::kChunks) throw std::length_error("CounterNames: more than 65,536 names");
         auto& e = *names.emplace(name, static_cast<CounterNames::Id>(id)).first;
         std::string_view* chunk = by_id[id / kChunk].load(std::memory_order_relaxed);
         if (chunk == nullptr) {
@@ -42,37 +45,35 @@ struct Table {
     }
 };
 
-Table& table() {
-    static Table* t = new Table;  // never destroyed: views may be read during exit
+namespace {
+
+CounterNamesTable& table() {
+    static CounterNamesTable* t = new CounterNamesTable;  // never destroyed: views may be read during exit
     return *t;
 }
 
 }  // namespace
 
 std::string_view CounterNames::intern(std::string_view name) {
-    Table& t = table();
+    CounterNamesTable& t = table();
     const std::lock_guard lock(t.mu);
     return t.held(name).first;
 }
 
 CounterNames::Id CounterNames::id(std::string_view name) {
-    Table& t = table();
+    CounterNamesTable& t = table();
     const std::lock_guard lock(t.mu);
     return t.held(name).second;
 }
 
-std::string_view CounterNames::name(Id id) {
-    return table().by_id[id / kChunk].load(std::memory_order_acquire)[id % kChunk];
-}
-
 bool CounterNames::has_room(std::string_view name) {
-    Table& t = table();
+    CounterNamesTable& t = table();
     const std::lock_guard lock(t.mu);
     return t.names.size() < kMax || t.names.contains(name);
 }
 
 std::size_t CounterNames::size() {
-    Table& t = table();
+    CounterNamesTable& t = table();
     const std::lock_guard lock(t.mu);
     return t.names.size();
 }

@@ -521,7 +521,7 @@ void merge_counters_ext(Reader& rd, const Dir& port, RdmaPort& p) {
         const auto* it = std::find_if(std::begin(kCountersExt), std::end(kCountersExt),
                                       [&entry](const auto& m) { return entry.first == m.first; });
         // A counters_ext file this table does not know keeps its own name.
-        counters[it == std::end(kCountersExt) ? name : it->second] = value;
+        counters[it == std::end(kCountersExt) ? name.view() : it->second] = value;
     }
 }
 

@@ -166,8 +166,8 @@ TEST(FlatMap, NamesAreHeldOnceForTheProcess) {
         name.assign("overwritten_overwritten_x");  // the maps did not keep the caller's string
     }
     ASSERT_EQ(a.begin()->first, "rx_icrc_encapsulated_test");
-    EXPECT_EQ(a.begin()->first.data(), b.begin()->first.data()) << "one copy of the name";
-    EXPECT_EQ(a.begin()->first.data(), CounterNames::intern("rx_icrc_encapsulated_test").data());
+    EXPECT_EQ(a.begin()->first.view().data(), b.begin()->first.view().data()) << "one copy of the name";
+    EXPECT_EQ(a.begin()->first.view().data(), CounterNames::intern("rx_icrc_encapsulated_test").data());
     EXPECT_EQ(CounterNames::size(), before + 1);
     (void)a.find("not_held");  // a lookup adds nothing
     EXPECT_EQ(CounterNames::size(), before + 1);
@@ -195,6 +195,19 @@ TEST(CounterNames, AnIdNamesTheHeldCopy) {
         EXPECT_EQ(CounterNames::name(ids[0][i]), "id_test_" + std::to_string(i));
         for (int t = 1; t < 4; ++t) EXPECT_EQ(ids[t][i], ids[0][i]);
     }
+}
+
+TEST(CounterName, ReadsComparesAndOrdersAsItsNameNotItsId) {
+    const CounterName late("zz_name_test_b");  // held first: the smaller id
+    const CounterName early("zz_name_test_a");
+    EXPECT_EQ(late.view(), "zz_name_test_b");
+    EXPECT_EQ(std::string_view(early), "zz_name_test_a");
+    EXPECT_LT(early, late) << "a FlatMap is sorted by name";
+    EXPECT_LT(early, std::string_view("zz_name_test_aa"));
+    EXPECT_EQ(late, CounterName("zz_name_test_b"));
+    EXPECT_EQ(late, std::string_view("zz_name_test_b"));
+    EXPECT_NE(late, early);
+    EXPECT_EQ(sizeof(FlatMap<uint64_t>::value_type), 16u) << "4-byte name, 8-byte value";
 }
 
 TEST(FlatMap, AppendTakesOnlyANameThatSortsLast) {
