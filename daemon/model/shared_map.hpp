@@ -23,9 +23,10 @@ namespace rocewatch {
 // model names the same counters (53 on mlx5), and its counters, rates, window increases and
 // trend series each held a std::string copy of every name: 40 bytes an entry and a heap
 // block for names past 15 characters, 1.4 MiB of the daemon's anonymous memory at 128 NICs
-// (issue 14). An interned name is a string_view into this table, 16 bytes, and is never
-// freed: the names come from sysfs listings, a driver's fixed vocabulary, and the one reader
-// of them stops taking new names at kMax (see has_room).
+// (issue 14). An interned name is a string_view into this table, or its 4-byte id (what the
+// maps hold, as CounterName), and is never freed: the names come from sysfs listings, a
+// driver's fixed vocabulary, and the one reader of them stops taking new names at kMax (see
+// has_room).
 class CounterNames {
 public:
     // Far above any driver's vocabulary (mlx5 ~80 names, bnxt_re ~100, all drivers < 1,000).
@@ -78,8 +79,9 @@ static_assert(sizeof(std::pair<CounterName, std::uint64_t>) == 16, "a counter's 
 // Names to values in one vector sorted by name: what a port's counters are. They are written
 // once, in name order (the sysfs listing is sorted), then read whole or looked up: a std::map
 // spent a node per counter on that, built, walked and freed every read (issue 14).
-// Names are interned (CounterNames) as they are added; lookups add nothing.
-// The interface is std::map's, as far as the code here uses it.
+// Names are held (CounterNames) as they are added, each entry keyed by its CounterName;
+// lookups add nothing. The interface is std::map's, as far as the code here uses it, with
+// CounterName for the key type (a brace list gives names as string_views: init_type).
 template <class V>
 class FlatMap {
 public:
