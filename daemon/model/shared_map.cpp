@@ -27,7 +27,6 @@ constexpr std::size_t kChunk = CounterNames::kChunk;
 struct CounterNamesTable {
     std::mutex mu;
     std::unordered_map<std::string, CounterNames::Id, NameHash, std::equal_to<>> names;
-    decltype(CounterNames::by_id_)& by_id = CounterNames::by_id_;
 
     // The held entry for name, added where it is not there yet. With mu held.
     const std::pair<const std::string, CounterNames::Id>& held(std::string_view name) {
@@ -35,10 +34,10 @@ struct CounterNamesTable {
         const std::size_t id = names.size();
         if (id >= kChunk * CounterNames::kChunks) throw std::length_error("CounterNames: more than 65,536 names");
         auto& e = *names.emplace(name, static_cast<CounterNames::Id>(id)).first;
-        std::string_view* chunk = by_id[id / kChunk].load(std::memory_order_relaxed);
+        std::string_view* chunk = CounterNames::by_id_[id / kChunk].load(std::memory_order_relaxed);
         if (chunk == nullptr) {
             chunk = new std::string_view[kChunk];  // never freed, as the table
-            by_id[id / kChunk].store(chunk, std::memory_order_release);
+            CounterNames::by_id_[id / kChunk].store(chunk, std::memory_order_release);
         }
         chunk[id % kChunk] = e.first;
         return e;
