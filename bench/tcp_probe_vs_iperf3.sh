@@ -125,7 +125,7 @@ wakes_start() { [ "$HAVE_PERF" = 1 ] || return 0; perf stat -e context-switches 
 wakes_end() {
     [ "$HAVE_PERF" = 1 ] || { echo n/a; return; }
     kill -INT "$WAKES_PID"; wait "$WAKES_PID" 2>/dev/null || true
-    awk -F, '$3 == "context-switches" { print ($1 ~ /^[0-9]+$/) ? $1 : 0 }' "$LOGDIR/cs"
+    awk -F, '$3 == "context-switches" { n = ($1 ~ /^[0-9]+$/) ? $1 : "n/a" } END { print (n == "") ? "n/a" : n }' "$LOGDIR/cs"
 }
 per_gb_n() { awk -v c="$1" -v b="$2" 'BEGIN { if (b > 0 && c != "n/a") printf "%.0f", c / (b / 1e9); else print "n/a" }'; }
 TIMEFORMAT='%U %S'
