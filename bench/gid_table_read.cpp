@@ -2,9 +2,10 @@
 // tests/vm/scenarios/gid-read.sh): from sysfs as rocewatch reads it (every slot's gids/N, then
 // gid_attrs/types/N and ndevs/N for the non-zero ones, each file opened, read and closed), and
 // through libibverbs' ibv_query_gid_table (rdma-core 32 and later), one ioctl a device that
-// returns the valid entries with their type and netdev. The verbs figure includes opening and
-// closing each device, as the daemon's verbs stage does every cycle; "open only" is that stage
-// without the GID query, so the difference is what the query adds.
+// returns the valid entries of all its ports with their type and netdev. The verbs figures
+// include opening and closing each device, as the daemon's verbs stage does every cycle; "open
+// and query_port" is that stage as it is (every port queried), so the difference between it and
+// "open and query_gid_table" is what the GID query adds.
 //
 //   build/bench/gid_table_read [rounds]    # medians over rounds (5)
 //
@@ -48,42 +49,54 @@ bool read_small(int dir_fd, const char* name, std::array<char, 128>& buf) {
     return true;
 }
 
-// Port 1 of every device: one port a device on rxe and on the DGX Spark's mlx5 alike.
+// The names in a directory, "." and ".." left out.
+std::vector<std::string> names_in(const std::string& dir) {
+    std::vector<std::string> out;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return out;
+    while (const dirent* e = ::readdir(d))
+        if (e->d_name[0] != '.') out.emplace_back(e->d_name);
+    ::closedir(d);
+    return out;
+}
+
+// One port's GID table: every slot's gids/N, and types/N and ndevs/N for a slot in use.
+void read_sysfs_port(const std::string& port, Count& c) {
+    std::array<char, 128> buf{};
+    const int gids = ::open((port + "/gids").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int types = ::open((port + "/gid_attrs/types").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int ndevs = ::open((port + "/gid_attrs/ndevs").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* slots = gids >= 0 ? ::fdopendir(::dup(gids)) : nullptr;
+    while (slots) {
+        const dirent* s = ::readdir(slots);
+        if (!s) break;
+        if (s->d_name[0] == '.') continue;
+        ++c.files;
+        if (!read_small(gids, s->d_name, buf)) continue;
+        if (std::strncmp(buf.data(), "0000:0000:0000:0000:0000:0000:0000:0000", 39) == 0) continue;
+        ++c.entries;
+        c.files += 2;
+        (void)read_small(types, s->d_name, buf);
+        (void)read_small(ndevs, s->d_name, buf);
+    }
+    if (slots) ::closedir(slots);
+    for (const int fd : {gids, types, ndevs})
+        if (fd >= 0) ::close(fd);
+}
+
+// Every port of every device, as the daemon reads them.
 Count read_sysfs() {
     Count c;
-    DIR* devices = ::opendir("/sys/class/infiniband");
-    if (!devices) return c;
-    std::array<char, 128> buf{};
-    while (const dirent* d = ::readdir(devices)) {
-        if (d->d_name[0] == '.') continue;
+    const std::string root = "/sys/class/infiniband/";
+    for (const auto& dev : names_in(root)) {
         ++c.devices;
-        const std::string port = std::string("/sys/class/infiniband/") + d->d_name + "/ports/1";
-        const int gids = ::open((port + "/gids").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        const int types = ::open((port + "/gid_attrs/types").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        const int ndevs = ::open((port + "/gid_attrs/ndevs").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR* slots = gids >= 0 ? ::fdopendir(::dup(gids)) : nullptr;
-        while (slots) {
-            const dirent* s = ::readdir(slots);
-            if (!s) break;
-            if (s->d_name[0] == '.') continue;
-            ++c.files;
-            if (!read_small(gids, s->d_name, buf)) continue;
-            if (std::strncmp(buf.data(), "0000:0000:0000:0000:0000:0000:0000:0000", 39) == 0) continue;
-            ++c.entries;
-            c.files += 2;
-            (void)read_small(types, s->d_name, buf);
-            (void)read_small(ndevs, s->d_name, buf);
-        }
-        if (slots) ::closedir(slots);
-        for (const int fd : {gids, types, ndevs})
-            if (fd >= 0) ::close(fd);
+        for (const auto& port : names_in(root + dev + "/ports")) read_sysfs_port(root + dev + "/ports/" + port, c);
     }
-    ::closedir(devices);
     return c;
 }
 
-// Every device opened and closed; with `gids`, its GID table queried in between, else its
-// port 1 (what the daemon's verbs stage asks today).
+// Every device opened and closed; with `gids`, its GID table queried in between, else each of
+// its ports (what the daemon's verbs stage asks today).
 Count read_verbs(bool gids) {
     Count c;
     int num = 0;
@@ -102,8 +115,12 @@ Count read_verbs(bool gids) {
             else
                 c.entries += static_cast<size_t>(n);
         } else {
-            ibv_port_attr attr{};
-            (void)::ibv_query_port(ctx, 1, &attr);
+            ibv_device_attr dev{};
+            const int ports = ::ibv_query_device(ctx, &dev) == 0 ? dev.phys_port_cnt : 0;
+            for (int port = 1; port <= ports; ++port) {
+                ibv_port_attr attr{};
+                (void)::ibv_query_port(ctx, static_cast<uint8_t>(port), &attr);
+            }
         }
         ::ibv_close_device(ctx);
     }
