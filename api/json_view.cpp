@@ -93,6 +93,7 @@ json port_json(const RdmaDevice& d, const RdmaPort& p) {
         {"active_width", opt(p.active_width)},
         {"roce_v2_gid", std::move(roce_gid)},
         {"gids", std::move(gids)},
+        {"gids_source", p.gids_source.empty() ? json(nullptr) : json(p.gids_source)},
         {"xmit_bytes", opt(p.xmit_bytes)},
         {"rcv_bytes", opt(p.rcv_bytes)},
         {"counters", object_of(p.counters)},

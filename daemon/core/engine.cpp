@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -118,6 +119,7 @@ bool carry_over_gids(std::vector<RdmaDevice>& devices, const Snapshot& prev, boo
         [ecn_read](RdmaPort& p, const RdmaPort& op) {
             p.gids = op.gids;
             p.gids_dropped = op.gids_dropped;
+            p.gids_source = op.gids_source;
             if (!ecn_read || p.netdev.empty()) {
                 p.ecn_rp_enabled = op.ecn_rp_enabled;
                 p.ecn_np_enabled = op.ecn_np_enabled;
@@ -351,7 +353,13 @@ struct Engine::Reading {
 
 namespace {
 // Stands for libibverbs in the progress and skip lists: a wedged device blocks there too.
-constexpr const char* kVerbsStage = "(libibverbs: opening devices and querying ports)";
+constexpr const char* kVerbsStage = "(libibverbs: opening devices, querying ports and GID tables)";
+
+// Whether the tree read is the host's own /sys, where verbs sees the same devices: a fixture
+// tree's devices must not take a real device's GID table by its name.
+bool reads_host_sysfs(const Config& cfg) {
+    return std::filesystem::path(cfg.daemon.sysfs_root).lexically_normal() == "/sys";
+}
 }  // namespace
 
 // Runs on the reading thread: touches nothing of the engine, only its arguments.
@@ -437,6 +445,12 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids, bool read
     if (last_)
         for (const auto& d : last_->devices)
             for (const auto& p : d.ports) read_sm |= p.link_layer != "Ethernet";
+    // GID tables through verbs, one ioctl a device, where sysfs takes a file a slot. Made for
+    // every read, as the fallback to a full read below needs them too; it lists no device
+    // until the first table is asked for. Not after verbs blocked once (the stage's skip).
+    std::shared_ptr<GidTableSource> gid_tables;
+    if (reads_host_sysfs(cfg) && !(skip_ && skip_->contains(kVerbsStage)))
+        gid_tables = std::make_shared<VerbsGidTables>(reading->progress, kVerbsStage);
     const SysfsReadOptions opts{.gids = read_gids,
                                 .ecn = read_ecn,
                                 .counters = read_counters,
@@ -444,7 +458,8 @@ Engine::FileRead Engine::read_files(const Config& cfg, bool read_gids, bool read
                                 .port_state = read_port_state,
                                 .skip = skip_,
                                 .progress = reading->progress,
-                                .files = sysfs_files_};
+                                .files = sysfs_files_,
+                                .gid_tables = std::move(gid_tables)};
     try {
         std::thread([reading, cfg, opts, last = last_, src = src_] {
             name_this_thread("sysfs-read");

@@ -61,6 +61,9 @@ struct RdmaPort {
     std::optional<uint8_t> ecn_rp_enabled;
     std::optional<uint8_t> ecn_np_enabled;
     std::vector<GidEntry> gids;  // non-empty entries only
+    // How the GID table was read: "verbs" (libibverbs' ibv_query_gid_table, one ioctl a
+    // device, with each entry's netdev from sysfs) or "sysfs" (a file per slot); "" before any.
+    std::string gids_source;
     // Index of the RoCE v2 GID holding the port netdev's IPv4 address (the one perftest's
     // -x and UCX need); unset when there is none.
     std::optional<int> roce_v2_ipv4_gid_index;

@@ -525,16 +525,49 @@ void merge_counters_ext(Reader& rd, const Dir& port, RdmaPort& p) {
     }
 }
 
+// A device's GID table as a GidTableSource gave it: (port, entry) pairs; null where the
+// read takes the tables from sysfs.
+using SourcedGids = std::vector<std::pair<uint32_t, GidEntry>>;
+
+// The GID tables' attribute files: gid_attrs/types and gid_attrs/ndevs, absent on kernels
+// before gid_attrs existed (types unknown, not an error).
+struct GidAttrs {
+    GidAttrs(Reader& rd, const Dir& port_dir, const RdmaPort& port)
+        : types(port_dir, "gid_attrs/types"),
+          ndevs(port_dir, "gid_attrs/ndevs"),
+          have_types(rd.fd(types) >= 0),
+          have_ndevs(rd.fd(ndevs) >= 0),
+          expect_ndev(port.link_layer == "Ethernet") {}
+    const Dir types;
+    const Dir ndevs;
+    const bool have_types;
+    const bool have_ndevs;
+    // On InfiniBand ports a GID has no netdev and ndevs/<idx> fails with EINVAL by design.
+    const bool expect_ndev;
+};
+
+// The netdev of GID `name` (its index), "" where it has none or the file is garbled (counted).
+std::string read_gid_netdev(Reader& rd, const GidAttrs& attrs, const std::string& name) {
+    if (!attrs.have_ndevs) return {};
+    std::string netdev;
+    if (attrs.expect_ndev) {
+        netdev = rd.required_text(attrs.ndevs, name);
+    } else {
+        FileText f = rd.read(attrs.ndevs, name);
+        if (f.status == ReadStatus::ok) netdev = std::string(trim(f.text));
+    }
+    if (!netdev.empty() && !valid_netdev_name(netdev)) {
+        rd.error(rd.path(), "not a netdev name: " + excerpt(netdev));
+        netdev.clear();
+    }
+    return netdev;
+}
+
+// A file per slot: gids/<idx>, and for each slot in use its type and netdev.
 void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
     const Dir gids(port_dir, "gids");
-    // Kernels before gid_attrs existed give no types at all: unknown, not an error.
-    const Dir types(port_dir, "gid_attrs/types");
-    const Dir ndevs(port_dir, "gid_attrs/ndevs");
-    const bool have_types = rd.fd(types) >= 0;
-    const bool have_ndevs = rd.fd(ndevs) >= 0;
-    // On InfiniBand ports a GID has no netdev and ndevs/<idx> fails with EINVAL by design.
-    const bool expect_ndev = port.link_layer == "Ethernet";
-
+    const GidAttrs attrs(rd, port_dir, port);
+    port.gids_source = "sysfs";
     rd.keep_files_open(false);
     for (const auto& [idx, entry] : rd.numbered(gids)) {
         auto text = rd.optional_text(gids, entry.name, entry.type);
@@ -554,25 +587,44 @@ void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
         e.index = static_cast<int>(idx);
         e.gid = std::string(*text);  // before the next read reuses the buffer
         e.ipv4 = ipv4_from_gid(e.gid);
-        if (have_types) e.type = rd.required_text(types, entry.name);
-        if (have_ndevs) {
-            if (expect_ndev) {
-                e.netdev = rd.required_text(ndevs, entry.name);
-            } else {
-                FileText f = rd.read(ndevs, entry.name);
-                if (f.status == ReadStatus::ok) e.netdev = std::string(trim(f.text));
-            }
-            if (!e.netdev.empty() && !valid_netdev_name(e.netdev)) {
-                rd.error(rd.path(), "not a netdev name: " + excerpt(e.netdev));
-                e.netdev.clear();
-            }
-        }
+        if (attrs.have_types) e.type = rd.required_text(attrs.types, entry.name);
+        e.netdev = read_gid_netdev(rd, attrs, entry.name);
         port.gids.push_back(std::move(e));
     }
     rd.keep_files_open(true);
 }
 
-RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice& dev, const SysfsReadOptions& opts) {
+// The port's entries of a table a GidTableSource read, in index order, held to the same
+// checks and series cap as sysfs' (a source is a driver's answer too), each with its netdev
+// from sysfs: one file an entry in use, where sysfs alone reads one a slot.
+void take_sourced_gids(Reader& rd, const Dir& port_dir, RdmaPort& port, const SourcedGids& table) {
+    const GidAttrs attrs(rd, port_dir, port);
+    port.gids_source = "verbs";
+    std::vector<const GidEntry*> mine;
+    for (const auto& [number, e] : table)
+        if (number == port.port) mine.push_back(&e);
+    std::sort(mine.begin(), mine.end(), [](const GidEntry* a, const GidEntry* b) { return a->index < b->index; });
+    rd.keep_files_open(false);
+    for (const GidEntry* src : mine) {
+        if (src->index < 0 || !is_valid_gid(src->gid)) {
+            rd.error(join(port_dir.path(), "gids"), "libibverbs gave no GID at index " + std::to_string(src->index));
+            continue;
+        }
+        if (is_zero_gid(src->gid)) continue;
+        if (!rd.take_series()) {
+            ++port.gids_dropped;
+            continue;
+        }
+        GidEntry e = *src;
+        e.ipv4 = ipv4_from_gid(e.gid);
+        e.netdev = read_gid_netdev(rd, attrs, std::to_string(e.index));
+        port.gids.push_back(std::move(e));
+    }
+    rd.keep_files_open(true);
+}
+
+RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice& dev, const SysfsReadOptions& opts,
+                   const SourcedGids* sourced) {
     RdmaPort p;
     p.port = number;
     if (reads_port_state(opts)) {
@@ -616,7 +668,10 @@ RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice
         rd.counters_took(thread_cpu_time() - started);
     }
 
-    if (opts.gids) read_gids(rd, dir, p);
+    if (opts.gids && sourced)
+        take_sourced_gids(rd, dir, p, *sourced);
+    else if (opts.gids)
+        read_gids(rd, dir, p);
 
     // The port's netdev is the one the kernel bound the device to (device/net, or rxe's
     // parent), as `rdma link` shows it. GID 0 is not: when that netdev is enslaved, the
@@ -720,12 +775,14 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
     const Dir dir(class_dir, name);
     if (reads_identity(opts)) read_identity(rd, dir, d);
     const Dir ports(dir, "ports");
+    std::optional<SourcedGids> sourced;
+    if (opts.gids && opts.gid_tables) sourced = opts.gid_tables->read(name);
     for (const auto& [number, entry] : rd.numbered(ports)) {
         if (auto why = not_a_directory(rd, ports, entry.name, entry.type)) {
             rd.ignore(join(ports.path(), entry.name), *why);
             continue;
         }
-        d.ports.push_back(read_port(rd, Dir(ports, entry.name), number, d, opts));
+        d.ports.push_back(read_port(rd, Dir(ports, entry.name), number, d, opts, sourced ? &*sourced : nullptr));
     }
     return d;
 }

@@ -207,6 +207,20 @@ private:
     static void close_all(KeptFds& fds);
 };
 
+// GID tables read some other way than a file per slot. sysfs takes a file for each of a
+// port's slots (1,024 on rxe, 255 on mlx5) to find the few in use; libibverbs'
+// ibv_query_gid_table returns a device's entries in use in one ioctl (docs/figures.md: the
+// sysfs read costs 55-85x as much on rxe).
+class GidTableSource {
+public:
+    virtual ~GidTableSource() = default;
+    // The entries in use on every port of the device of that name, as (port, entry) with
+    // the entry's index, GID and type (the reader derives the IPv4 address and takes the
+    // netdev from sysfs), or nullopt where this source cannot read that device: the reader
+    // then reads its table from sysfs.
+    [[nodiscard]] virtual std::optional<std::vector<std::pair<uint32_t, GidEntry>>> read(const std::string& device) = 0;
+};
+
 // Reads <sysfs_root>/class/infiniband/*. A host without that directory has no RDMA, which is
 // a normal state: empty result, no errors. An unreadable or garbled file skips that one
 // value and is counted; a file the driver simply does not provide is not an error.
@@ -251,6 +265,10 @@ struct SysfsReadOptions {
     std::shared_ptr<ReadProgress> progress;
     // Files kept open between reads; may be null (every file opened and closed each read).
     std::shared_ptr<SysfsFileCache> files;
+    // Where the GID tables come from when `gids` is set; may be null (sysfs alone). The
+    // source's entries are checked and capped as sysfs' are, and each entry's netdev is read
+    // from gid_attrs/ndevs/<index> (a name as the kernel gives it, in whatever namespace).
+    std::shared_ptr<GidTableSource> gid_tables;
 };
 
 // Whether a read with these options reads what changes only with the device (GUIDs, firmware,

@@ -1,4 +1,5 @@
-// Adds what only libibverbs knows (MTU, speed, width per port) to devices read from sysfs.
+// Adds what only libibverbs knows (MTU, speed, width per port) to devices read from sysfs,
+// and reads GID tables through it.
 #include "daemon/sysfs/verbs.hpp"
 
 #include <infiniband/verbs.h>
@@ -9,6 +10,7 @@
 #include <exception>
 #include <iterator>
 #include <memory>
+#include <span>
 #include <string>
 #include <system_error>
 
@@ -103,6 +105,65 @@ VerbsResult enrich_with_verbs(std::vector<RdmaDevice>& devices, bool port_state_
         return VerbsResult{.available = false, .errors = 1, .last_error = std::string("verbs: ") + e.what()};
     } catch (...) {
         return VerbsResult{.available = false, .errors = 1, .last_error = "verbs: unknown exception"};
+    }
+}
+
+VerbsGidTables::VerbsGidTables(std::shared_ptr<ReadProgress> progress, std::string stage)
+    : progress_(std::move(progress)), stage_(std::move(stage)) {}
+
+VerbsGidTables::~VerbsGidTables() {
+    if (list_) ibv_free_device_list(list_);
+}
+
+std::optional<std::vector<std::pair<uint32_t, GidEntry>>> VerbsGidTables::read(const std::string& device) {
+    if (progress_) progress_->enter(stage_);
+    if (!listed_) {
+        listed_ = true;
+        list_ = ibv_get_device_list(&count_);
+    }
+    if (!list_) return std::nullopt;
+    ibv_device* vdev = nullptr;
+    for (int i = 0; i < count_ && !vdev; ++i)
+        if (device == ibv_get_device_name(list_[i])) vdev = list_[i];
+    if (!vdev) return std::nullopt;
+
+    std::unique_ptr<ibv_context, ContextClose> ctx(ibv_open_device(vdev));
+    if (!ctx) return std::nullopt;
+    // 32 KiB, for this one call: the tables are read every few minutes, not every cycle.
+    std::vector<ibv_gid_entry> entries(kMaxEntries);
+    const ssize_t n = ibv_query_gid_table(ctx.get(), entries.data(), entries.size(), 0);
+    if (n < 0 || static_cast<std::size_t>(n) > entries.size()) return std::nullopt;
+
+    std::vector<std::pair<uint32_t, GidEntry>> table;
+    table.reserve(static_cast<std::size_t>(n));
+    for (const auto& v : std::span(entries).first(static_cast<std::size_t>(n))) {
+        GidEntry e;
+        e.index = static_cast<int>(v.gid_index);
+        e.gid = gid_text(v.gid.raw);
+        e.type = gid_type_text(static_cast<int>(v.gid_type));
+        table.emplace_back(v.port_num, std::move(e));
+    }
+    return table;
+}
+
+std::string gid_text(const uint8_t (&raw)[16]) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string text;
+    text.reserve(39);
+    for (std::size_t i = 0; i < 16; ++i) {
+        if (i > 0 && i % 2 == 0) text += ':';
+        text += kHex[raw[i] >> 4];
+        text += kHex[raw[i] & 0xf];
+    }
+    return text;
+}
+
+std::string gid_type_text(int ibv_gid_type) {
+    switch (ibv_gid_type) {
+        case IBV_GID_TYPE_IB:
+        case IBV_GID_TYPE_ROCE_V1: return "IB/RoCE v1";
+        case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
+        default: return {};
     }
 }
 

@@ -231,6 +231,24 @@ TEST_F(EngineTest, GidReadsAfterEventsKeepToTheirShareAndTheLastIsRead) {
     EXPECT_TRUE(seen) << "the tables after the last event are read when the share allows";
 }
 
+// GID tables come through verbs only from the host's own /sys (the VM suite sees that path
+// taken): a fixture tree's devices must never take a real device's table by its name.
+TEST_F(EngineTest, AFixtureTreeTakesNoGidTablesFromVerbs) {
+    const fs::path tree = private_tree();
+    auto cfg = config_on(tree);
+    auto sources = std::make_shared<std::vector<bool>>();  // outlives the engine's read threads
+    EngineSources src{.links = [this] { return links; }, .now = [this] { return now; }};
+    src.read_sysfs = [sources](const fs::path& root, const SysfsReadOptions& o) {
+        sources->push_back(o.gid_tables != nullptr);
+        return read_rdma_devices(root, o);
+    };
+    Engine engine(cfg, std::move(src), store, log);
+    const auto snap = engine.collect_once();
+    ASSERT_FALSE(sources->empty());
+    EXPECT_EQ(std::count(sources->begin(), sources->end(), true), 0);
+    EXPECT_EQ(find_device(*snap, "rocep1s0f0")->ports.at(0).gids_source, "sysfs");
+}
+
 // lid, sm_lid and sm_sl are 0 and unused on Ethernet: with every port Ethernet they are read
 // with the identity only and carried over in between; once a port is InfiniBand (a subnet
 // manager may move them at any time) they are read every cycle again.

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <pthread.h>
 #include <sched.h>
 
@@ -21,6 +22,8 @@
 
 #include "daemon/sysfs/rdma_sysfs.hpp"
 #include "daemon/sysfs/verbs.hpp"
+
+#include <infiniband/verbs.h>
 #include "util/clock.hpp"
 #include "test_env.hpp"
 
@@ -938,6 +941,131 @@ TEST(Verbs, DevicesVerbsDoesNotKnowAreLeftAlone) {
             EXPECT_FALSE(p.active_width);
         }
     }
+}
+
+// ---------------------------------------------------------------- GID tables from a source
+
+namespace {
+// A GidTableSource that answers from a table per device name and records what it was asked.
+class FakeGidTables final : public GidTableSource {
+public:
+    std::map<std::string, std::vector<std::pair<uint32_t, GidEntry>>> tables;
+    std::vector<std::string> asked;
+    std::optional<std::vector<std::pair<uint32_t, GidEntry>>> read(const std::string& device) override {
+        asked.push_back(device);
+        auto it = tables.find(device);
+        if (it == tables.end()) return std::nullopt;
+        return it->second;
+    }
+};
+
+std::pair<uint32_t, GidEntry> sourced(uint32_t port, int index, const std::string& gid, const std::string& type) {
+    GidEntry e;
+    e.index = index;
+    e.gid = gid;
+    e.type = type;
+    return {port, e};
+}
+
+// Two rxe devices; in sysfs each port has one GID at index 0 (10.0.0.x), ndevs for 0..3.
+void fill_sourced_tree(const ScratchTree& t) {
+    for (const std::string dev : {"rxe0", "rxe1"}) {
+        const std::string port = "class/infiniband/" + dev + "/ports/1/";
+        t.write("class/infiniband/" + dev + "/parent", "eth_" + dev + "\n");
+        t.write(port + "link_layer", "Ethernet\n");
+        t.write(port + "gids/0", "0000:0000:0000:0000:0000:ffff:0a00:0001\n");
+        t.write(port + "gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n");
+        t.write(port + "gid_attrs/types/0", "RoCE v2\n");
+        for (int i = 0; i < 4; ++i) t.write(port + "gid_attrs/ndevs/" + std::to_string(i), "eth_" + dev + "\n");
+    }
+}
+}  // namespace
+
+TEST(GidSource, EntriesComeFromTheSourceAndNetdevsFromSysfs) {
+    const ScratchTree t("gid_source");
+    fill_sourced_tree(t);
+    auto src = std::make_shared<FakeGidTables>();
+    // Out of order, with another port's entry, an empty slot and a garbled GID among them.
+    src->tables["rxe0"] = {sourced(1, 3, "0000:0000:0000:0000:0000:ffff:c0a8:6401", "RoCE v2"),
+                           sourced(2, 0, "fe80:0000:0000:0000:0000:0000:0000:0009", "RoCE v2"),
+                           sourced(1, 2, "0000:0000:0000:0000:0000:0000:0000:0000", "RoCE v2"),
+                           sourced(1, 1, "fe80:0000:0000:0000:0000:0000:0000:0001", "IB/RoCE v1"),
+                           sourced(1, 5, "not a gid", "RoCE v2")};
+    const auto r = read_rdma_devices(t.root, SysfsReadOptions{.gid_tables = src});
+
+    EXPECT_EQ(src->asked, (std::vector<std::string>{"rxe0", "rxe1"})) << "one query a device";
+    const auto& p = device(r, "rxe0").ports.at(0);
+    EXPECT_EQ(p.gids_source, "verbs");
+    ASSERT_EQ(p.gids.size(), 2u) << "sysfs' gids/0 is not read, the empty slot and the garbled entry are left out";
+    EXPECT_EQ(p.gids[0].index, 1) << "in index order";
+    EXPECT_EQ(p.gids[0].type, "IB/RoCE v1");
+    EXPECT_EQ(p.gids[0].ipv4, "");
+    EXPECT_EQ(p.gids[0].netdev, "eth_rxe0") << "the netdev from gid_attrs/ndevs/1";
+    EXPECT_EQ(p.gids[1].index, 3);
+    EXPECT_EQ(p.gids[1].ipv4, "192.168.100.1") << "derived by the reader";
+    EXPECT_EQ(p.roce_v2_ipv4_gid_index, 3) << "the GID choice works on the sourced table";
+    EXPECT_EQ(r.read_errors, 1u);
+    EXPECT_TRUE(has_error_about(r, "libibverbs gave no GID at index 5"));
+
+    const auto& q = device(r, "rxe1").ports.at(0);
+    EXPECT_EQ(q.gids_source, "sysfs") << "a device the source cannot read falls back to its files";
+    ASSERT_EQ(q.gids.size(), 1u);
+    EXPECT_EQ(q.gids[0].ipv4, "10.0.0.1");
+    EXPECT_EQ(q.gids[0].netdev, "eth_rxe1");
+}
+
+TEST(GidSource, MissingNetdevFileIsAnErrorAndCapHolds) {
+    const ScratchTree t("gid_source");
+    fill_sourced_tree(t);
+    auto src = std::make_shared<FakeGidTables>();
+    for (int i = 0; i < 6; ++i) {
+        char gid[64];
+        std::snprintf(gid, sizeof gid, "0000:0000:0000:0000:0000:ffff:0a00:%04x", i + 1);
+        src->tables["rxe0"].push_back(sourced(1, i, gid, "RoCE v2"));
+    }
+    auto r = read_rdma_devices(t.root, SysfsReadOptions{.max_series_per_port = 5, .gid_tables = src});
+    const auto& p = device(r, "rxe0").ports.at(0);
+    EXPECT_EQ(p.gids.size(), 5u);
+    EXPECT_EQ(p.gids_dropped, 1u) << "the per-port cap applies to a source's entries as to sysfs'";
+    // ndevs/4 does not exist: an Ethernet port's GID without its netdev file is an error.
+    EXPECT_EQ(p.gids.at(4).netdev, "");
+    EXPECT_TRUE(has_error_about(r, "gid_attrs/ndevs/4: missing"));
+}
+
+TEST(GidSource, NotAskedWithoutGids) {
+    const ScratchTree t("gid_source");
+    fill_sourced_tree(t);
+    auto src = std::make_shared<FakeGidTables>();
+    const auto r = read_rdma_devices(t.root, SysfsReadOptions{.gids = false, .gid_tables = src});
+    EXPECT_TRUE(src->asked.empty());
+    EXPECT_TRUE(device(r, "rxe0").ports.at(0).gids.empty());
+    EXPECT_EQ(device(r, "rxe0").ports.at(0).gids_source, "");
+}
+
+TEST(Verbs, GidTextIsWhatSysfsPrints) {
+    const uint8_t v4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xc0, 0xa8, 0x64, 0x0b};
+    EXPECT_EQ(gid_text(v4), "0000:0000:0000:0000:0000:ffff:c0a8:640b");
+    EXPECT_EQ(ipv4_from_gid(gid_text(v4)), "192.168.100.11");
+    const uint8_t link_local[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x1a, 0x2b, 0xff, 0xfe, 0x3c, 0x4d, 0x5e};
+    EXPECT_EQ(gid_text(link_local), "fe80:0000:0000:0000:021a:2bff:fe3c:4d5e");
+    const uint8_t zero[16] = {};
+    EXPECT_TRUE(is_zero_gid(gid_text(zero)));
+}
+
+TEST(Verbs, GidTypeTextIsWhatSysfsPrints) {
+    EXPECT_EQ(gid_type_text(IBV_GID_TYPE_ROCE_V2), "RoCE v2");
+    EXPECT_EQ(gid_type_text(IBV_GID_TYPE_ROCE_V1), "IB/RoCE v1");
+    EXPECT_EQ(gid_type_text(IBV_GID_TYPE_IB), "IB/RoCE v1");
+    EXPECT_EQ(gid_type_text(99), "");
+}
+
+TEST(Verbs, GidTablesOfDevicesVerbsDoesNotKnowAreNullopt) {
+    auto progress = std::make_shared<ReadProgress>();
+    VerbsGidTables tables(progress, "(verbs)");
+    EXPECT_FALSE(tables.read("rw-test-absent-rxe0"));
+    EXPECT_FALSE(tables.read("rw-test-absent-mlx5_0"));
+    EXPECT_EQ(progress->current(), "(verbs)");
+    EXPECT_EQ(progress->entered(), 2u) << "told before each device";
 }
 
 // ---------------------------------------------------------------- files kept open between reads

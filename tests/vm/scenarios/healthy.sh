@@ -166,6 +166,9 @@ if start_daemon; then
         # hw_counters, node GUID: the daemon's port equals sysfs, rdma link and ibv_devinfo
         expect_port_matches_kernel "$dev" ACTIVE
         expect_roce_gid "$dev" 1 "$ip"
+        # that GID table (equal to sysfs' above) came through ibv_query_gid_table, not a file a slot
+        check_eq "rocewatchd: $dev/1 GID table read through verbs" verbs \
+            "$(query_daemon "/api/v1/devices/$dev" | jq -r '.ports[0].gids_source')"
         # MTU, operstate, carrier, MAC, addresses: the daemon's interface equals ip -j and sysfs
         expect_link_matches_kernel "$rail"
         expect_interface "$rail" mtu 9000
