@@ -163,6 +163,8 @@ if start_daemon; then
         # the kernel still binds the port to the slave (rdma link: netdev railA) while its
         # GID entries name bond0: the daemon must show both as they are
         expect_port_matches_kernel "$dev" ACTIVE
+        check_eq "rocewatchd: $dev/1 GID table read through verbs" verbs \
+            "$(query_daemon "/api/v1/devices/$dev" | jq -r '.ports[0].gids_source')"
         if expect_alert gid_on_bond "$dev/1" 10 critical; then
             check_eq "rocewatchd: gid_on_bond $dev/1 bond" bond0 "$(jq -r .details.bond <<<"$ALERT")"
             check_eq "rocewatchd: gid_on_bond $dev/1 netdev" "$rail" "$(jq -r .details.netdev <<<"$ALERT")"
