@@ -525,10 +525,6 @@ void merge_counters_ext(Reader& rd, const Dir& port, RdmaPort& p) {
     }
 }
 
-// A device's GID table as a GidTableSource gave it: (port, entry) pairs; null where the
-// read takes the tables from sysfs.
-using SourcedGids = std::vector<std::pair<uint32_t, GidEntry>>;
-
 // The GID tables' attribute files: gid_attrs/types and gid_attrs/ndevs, absent on kernels
 // before gid_attrs existed (types unknown, not an error).
 struct GidAttrs {
@@ -597,7 +593,7 @@ void read_gids(Reader& rd, const Dir& port_dir, RdmaPort& port) {
 // The port's entries of a table a GidTableSource read, in index order, held to the same
 // checks and series cap as sysfs' (a source is a driver's answer too), each with its netdev
 // from sysfs: one file an entry in use, where sysfs alone reads one a slot.
-void take_sourced_gids(Reader& rd, const Dir& port_dir, RdmaPort& port, const SourcedGids& table) {
+void take_sourced_gids(Reader& rd, const Dir& port_dir, RdmaPort& port, const GidTableSource::Table& table) {
     const GidAttrs attrs(rd, port_dir, port);
     port.gids_source = "verbs";
     std::vector<const GidEntry*> mine;
@@ -624,7 +620,7 @@ void take_sourced_gids(Reader& rd, const Dir& port_dir, RdmaPort& port, const So
 }
 
 RdmaPort read_port(Reader& rd, const Dir& dir, uint32_t number, const RdmaDevice& dev, const SysfsReadOptions& opts,
-                   const SourcedGids* sourced) {
+                   const GidTableSource::Table* sourced) {
     RdmaPort p;
     p.port = number;
     if (reads_port_state(opts)) {
@@ -775,7 +771,7 @@ RdmaDevice read_device(Reader& rd, const Dir& class_dir, const std::string& name
     const Dir dir(class_dir, name);
     if (reads_identity(opts)) read_identity(rd, dir, d);
     const Dir ports(dir, "ports");
-    std::optional<SourcedGids> sourced;
+    std::optional<GidTableSource::Table> sourced;
     if (opts.gids && opts.gid_tables) sourced = opts.gid_tables->read(name);
     for (const auto& [number, entry] : rd.numbered(ports)) {
         if (auto why = not_a_directory(rd, ports, entry.name, entry.type)) {

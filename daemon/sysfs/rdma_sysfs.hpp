@@ -213,12 +213,15 @@ private:
 // sysfs read costs 55-85x as much on rxe).
 class GidTableSource {
 public:
+    // A device's entries in use as (port, entry).
+    using Table = std::vector<std::pair<uint32_t, GidEntry>>;
+
     virtual ~GidTableSource() = default;
-    // The entries in use on every port of the device of that name, as (port, entry) with
-    // the entry's index, GID and type (the reader derives the IPv4 address and takes the
-    // netdev from sysfs), or nullopt where this source cannot read that device: the reader
-    // then reads its table from sysfs.
-    [[nodiscard]] virtual std::optional<std::vector<std::pair<uint32_t, GidEntry>>> read(const std::string& device) = 0;
+    // The entries in use on every port of the device of that name, each with its index, GID
+    // and type (the reader derives the IPv4 address and takes the netdev from sysfs), or
+    // nullopt where this source cannot read that device: the reader then reads its table from
+    // sysfs.
+    [[nodiscard]] virtual std::optional<Table> read(const std::string& device) = 0;
 };
 
 // Reads <sysfs_root>/class/infiniband/*. A host without that directory has no RDMA, which is

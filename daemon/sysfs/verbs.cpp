@@ -115,7 +115,7 @@ VerbsGidTables::~VerbsGidTables() {
     if (list_) ibv_free_device_list(list_);
 }
 
-std::optional<std::vector<std::pair<uint32_t, GidEntry>>> VerbsGidTables::read(const std::string& device) {
+std::optional<GidTableSource::Table> VerbsGidTables::read(const std::string& device) {
     if (progress_) progress_->enter(stage_);
     if (!listed_) {
         listed_ = true;
@@ -134,7 +134,7 @@ std::optional<std::vector<std::pair<uint32_t, GidEntry>>> VerbsGidTables::read(c
     const ssize_t n = ibv_query_gid_table(ctx.get(), entries.data(), entries.size(), 0);
     if (n < 0 || static_cast<std::size_t>(n) > entries.size()) return std::nullopt;
 
-    std::vector<std::pair<uint32_t, GidEntry>> table;
+    Table table;
     table.reserve(static_cast<std::size_t>(n));
     for (const auto& v : std::span(entries).first(static_cast<std::size_t>(n))) {
         GidEntry e;

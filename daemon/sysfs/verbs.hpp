@@ -50,7 +50,7 @@ public:
     VerbsGidTables(const VerbsGidTables&) = delete;
     VerbsGidTables& operator=(const VerbsGidTables&) = delete;
 
-    [[nodiscard]] std::optional<std::vector<std::pair<uint32_t, GidEntry>>> read(const std::string& device) override;
+    [[nodiscard]] std::optional<Table> read(const std::string& device) override;
 
     // The kernel takes the entries' buffer length as 16 bits: 2,048 entries of 32 bytes or
     // more is refused (EINVAL). Real tables hold a few entries a port.

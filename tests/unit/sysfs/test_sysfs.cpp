@@ -949,9 +949,9 @@ namespace {
 // A GidTableSource that answers from a table per device name and records what it was asked.
 class FakeGidTables final : public GidTableSource {
 public:
-    std::map<std::string, std::vector<std::pair<uint32_t, GidEntry>>> tables;
+    std::map<std::string, Table> tables;
     std::vector<std::string> asked;
-    std::optional<std::vector<std::pair<uint32_t, GidEntry>>> read(const std::string& device) override {
+    std::optional<Table> read(const std::string& device) override {
         asked.push_back(device);
         auto it = tables.find(device);
         if (it == tables.end()) return std::nullopt;
