@@ -147,8 +147,6 @@ void add(Family& f, const Labels& labels, double value) {
 
 double b(bool v) { return v ? 1.0 : 0.0; }
 
-double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
-
 // mlx5 lists `lifespan` among hw_counters, but it is a setting (how long counter values
 // are cached, in ms), not a count; exporting it as a _total would be a lie.
 bool is_counter_name(std::string_view hw_counter) { return hw_counter != "lifespan"; }

@@ -28,9 +28,7 @@ namespace {
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-using Labels = std::vector<ClientMetric::Label>;
-
-double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+using LabelSet = std::vector<ClientMetric::Label>;
 
 MetricFamily family(std::string name, std::string help, MetricType type) {
     MetricFamily f;
@@ -40,7 +38,7 @@ MetricFamily family(std::string name, std::string help, MetricType type) {
     return f;
 }
 
-void gauge(MetricFamily& f, Labels l, double v) {
+void gauge(MetricFamily& f, LabelSet l, double v) {
     ClientMetric m;
     m.label = std::move(l);
     m.gauge.value = v;
@@ -49,7 +47,7 @@ void gauge(MetricFamily& f, Labels l, double v) {
 
 // Quantiles of one run; _count and _sum as given: cumulative for /metrics (`totals`), the
 // run's own for /probe, which answers one run per scrape as blackbox_exporter does.
-void latency_summary(MetricFamily& f, Labels l, const LatencyStats& st, const LatencyTotals& totals) {
+void latency_summary(MetricFamily& f, LabelSet l, const LatencyStats& st, const LatencyTotals& totals) {
     ClientMetric m;
     m.label = std::move(l);
     m.summary.quantile = {{0.5, st.typical}, {0.99, st.p99}, {0.999, st.p99_9}};
@@ -106,7 +104,7 @@ void add_mesh_families(std::vector<MetricFamily>& out, const ProbeBook& b) {
         h.histogram.sample_sum = m.sum;
         hist.metric.push_back(std::move(h));
         for (const auto& [peer, seen] : m.failing()) {
-            Labels l = {{"rail", key.rail}, {"kind", kind}, {"peer", peer}};
+            LabelSet l = {{"rail", key.rail}, {"kind", kind}, {"peer", peer}};
             l.push_back({"reason", seen->reason.empty() ? "unknown" : seen->reason});
             gauge(failing, std::move(l), 1);
         }
@@ -512,12 +510,12 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
         // the last real run stand, and its timestamp shows how old they are.
         const ProbeResult* r = last_run(results);
         if (!r) continue;
-        const Labels l = {{"peer", key.peer}, {"rail", key.rail}, {"kind", to_string(key.kind)}};
+        const LabelSet l = {{"peer", key.peer}, {"rail", key.rail}, {"kind", to_string(key.kind)}};
         gauge(ok, l, r->success ? 1 : 0);
         gauge(dur, l, r->duration_seconds);
         if (r->started != TimePoint{}) gauge(last, l, unix_seconds(r->started));
         if (!r->success) {
-            Labels fl = l;
+            LabelSet fl = l;
             fl.push_back({"reason", r->reason.empty() ? "unknown"
                                                       : r->reason});  // clang 14 (fuzz build): no paren-aggregate init
             gauge(failure, fl, 1);
@@ -543,7 +541,7 @@ void add_probe_families(std::vector<MetricFamily>& out, const Snapshot& s) {
                             t == s.probes->latency_totals.end() ? run_totals(*r->latency) : t->second);
         }
         for (const auto& [rail, bytes] : r->bytes_per_rail) {
-            Labels rl = {{"peer", key.peer}, {"rail", rail}, {"kind", to_string(key.kind)}};
+            LabelSet rl = {{"peer", key.peer}, {"rail", rail}, {"kind", to_string(key.kind)}};
             gauge(per_rail, rl, static_cast<double>(bytes));
         }
     }

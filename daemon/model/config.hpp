@@ -13,6 +13,7 @@
 namespace rocewatch {
 
 using Duration = std::chrono::milliseconds;
+inline double as_seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 // A latency limit: RDMA round trips are microseconds, below a Duration's resolution.
 using LatencyLimit = std::chrono::microseconds;
 

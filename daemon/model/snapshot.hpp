@@ -21,6 +21,9 @@ namespace rocewatch {
 using Clock = std::chrono::system_clock;
 using TimePoint = Clock::time_point;
 
+// Seconds since the epoch, as JSON and Prometheus carry times.
+inline double unix_seconds(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
 // ---------------------------------------------------------------- RDMA (sysfs)
 
 struct GidEntry {

@@ -13,8 +13,6 @@ namespace {
 // Soft-RoCE retries forever at retry_cnt 7; 6 gives up, and costs nothing on real NICs.
 constexpr int kRetryCount = 6;
 
-double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
-
 bool is_rxe(const Snapshot& s, const std::string& device) {
     for (const auto& d : s.devices)
         if (d.name == device) return d.driver == "rxe" || d.name.rfind("rxe", 0) == 0;
@@ -32,7 +30,7 @@ std::optional<RdmaClientPlan> rdma_plan(const Config& cfg, const Snapshot& snap,
     plan.qps_per_rail = bw.qps_per_rail;
     plan.bw.message_size = bw.message_size;
     plan.bw.iterations = 0;  // timed, as perftest -D
-    plan.bw.seconds = seconds(bw.duration);
+    plan.bw.seconds = as_seconds(bw.duration);
     plan.bw.tx_depth = bw.tx_depth;
     plan.lat.message_size = cfg.probes.rdma_lat.size;
     plan.lat.iterations = cfg.probes.rdma_lat.count;
@@ -100,13 +98,13 @@ RdmaServeLimits rdma_serve_limits(const Config& cfg) {
     RdmaServeLimits l;
     const auto& bw = cfg.probes.rdma_bw;
     const auto& lat = cfg.probes.rdma_lat;
-    l.max_bw_seconds = seconds(bw.duration);
+    l.max_bw_seconds = as_seconds(bw.duration);
     l.max_bw_iterations = 0;  // the daemon's probes are timed; counted runs are the CLI's
     l.max_lat_iterations = lat.count;
     l.max_message_size = std::max(bw.message_size, lat.size);
     l.max_qps_per_rail = bw.qps_per_rail;
-    l.max_session_seconds = std::max(seconds(probe_timing(cfg.probes, ProbeKind::rdma_write_bw).budget),
-                                     seconds(lat.timeout)) +
+    l.max_session_seconds = std::max(as_seconds(probe_timing(cfg.probes, ProbeKind::rdma_write_bw).budget),
+                                     as_seconds(lat.timeout)) +
                             5;
     l.retry_cnt = kRetryCount;
     return l;

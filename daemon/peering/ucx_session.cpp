@@ -28,8 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
-
 // The child's environment: ours, with UCX's memory hooks off unless the operator chose.
 std::vector<std::string> child_environment() {
     std::vector<std::string> env;
@@ -212,7 +210,7 @@ ProbeResult run_ucx_job(const Config& cfg, const ProbeJob& job, const std::strin
         json session{{"kind", to_string(kind)},
                      {"message_size", lat ? cfg.probes.ucx_lat.size : cfg.probes.ucx_bw.message_size},
                      {"iterations", lat ? uint64_t{cfg.probes.ucx_lat.count} : uint64_t{0}},
-                     {"seconds", lat ? 0.0 : seconds(cfg.probes.ucx_bw.duration)},
+                     {"seconds", lat ? 0.0 : as_seconds(cfg.probes.ucx_bw.duration)},
                      {"timeout", deadline.remaining_seconds()}};
         std::string why;
         auto child = UcxChild::spawn(exe, why);
@@ -276,7 +274,7 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
         const bool lat = *kind == ProbeKind::ucx_put_lat;
         const SessionBudget b = lat ? SessionBudget{cfg.probes.ucx_lat.size, cfg.probes.ucx_lat.count, 0, 0}
                                     : SessionBudget{cfg.probes.ucx_bw.message_size, 0,
-                                                    seconds(cfg.probes.ucx_bw.duration), 0};
+                                                    as_seconds(cfg.probes.ucx_bw.duration), 0};
         std::string bad;
         const auto ask = read_session_ask(req, bad);
         if (!ask) return refuse(reason::protocol_error, bad);
@@ -288,7 +286,7 @@ UcxSessionAccept accept_ucx_session(const Config& cfg, const json& req, const st
             return refuse(reason::bad_target, why);
         if (timeout <= 0 || !req.contains("endpoint"))
             return refuse(reason::protocol_error, "timeout or endpoint missing");
-        const double max_session = seconds(probe_timing(cfg.probes, *kind).budget) + 5;
+        const double max_session = as_seconds(probe_timing(cfg.probes, *kind).budget) + 5;
         const auto deadline = Deadline::after_seconds(std::min(timeout, max_session));
 
         std::string why;
