@@ -24,7 +24,7 @@ logs=(build/meson-logs/testlog.json)
 # old log is removed first, so a stage that never got to its tests counts as failed.
 if ((full)); then
   for d in build-asan build-tsan build-fuzz; do rm -f "$d/meson-logs/testlog.json"; logs+=("$d/meson-logs/testlog.json"); done
-  # Their builds (28 of a cold run's minutes on 2 cores) go on while the main suites run, at
+  # Their builds (most of a cold run's compile time) go on while the main suites run, at
   # SCHED_IDLE: they get only the CPU the tests leave idle (the tests wait on sockets, timers
   # and guests much of the time), and a test's process always runs before them. ASan first;
   # TSan and the fuzzers after it, and on while the ASan suites run. Each in its own session,
