@@ -181,6 +181,21 @@ try:
         ok("systemd-analyze verify: clean (binary and man pages from the package)")
     else:
         fail(f"systemd-analyze verify: exit {rc}: {out}")
+    # The code a running daemon uses, put together by the linker (-Dhot_text=true, daemon/hot_text.ld).
+    # Its names are those of the functions LTO built when the script was written: as the code
+    # changes, fewer of them match, and the group shrinks until bench/hot_text.py runs again.
+    want = re.search(r"code: (\d+) bytes", (tree / "daemon/hot_text.ld").read_text())
+    sections = run(["readelf", "-SW", str(root / "usr/sbin/rocewatchd")], check=True).stdout
+    hot = re.search(r"\.text\.rw_hot\s+PROGBITS\s+\S+\s+\S+\s+([0-9a-f]+)", sections)
+    if not want:
+        fail("daemon/hot_text.ld has no 'code: N bytes' line (bench/hot_text.py writes it)")
+    elif not hot:
+        fail("the packaged rocewatchd has no .text.rw_hot section: is -Dhot_text=true in debian/rules?")
+    elif int(hot.group(1), 16) < 0.7 * int(want.group(1)):
+        fail(f".text.rw_hot holds {int(hot.group(1), 16)} bytes, under 70% of the {want.group(1)} bench/hot_text.py "
+             "grouped: the code has moved on from daemon/hot_text.ld; run bench/hot_text.py again")
+    else:
+        ok(f".text.rw_hot: {int(hot.group(1), 16)} bytes of grouped code ({want.group(1)} when daemon/hot_text.ld was written)")
     c = run([str(root / "usr/sbin/rocewatchd"), "--check-config", "--config", str(root / "etc/rocewatch/rocewatch.toml")])
     if c.returncode == 0:
         ok(f"the shipped config passes --check-config")
