@@ -9,12 +9,15 @@ keeps most of it resident; together, it keeps little more than itself (docs/figu
 OUT/build: the daemon built as debian/rules builds it (dpkg-buildflags with hardening=+all,
 --buildtype=plain, LTO, -Dhot_text=true), so that its functions carry the names the package's
 build gives them (LTO's clones: .lto_priv.0, .constprop.0, ...). Each TREE (as
-bench/memory_vs_node_exporter.py takes it; default "spark" and 8- and 128-NIC trees written to OUT) runs
-the daemon under valgrind's callgrind as that bench runs it: its netdevs links of a namespace,
-a collection every 5 s, four gzip scrapes of /metrics 15 s apart, then SIGTERM. Every function
+bench/memory_vs_node_exporter.py takes it; default "spark" and 8- and 128-NIC trees written to
+OUT) runs the daemon under valgrind's callgrind as that bench runs it: its netdevs links of a
+namespace, a collection every 5 s, four gzip scrapes of /metrics 15 s apart, then SIGTERM. Every function
 of the binary that ran, with the aliases that share its code (a constructor's C1 and C2), is
 named in the script, in the order callgrind lists them. What the bench does not do (the REST
 API, probes against peers) is not in it: that code stays where the linker puts it.
+
+HOT_TEXT_PROFILES=FILE:FILE... writes the script from callgrind files of an earlier run instead
+of running the daemon again.
 
 tests/pkg/test_pkg_deb.py checks that the package's grouped code is at least 70% of the size
 written here: a smaller one means the names moved with the code, and this script runs again.
