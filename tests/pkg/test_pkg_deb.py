@@ -191,11 +191,11 @@ try:
         fail("daemon/hot_text.ld has no 'code: N bytes' line (bench/hot_text.py writes it)")
     elif not hot:
         fail("the packaged rocewatchd has no .text.rw_hot section: is -Dhot_text=true in debian/rules?")
-    elif int(hot.group(1), 16) < 0.7 * int(want.group(1)):
-        fail(f".text.rw_hot holds {int(hot.group(1), 16)} bytes, under 70% of the {want.group(1)} bench/hot_text.py "
+    elif (hot_bytes := int(hot.group(1), 16)) < 0.7 * int(want.group(1)):
+        fail(f".text.rw_hot holds {hot_bytes} bytes, under 70% of the {want.group(1)} bench/hot_text.py "
              "grouped: the code has moved on from daemon/hot_text.ld; run bench/hot_text.py again")
     else:
-        ok(f".text.rw_hot: {int(hot.group(1), 16)} bytes of grouped code ({want.group(1)} when daemon/hot_text.ld was written)")
+        ok(f".text.rw_hot: {hot_bytes} bytes of grouped code ({want.group(1)} when daemon/hot_text.ld was written)")
     c = run([str(root / "usr/sbin/rocewatchd"), "--check-config", "--config", str(root / "etc/rocewatch/rocewatch.toml")])
     if c.returncode == 0:
         ok(f"the shipped config passes --check-config")
