@@ -413,8 +413,7 @@ int check_config(const Config& c, const std::optional<std::string>& config_path)
             bad = true;
         }
     if (listen && (!c.peers.empty() || !c.cluster.inventory.empty()))
-        if (auto why = data_port_reach_warning(listen->host, c.probes.data_port))
-            std::cerr << "warning: " << *why << "\n";
+        if (auto why = data_port_reach_warning(c.probes, listen->host)) std::cerr << "warning: " << *why << "\n";
     if (bad) return 1;
     std::cout << (config_path ? *config_path : "built-in defaults") << ": ok\n";
     if (!c.daemon.web_config_file.empty()) std::cout << c.daemon.web_config_file << ": ok\n";

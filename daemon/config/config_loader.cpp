@@ -660,6 +660,15 @@ void load_probe_section(const Field& f, ProbesConfig& p, const KeySpec<C> (&keys
 const KeySpec<ProbesConfig> kProbeKeys[] = {
     {"token_file", [](const Field& f, ProbesConfig& p) { assign(p.token_file, f.nonempty_string()); }},
     {"data_port", [](const Field& f, ProbesConfig& p) { assign(p.data_port, f.integer(1, 65535)); }},
+    {"data_listen",
+     [](const Field& f, ProbesConfig& p) {
+         // "" is every address; otherwise one address this node has (a rail's, say).
+         if (f.text_if_string() == std::string()) {
+             p.data_listen = "";
+         } else if (auto v = f.ip_address()) {
+             p.data_listen = std::move(*v);
+         }
+     }},
     {"enabled",
      [](const Field& f, ProbesConfig& p) {
          const toml::array* arr = f.node().as_array();
@@ -1106,6 +1115,8 @@ void keep_start_only(Config& next, const Config& running) {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, std::string>)
                 return in_quotes(v);
+            else if constexpr (std::is_same_v<T, std::optional<std::string>>)
+                return v ? in_quotes(*v) : std::string("unset");
             else if constexpr (std::is_same_v<T, Duration>)
                 return in_quotes(format_duration(v));
             else
@@ -1121,6 +1132,7 @@ void keep_start_only(Config& next, const Config& running) {
     keep("daemon.http_threads", next.daemon.http_threads, running.daemon.http_threads);
     keep("daemon.http_timeout", next.daemon.http_timeout, running.daemon.http_timeout);
     keep("probes.data_port", next.probes.data_port, running.probes.data_port);
+    keep("probes.data_listen", next.probes.data_listen, running.probes.data_listen);
     keep("probes.token_file", next.probes.token_file, running.probes.token_file);
 }
 

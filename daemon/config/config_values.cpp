@@ -275,6 +275,8 @@ nlohmann::json probes_json(const ProbesConfig& p) {
         // null when unset: "" is not a valid token_file, and the view must read back in.
         {"token_file", p.token_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.token_file)},
         {"data_port", p.data_port},
+        // null when unset: the data port binds the host of [daemon] listen.
+        {"data_listen", p.data_listen ? nlohmann::json(*p.data_listen) : nlohmann::json(nullptr)},
         {"enabled", p.enabled},
         {"bw_fraction_of_link", p.bw_fraction_of_link},
         {"latency_threshold", format_duration(p.latency_threshold)},

@@ -124,8 +124,10 @@ struct UcxLatProbeConfig {
 
 // [probes]: what this daemon measures towards its peers, and what it grants them.
 struct ProbesConfig {
-    std::string token_file;                                    // 64 hex digits; "" = peer probing off
-    uint16_t data_port = 9880;                                 // TCP probe data port this daemon serves
+    std::string token_file;     // 64 hex digits; "" = peer probing off
+    uint16_t data_port = 9880;  // TCP probe data port this daemon serves
+    // The address the data port binds: "" every address; unset, the host of [daemon] listen.
+    std::optional<std::string> data_listen;
     std::vector<std::string> enabled = {"tcp_lat", "tcp_bw"};  // probe kinds run on schedule
     double bw_fraction_of_link = 0.9;                          // probe_bandwidth_low below this fraction
     Duration latency_threshold{1};  // probe_latency_high above this p99 (kinds without their own)

@@ -139,11 +139,16 @@ std::string ucx_session_child_version(const std::string& exe) {
 #endif
 }
 
-std::optional<std::string> data_port_reach_warning(const std::string& listen_host, uint16_t data_port) {
-    if (listen_host.empty() || listen_host == "0.0.0.0" || listen_host == "::") return std::nullopt;
-    return "the probe data port (" + std::to_string(data_port) + ") listens on " + listen_host +
+std::string data_listen_host(const ProbesConfig& p, const std::string& listen_host) {
+    return p.data_listen.value_or(listen_host);
+}
+
+std::optional<std::string> data_port_reach_warning(const ProbesConfig& p, const std::string& listen_host) {
+    if (p.data_listen || listen_host.empty() || listen_host == "0.0.0.0" || listen_host == "::") return std::nullopt;
+    return "the probe data port (" + std::to_string(p.data_port) + ") listens on " + listen_host +
            " only, the host of listen: peers' TCP probes over the rails go to this node's rail addresses and "
-           "will be refused there (connection_refused); listen on 0.0.0.0 or :: for rail probes";
+           "will be refused there (connection_refused); set probes.data_listen = \"\" to serve them on every "
+           "address (the HTTP API stays on listen), or listen on 0.0.0.0 or ::";
 }
 
 Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log,
@@ -162,9 +167,11 @@ Probing start_probing(const Config& cfg, const std::string& listen_host, const s
         limits.max_message_size = std::max<uint32_t>(cfg.probes.tcp_lat.size, 64);
         limits.budget = budget;
         try {
-            p.data_port = TcpProbeServer::create(bind_host(listen_host), cfg.probes.data_port, *p.token, limits, log);
-            log->info("peer probing on: token from {}", found.source);
-            if (auto why = data_port_reach_warning(listen_host, cfg.probes.data_port)) log->warn("{}", *why);
+            const std::string host = data_listen_host(cfg.probes, listen_host);
+            p.data_port = TcpProbeServer::create(bind_host(host), cfg.probes.data_port, *p.token, limits, log);
+            log->info("peer probing on: token from {}, data port {} on {}", found.source, cfg.probes.data_port,
+                      host.empty() ? "every address" : host);
+            if (auto why = data_port_reach_warning(cfg.probes, listen_host)) log->warn("{}", *why);
         } catch (const std::exception& e) {
             p.why_off = std::string("probe data port: ") + e.what();
             p.token.reset();

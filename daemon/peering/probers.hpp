@@ -43,14 +43,19 @@ struct Probing {
     std::unique_ptr<TcpProbeServer> data_port;
 };
 
-// Why peers' rail probes will be refused when the data port binds one address (a listen host
-// that is not "", 0.0.0.0 or ::): a peer's TCP probes go to this node's rail addresses. Unset
-// when it binds every address.
-std::optional<std::string> data_port_reach_warning(const std::string& listen_host, uint16_t data_port);
+// The host the data port binds: probes.data_listen when set ("" every address), else the
+// host of [daemon] listen.
+std::string data_listen_host(const ProbesConfig& p, const std::string& listen_host);
+
+// Why peers' rail probes will be refused when the data port binds one address because listen
+// does (a listen host that is not "", 0.0.0.0 or ::, and no probes.data_listen): a peer's TCP
+// probes go to this node's rail addresses. Unset when it binds every address, or the address
+// probes.data_listen names (a choice made for the data port itself).
+std::optional<std::string> data_port_reach_warning(const ProbesConfig& p, const std::string& listen_host);
 
 // Finds the token ([probes] token_file, else systemd's credential) and binds the data port
-// where the HTTP server listens (every address, both families, for "", 0.0.0.0 or ::; a
-// name is resolved first) with our own config's budget
+// on data_listen_host() (every address, both families, for "", 0.0.0.0 or ::; a name, which
+// only listen's host may be, is resolved first) with our own config's budget
 // as its limits, whatever a peer asks for. Logs whether probing is on; never throws.
 // The data port's sessions are admitted against `budget` (may be nullptr).
 Probing start_probing(const Config& cfg, const std::string& listen_host, const std::shared_ptr<spdlog::logger>& log,

@@ -115,6 +115,11 @@ def main():
         t.check(r.returncode == 0 and "data port (9880) listens on 10.1.2.3 only" in r.stderr
                 and "listen on 0.0.0.0 or ::" in r.stderr,
                 f"--check-config warns that a one-address listen keeps rail probes out ({r.stderr.strip()!r})")
+        with open(conf, "a") as f:
+            f.write('[probes]\ndata_listen = ""\n')
+        r = run("--check-config", "--config", conf)
+        t.check(r.returncode == 0 and "data port" not in r.stderr,
+                f"--check-config: data_listen = \"\" serves rail probes, no warning ({r.stderr.strip()!r})")
         # A listen host that does not resolve: the check and the daemon say which and why.
         with open(conf, "w") as f:
             f.write('[daemon]\nlisten = "nosuchhost.invalid:19879"\n')
@@ -173,6 +178,33 @@ def main():
                         f"started at 1024 open files, the daemon raised its soft limit to the hard one: {line.strip()}")
         finally:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+        # The data port on every address while the HTTP API stays on 127.0.0.1 (probes.data_listen
+        # = ""), and without it on the listen host only: 127.0.0.2, another address of this
+        # namespace, is where a peer's rail probe would come in.
+        tok = tempfile.NamedTemporaryFile("w", suffix=".token", delete=False)
+        tok.write("cd" * 32 + "\n")
+        tok.close()
+        os.chmod(tok.name, 0o600)
+        data = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+        data.close()
+
+        def reaches(host, port):
+            r = subprocess.run(["ip", "netns", "exec", node.name, "python3", "-c",
+                                f"import socket; socket.create_connection(({host!r}, {port}), 2).close()"],
+                               capture_output=True, text=True, timeout=10)
+            return r.returncode == 0
+
+        for data_listen, other_reached in (('data_listen = ""\n', True), ("", False)):
+            with open(data.name, "w") as f:
+                f.write(f'[probes]\ntoken_file = "{tok.name}"\ndata_port = 19890\n{data_listen}')
+            with rwtest.Daemon(netns=node, config=data.name, port=19891, extra=spark) as d:
+                t.check(reaches("127.0.0.1", 19890) and reaches("127.0.0.2", 19890) == other_reached
+                        and not reaches("127.0.0.2", 19891),
+                        f"{data_listen.strip() or 'no data_listen'}: data port on 127.0.0.2 "
+                        f"{'reached' if other_reached else 'refused'}, the HTTP API on 127.0.0.1 only")
+        os.unlink(data.name)
+        os.unlink(tok.name)
 
         # SIGHUP: a good file replaces the config; a bad one is refused, reported, and the old one kept.
         live = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)

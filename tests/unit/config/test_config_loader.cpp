@@ -155,6 +155,7 @@ severity = "critical"
 [probes]
 token_file = "/etc/rocewatch/token"
 data_port = 19880
+data_listen = "10.0.0.5"
 enabled = ["tcp_lat"]
 bw_fraction_of_link = 0.8
 latency_threshold = "2ms"
@@ -327,6 +328,7 @@ TEST(ConfigKeys, EveryKeyIsRead) {
     EXPECT_EQ(rule.severity, Severity::critical);
     EXPECT_EQ(c.probes.token_file, "/etc/rocewatch/token");
     EXPECT_EQ(c.probes.data_port, 19880);
+    EXPECT_EQ(c.probes.data_listen, "10.0.0.5");
     EXPECT_EQ(c.probes.enabled, (Lines{"tcp_lat"}));
     EXPECT_EQ(c.probes.bw_fraction_of_link, 0.8);
     EXPECT_EQ(c.probes.latency_threshold, 2ms);
@@ -418,6 +420,7 @@ TEST(ConfigKeys, ProbeDefaultsAreGentle) {
     Config c = default_config();
     EXPECT_TRUE(c.probes.token_file.empty()) << "no token file: peer probing off";
     EXPECT_EQ(c.probes.data_port, 9880);
+    EXPECT_EQ(c.probes.data_listen, std::nullopt) << "the data port binds where the HTTP API listens";
     EXPECT_EQ(c.probes.tcp_lat.interval, 30s);
     EXPECT_EQ(c.probes.tcp_lat.size, 64u);
     EXPECT_EQ(c.probes.tcp_bw.interval, 15min);
@@ -425,6 +428,15 @@ TEST(ConfigKeys, ProbeDefaultsAreGentle) {
     EXPECT_EQ(c.probes.bw_fraction_of_link, 0.9);
     EXPECT_EQ(c.probes.latency_threshold, 1ms);
     EXPECT_TRUE(c.peers.empty());
+}
+
+// The data port's own address: "" for every address, else one numeric address.
+TEST(ConfigKeys, DataListen) {
+    for (const char* v : {"", "10.77.0.2", "fd00::2"}) {
+        auto r = parse_config(std::string("[probes]\ndata_listen = \"") + v + "\"\n", "t.toml");
+        ASSERT_TRUE(r.config) << v;
+        EXPECT_EQ(r.config->probes.data_listen, std::optional<std::string>(v));
+    }
 }
 
 TEST(ConfigErrors, ProbesAndPeers) {
@@ -441,6 +453,10 @@ TEST(ConfigErrors, ProbesAndPeers) {
                      "t.toml:5: probes.ucx_lat.size: 4 is out of range 8..65536"}));
     EXPECT_EQ(errors_of("[probes]\ndata_port = 0\n"),
               (Lines{"t.toml:2: probes.data_port: 0 is out of range 1..65535"}));
+    EXPECT_EQ(errors_of("[probes]\ndata_listen = \"node07\"\n"),
+              (Lines{"t.toml:2: probes.data_listen: \"node07\" is not a numeric IPv4 or IPv6 address"}));
+    EXPECT_EQ(errors_of("[probes]\ndata_listen = 7\n"),
+              (Lines{"t.toml:2: probes.data_listen: expected a string, got an integer"}));
     EXPECT_EQ(errors_of("[cluster]\npeer_scheme = \"ftp\"\n"),
               (Lines{"t.toml:2: cluster.peer_scheme: \"ftp\" is not a scheme (http or https)"}));
     EXPECT_EQ(errors_of("[probes]\nmax_runs_per_minute = -1\n[cluster]\nrotating_peers = 17\nrotate_every = \"5s\"\n"),
@@ -1138,19 +1154,22 @@ TEST(ConfigLoader, AReloadKeepsWhatIsTakenAtStartAndNamesIt) {
     next.daemon.interval = std::chrono::seconds(7);  // applies at once
     next.daemon.http_threads = 8;
     next.daemon.http_timeout = std::chrono::minutes(1);
+    next.probes.data_listen = "";
     keep_start_only(next, running);
+    EXPECT_EQ(next.probes.data_listen, std::nullopt);
     EXPECT_EQ(next.daemon.http_threads, running.daemon.http_threads);
     EXPECT_EQ(next.daemon.http_timeout, running.daemon.http_timeout);
     EXPECT_EQ(next.probes.data_port, running.probes.data_port);
     EXPECT_EQ(next.probes.token_file, "/etc/rocewatch/token");
     EXPECT_EQ(next.daemon.state_dir, running.daemon.state_dir);
     EXPECT_EQ(next.daemon.interval, std::chrono::seconds(7));
-    ASSERT_EQ(next.restart_pending.size(), 5u);
+    ASSERT_EQ(next.restart_pending.size(), 6u);
     EXPECT_EQ(next.restart_pending[0],
               "daemon.state_dir: \"/srv/rocewatch\" in the file, \"/var/lib/rocewatch\" running");
     EXPECT_EQ(next.restart_pending[1], "daemon.http_threads: 8 in the file, 4 running");
     EXPECT_EQ(next.restart_pending[2], "daemon.http_timeout: \"1m\" in the file, \"5s\" running");
     EXPECT_EQ(next.restart_pending[3], "probes.data_port: 19889 in the file, 9880 running");
+    EXPECT_EQ(next.restart_pending[4], "probes.data_listen: \"\" in the file, unset running");
     // The file put back as it was: nothing waits.
     Config again = running;
     keep_start_only(again, running);

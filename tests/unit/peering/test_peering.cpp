@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "daemon/rules/rail_resolve.hpp"
+#include "daemon/peering/probers.hpp"
 #include "daemon/peering/rdma_runner.hpp"
 #include "daemon/peering/session_host.hpp"
 #include "daemon/peering/token.hpp"
@@ -449,4 +450,23 @@ TEST(SessionHost, StopEndsTheRunningSession) {
     host.stop();
     EXPECT_LT(std::chrono::duration<double>(SteadyClock::now() - t0).count(), 5.0);
     EXPECT_FALSE(host.try_claim()) << "a stopped host takes no more sessions";
+}
+
+// Where the data port binds, and when that keeps peers' rail probes out: the host of listen
+// unless probes.data_listen says otherwise; a warning only for a one-address listen it inherits.
+TEST(DataPort, BindsListensHostUnlessDataListenIsSet) {
+    ProbesConfig p;
+    EXPECT_EQ(data_listen_host(p, "10.1.2.3"), "10.1.2.3");
+    EXPECT_EQ(data_listen_host(p, ""), "");
+    const auto inherited = data_port_reach_warning(p, "10.1.2.3");
+    ASSERT_TRUE(inherited);
+    EXPECT_NE(inherited->find("listens on 10.1.2.3 only"), std::string::npos) << *inherited;
+    EXPECT_NE(inherited->find("probes.data_listen = \"\""), std::string::npos) << *inherited;
+    for (const char* every : {"", "0.0.0.0", "::"}) EXPECT_EQ(data_port_reach_warning(p, every), std::nullopt) << every;
+    p.data_listen = "";
+    EXPECT_EQ(data_listen_host(p, "10.1.2.3"), "");
+    EXPECT_EQ(data_port_reach_warning(p, "10.1.2.3"), std::nullopt);
+    p.data_listen = "192.168.100.11";  // a rail's address, chosen for the data port
+    EXPECT_EQ(data_listen_host(p, "10.1.2.3"), "192.168.100.11");
+    EXPECT_EQ(data_port_reach_warning(p, "10.1.2.3"), std::nullopt);
 }
