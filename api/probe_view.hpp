@@ -12,8 +12,10 @@
 
 namespace rocewatch::api {
 
-// Version of the control exchange (GET /api/v1/peer/hello); bumped on incompatible change.
-inline constexpr int kPeerProtocolVersion = 1;
+// Version of the control exchange (GET /api/v1/peer/hello) and of what it leads to; bumped on
+// incompatible change. 2: the TCP data port's challenge and HMAC (probes/tcp_wire.hpp), which
+// a daemon of version 1 cannot speak: the hello says version_mismatch before either tries.
+inline constexpr int kPeerProtocolVersion = 2;
 
 // A ProbeResult as JSON, and back: the REST API's spelling, which the UCX session child
 // and the probe tools print too. The reader takes what it finds and leaves the rest

@@ -65,13 +65,12 @@ bool open_streams(const TcpProbeTarget& t, const TcpBwSettings& s, Deadline d, s
     req.mode = tcpwire::Mode::sink;
     req.duration_ms = tcpsock::to_ms(s.duration_seconds);
     req.max_bytes = s.max_bytes ? (s.max_bytes + s.streams - 1) / s.streams : std::numeric_limits<uint64_t>::max();
-    req.token = t.token;
     granted_ms = req.duration_ms;
     streams.resize(s.streams);
     for (auto& st : streams) {
         auto fd = connect_to(t, d, s.socket_buffer_bytes, f);
         if (!fd) return false;
-        const auto reply = handshake(fd->get(), req, d, target_string(t), f);
+        const auto reply = handshake(fd->get(), req, t.token, d, target_string(t), f);
         if (!reply) return false;
         tcpsock::set_int_opt(fd->get(), IPPROTO_TCP, TCP_NOTSENT_LOWAT,
                              static_cast<int>(std::max<uint64_t>(kUnsentBytes, 2ull * s.write_size)));

@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 
+#include "probes/hmac.hpp"
 #include "probes/tcp_socket.hpp"
 #include "util/host_port.hpp"
 
@@ -167,8 +168,37 @@ bool recv_exact(int fd, uint8_t* p, size_t n, Deadline d, const std::string& wha
     return true;
 }
 
-std::optional<tcpwire::Reply> handshake(int fd, const tcpwire::Request& req, Deadline d, const std::string& where,
-                                        Failure& f) {
+namespace {
+
+// The server's challenge, read before anything is sent.
+std::optional<tcpwire::Challenge> read_challenge(int fd, Deadline d, const std::string& where, Failure& f) {
+    std::array<uint8_t, tcpwire::kChallengeSize> in{};
+    if (!recv_exact(fd, in.data(), in.size(), d, "read challenge from " + where, f)) return std::nullopt;
+    const auto c = tcpwire::decode_challenge(in.data(), in.size());
+    if (!c) {
+        f = {reason::protocol_error, where + " is not a rocewatch probe port (bad challenge magic)"};
+        return std::nullopt;
+    }
+    if (c->version != tcpwire::kVersion) {
+        f = {reason::version_mismatch, where + " speaks data port version " + std::to_string(c->version) +
+                                           ", we speak " + std::to_string(tcpwire::kVersion)};
+        return std::nullopt;
+    }
+    return c;
+}
+
+}  // namespace
+
+std::optional<tcpwire::Reply> handshake(int fd, tcpwire::Request req, const ProbeToken& token, Deadline d,
+                                        const std::string& where, Failure& f) {
+    const auto challenge = read_challenge(fd, d, where, f);
+    if (!challenge) return std::nullopt;
+    const auto mac = tcpwire::request_mac(token, *challenge, req);
+    if (!mac) {
+        f = {reason::internal_error, load_hmac().value_or("no HMAC-SHA256")};
+        return std::nullopt;
+    }
+    req.mac = *mac;
     const auto out = tcpwire::encode(req);
     if (!send_all(fd, out.data(), out.size(), d, "send request to " + where, f)) return std::nullopt;
     std::array<uint8_t, tcpwire::kReplySize> in{};

@@ -26,9 +26,10 @@ std::string target_string(const TcpProbeTarget& t);
 std::optional<Fd> connect_to(const TcpProbeTarget& t, Deadline d, int sndbuf, Failure& f);
 bool send_all(int fd, const uint8_t* p, size_t n, Deadline d, const std::string& what, Failure& f);
 bool recv_exact(int fd, uint8_t* p, size_t n, Deadline d, const std::string& what, Failure& f);
-// Sends the request and reads the reply; a refusal becomes a failure with its reason.
-std::optional<tcpwire::Reply> handshake(int fd, const tcpwire::Request& req, Deadline d, const std::string& where,
-                                        Failure& f);
+// Reads the server's challenge, sends the request with the token proved over it (request_mac)
+// and reads the reply; a refusal becomes a failure with its reason.
+std::optional<tcpwire::Reply> handshake(int fd, tcpwire::Request req, const ProbeToken& token, Deadline d,
+                                        const std::string& where, Failure& f);
 void fail(ProbeResult& r, const Failure& f);
 
 // A fresh result for `t`, run through guarded_run: timed, and never throwing.

@@ -64,8 +64,7 @@ void run_latency(const TcpProbeTarget& t, const TcpLatSettings& s, Deadline d, P
     req.message_size = s.message_size;
     req.duration_ms = tcpsock::to_ms(s.max_duration_seconds);
     req.max_bytes = static_cast<uint64_t>(s.iterations) * s.message_size;
-    req.token = t.token;
-    const auto reply = handshake(fd->get(), req, d, where, f);
+    const auto reply = handshake(fd->get(), req, t.token, d, where, f);
     if (!reply) return fail(r, f);
     r.info["local_address"] = tcpsock::local_address(fd->get());
     r.info["granted_duration_ms"] = std::to_string(reply->duration_ms);

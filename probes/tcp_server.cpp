@@ -1,7 +1,9 @@
 // The probe data port: a cheap acceptor and one epoll loop for handshakes; a granted session
 // (echo or sink) leaves the loop for a thread of its own (tcp_workers.hpp).
 //
-// Every connection is accepted at once, and its handshake deadline counts from then. One
+// Every connection is accepted at once and sent a challenge (a fresh nonce), and its handshake
+// deadline counts from then; its request must prove the token over that nonce (an HMAC), so
+// the token never crosses the wire and a request seen on it opens no later session. One
 // that has not sent its request yet holds no session slot: sessions are admitted only
 // after the token checks out. Waiting connections are capped in all and per source
 // address; at a cap the oldest waiting one (from the address holding the most) is closed
@@ -14,6 +16,7 @@
 #include <spdlog/logger.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "probes/budget.hpp"
+#include "probes/hmac.hpp"
 #include "probes/errors.hpp"
 #include "probes/tcp_workers.hpp"
 #include "probes/tcp_socket.hpp"
@@ -44,6 +48,7 @@ struct Session {
     std::string peer;    // "addr:port" for logs
     std::string source;  // the address alone: what the per-source cap counts
     Phase phase = Phase::handshake;
+    tcpwire::Challenge challenge;  // sent on accept; the request's mac is over its nonce
     std::array<uint8_t, tcpwire::kRequestSize> hdr{};
     size_t hdr_got = 0;
     std::vector<uint8_t> out;  // pending write; nothing is read while it is non-empty
@@ -256,6 +261,12 @@ void DataPortLoop::admit(Fd fd, const sockaddr_storage& peer) {
     make_room(s->source);
     s->fd = std::move(fd);
     s->peer = endpoint_string(peer);
+    // A nonce no earlier connection had: a request copied off the wire proves nothing here.
+    if (::getrandom(s->challenge.nonce.data(), s->challenge.nonce.size(), GRND_NONBLOCK) !=
+        static_cast<ssize_t>(s->challenge.nonce.size())) {
+        if (log_) log_->warn("probe port: no random nonce for {}: {}", s->peer, std::strerror(errno));
+        return;  // s closes the connection
+    }
     s->last_progress = SteadyClock::now();
     s->deadline = s->last_progress + handshake_timeout_;
     s->events = EPOLLIN;
@@ -270,8 +281,12 @@ void DataPortLoop::admit(Fd fd, const sockaddr_storage& peer) {
     ++counters_.active;
     Session& ref = *s;
     sessions_.push_back(std::move(s));
-    // A real client sends its request right behind the connect: read it now, not a wake-up later.
-    on_ready(ref, EPOLLIN);
+    // The challenge fits an empty socket's buffer: it goes out now, and the request follows.
+    const auto c = tcpwire::encode(ref.challenge);
+    if (!queue(ref, c.data(), c.size(), Session::Phase::handshake))
+        close(ref);
+    else
+        sync_interest(ref);
 }
 
 void DataPortLoop::make_room(const std::string& source) {
@@ -316,7 +331,8 @@ bool DataPortLoop::on_handshake(Session& s) {
         ++counters_.bad_requests;
         return refuse(s, tcpwire::Code::unsupported_version);
     }
-    if (!token_equal(req->token, token_)) {
+    const auto want = tcpwire::request_mac(token_, s.challenge, *req);
+    if (!want || !token_equal(*want, req->mac)) {
         ++counters_.auth_refused;
         const auto now = SteadyClock::now();
         if (log_ && (!auth_logged_ || now - *auth_logged_ >= kAuthLogEvery)) {
@@ -503,6 +519,8 @@ std::unique_ptr<TcpProbeServer> TcpProbeServer::create(const std::string& bind_a
     const bool every = bind_addr.empty() || bind_addr == "::" || bind_addr == "[::]";
     std::optional<Endpoint> ep = numeric_endpoint(every ? "::" : bind_addr, port);
     if (!ep) throw std::runtime_error("probe data port: not a numeric address: '" + bind_addr + "'");
+    // Every handshake needs the HMAC: a data port that could not check one is not opened.
+    if (auto why = load_hmac()) throw std::runtime_error("probe data port: " + *why);
     Fd fd(::socket(ep->family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid() && every && errno == EAFNOSUPPORT) {
         ep = numeric_endpoint("0.0.0.0", port);

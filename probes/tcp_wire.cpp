@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 
+#include "probes/hmac.hpp"
 #include "util/ct_compare.hpp"
 #include "util/hex.hpp"
 
@@ -69,6 +71,23 @@ const char* to_string(Code c) {
     return "unknown";
 }
 
+std::array<uint8_t, kChallengeSize> encode(const Challenge& c) {
+    std::array<uint8_t, kChallengeSize> b{};
+    put32(&b[0], kChallengeMagic);
+    put16(&b[4], c.version);
+    std::copy(c.nonce.begin(), c.nonce.end(), b.begin() + 8);
+    return b;
+}
+
+std::optional<ProbeToken> request_mac(const ProbeToken& token, const Challenge& c, const Request& r) {
+    static constexpr std::string_view kLabel = "rocewatch data port request";
+    Request unsigned_request = r;
+    unsigned_request.mac = {};
+    const auto body = encode(unsigned_request);
+    const auto* label = reinterpret_cast<const uint8_t*>(kLabel.data());
+    return hmac_sha256(token, {{label, kLabel.size()}, c.nonce, body});
+}
+
 std::array<uint8_t, kRequestSize> encode(const Request& r) {
     std::array<uint8_t, kRequestSize> b{};
     put32(&b[0], kRequestMagic);
@@ -78,7 +97,7 @@ std::array<uint8_t, kRequestSize> encode(const Request& r) {
     put32(&b[8], r.message_size);
     put32(&b[12], r.duration_ms);
     put64(&b[16], r.max_bytes);
-    for (size_t i = 0; i < r.token.size(); ++i) b[24 + i] = r.token[i];
+    std::copy(r.mac.begin(), r.mac.end(), b.begin() + 24);
     return b;
 }
 
@@ -107,6 +126,14 @@ std::array<uint8_t, kReportSize> encode(const Report& r) {
     return b;
 }
 
+std::optional<Challenge> decode_challenge(const uint8_t* p, size_t n) {
+    if (p == nullptr || n < kChallengeSize || get32(p) != kChallengeMagic) return std::nullopt;
+    Challenge c;
+    c.version = get16(p + 4);
+    std::copy(p + 8, p + 8 + c.nonce.size(), c.nonce.begin());
+    return c;
+}
+
 std::optional<Request> decode_request(const uint8_t* p, size_t n) {
     if (p == nullptr || n < kRequestSize || get32(p) != kRequestMagic) return std::nullopt;
     Request r;
@@ -115,7 +142,7 @@ std::optional<Request> decode_request(const uint8_t* p, size_t n) {
     r.message_size = get32(p + 8);
     r.duration_ms = get32(p + 12);
     r.max_bytes = get64(p + 16);
-    for (size_t i = 0; i < r.token.size(); ++i) r.token[i] = p[24 + i];
+    std::copy(p + 24, p + 24 + r.mac.size(), r.mac.begin());
     return r;
 }
 

@@ -11,8 +11,8 @@
 
 namespace rocewatch {
 
-// Shared secret both daemons hold (32 raw bytes; the token file holds 64 hex digits).
-// Sent as is for now; the control protocol may later replace it with an HMAC.
+// Shared secret both daemons hold (32 raw bytes; the token file holds 64 hex digits). It never
+// crosses the data port: a request carries its HMAC over the server's challenge (request_mac).
 using ProbeToken = std::array<uint8_t, 32>;
 
 std::optional<ProbeToken> token_from_hex(std::string_view hex);  // 64 hex digits, else nullopt
@@ -22,11 +22,14 @@ bool token_equal(const ProbeToken& a, const ProbeToken& b);
 
 namespace tcpwire {
 
-inline constexpr uint32_t kRequestMagic = 0x52575051;  // "RWPQ"
-inline constexpr uint32_t kReplyMagic = 0x52575041;    // "RWPA"
-inline constexpr uint32_t kReportMagic = 0x52575052;   // "RWPR"
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint32_t kRequestMagic = 0x52575051;    // "RWPQ"
+inline constexpr uint32_t kReplyMagic = 0x52575041;      // "RWPA"
+inline constexpr uint32_t kReportMagic = 0x52575052;     // "RWPR"
+inline constexpr uint32_t kChallengeMagic = 0x52575043;  // "RWPC"
+// 2: the server's challenge first, the token proved by an HMAC (1 sent the token itself).
+inline constexpr uint16_t kVersion = 2;
 
+inline constexpr size_t kChallengeSize = 24;
 inline constexpr size_t kRequestSize = 64;
 inline constexpr size_t kReplySize = 24;
 inline constexpr size_t kReportSize = 32;
@@ -48,17 +51,30 @@ enum class Code : uint8_t {
 const char* to_string(Mode m);
 const char* to_string(Code c);
 
-// Client -> server, first bytes on every connection.
+// Server -> client, first bytes on every connection, sent on accept: a nonce the client's
+// request must prove the token over, so that a request seen on the wire opens nothing later.
+//   0 magic u32 | 4 version u16 | 6 reserved u16 (0) | 8 nonce [16]
+struct Challenge {
+    uint16_t version = kVersion;
+    std::array<uint8_t, 16> nonce{};
+};
+
+// Client -> server, the answer to the challenge.
 //   0 magic u32 | 4 version u16 | 6 mode u8 | 7 flags u8 (0) | 8 message_size u32 |
-//   12 duration_ms u32 | 16 max_bytes u64 | 24 token [32] | 56 reserved [8] (zero)
+//   12 duration_ms u32 | 16 max_bytes u64 | 24 mac [32] | 56 reserved [8] (zero)
 struct Request {
     uint16_t version = kVersion;
     Mode mode = Mode::sink;
     uint32_t message_size = 0;  // echo: bytes per message; sink: ignored (0)
     uint32_t duration_ms = 0;   // how long the client means to run
     uint64_t max_bytes = 0;     // most payload bytes the client means to send
-    ProbeToken token{};
+    ProbeToken mac{};           // request_mac(): the token proved, not sent
 };
+
+// HMAC-SHA256 keyed with the token over a label, the challenge's nonce and the request as
+// encoded with its mac zeroed: the token proved for this connection and these fields only.
+// nullopt when nettle cannot be loaded (load_hmac() says why).
+std::optional<ProbeToken> request_mac(const ProbeToken& token, const Challenge& c, const Request& r);
 
 // Server -> client, the answer to a request. The grants are the request clamped to the
 // server's budget; a well-behaved client stays within them, a peer that does not is cut.
@@ -86,12 +102,14 @@ struct Report {
 };
 inline constexpr uint32_t kMaxFirstRead = (1u << 24) - 1;
 
+std::array<uint8_t, kChallengeSize> encode(const Challenge& c);
 std::array<uint8_t, kRequestSize> encode(const Request& r);
 std::array<uint8_t, kReplySize> encode(const Reply& r);
 std::array<uint8_t, kReportSize> encode(const Report& r);
 
 // nullopt when the buffer is shorter than the header or the magic is wrong. Field values
 // (version, mode, code) are returned as sent: the caller judges them.
+std::optional<Challenge> decode_challenge(const uint8_t* p, size_t n);
 std::optional<Request> decode_request(const uint8_t* p, size_t n);
 std::optional<Reply> decode_reply(const uint8_t* p, size_t n);
 std::optional<Report> decode_report(const uint8_t* p, size_t n);

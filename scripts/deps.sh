@@ -8,6 +8,7 @@ build_pkgs=(
   libibverbs-dev libucx-dev libnl-3-dev libnl-route-3-dev
   nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libssl-dev libyaml-dev libcrypt-dev  # TLS and basic auth from the web config
+  nettle-dev  # HMAC-SHA256: the TCP probe data port's handshake proves the token, never sends it
   zlib1g-dev  # gzip for /metrics
   liblldpctl-dev  # the switch and port on each link, from lldpd
   rdma-core ibverbs-providers iproute2 curl jq

@@ -1,4 +1,5 @@
-// Fuzzes the TCP probe data port's headers (request, reply, report) and the token's hex form.
+// Fuzzes the TCP probe data port's headers (challenge, request, reply, report) and the token's
+// hex form.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +20,7 @@ static void round_trip(const Msg& m, Decode decode) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (auto c = w::decode_challenge(data, size)) round_trip(*c, w::decode_challenge);
     if (auto r = w::decode_request(data, size)) {
         (void)w::to_string(r->mode);
         round_trip(*r, w::decode_request);

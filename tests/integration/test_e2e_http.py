@@ -229,11 +229,13 @@ def check_log_injection(t, port, log_path):
 
 def check_no_tls_libraries(t, pid):
     """A daemon without TLS or basic auth, after all of the above, has not mapped OpenSSL or
-    libcrypt (each loaded on first use), nor libsystemd or cpp-httplib (issue 14: PSS)."""
+    libcrypt (each loaded on first use), nor nettle (no probe token, no data port), libsystemd or
+    cpp-httplib (issue 14: PSS)."""
     libs = rwtest.mapped_libraries(pid)
     unwanted = sorted(lib for lib in libs
-                      if lib.startswith(("libssl.", "libcrypto.", "libcrypt.", "libsystemd.", "libcpp-httplib.")))
-    t.check(libs and not unwanted, f"no OpenSSL, libcrypt, libsystemd or cpp-httplib mapped without TLS ({unwanted})")
+                      if lib.startswith(("libssl.", "libcrypto.", "libcrypt.", "libnettle.", "libsystemd.", "libcpp-httplib.")))
+    t.check(libs and not unwanted,
+            f"no OpenSSL, libcrypt, nettle, libsystemd or cpp-httplib mapped without TLS or probing ({unwanted})")
 
 
 def main():

@@ -31,6 +31,55 @@ peer = rwtest.peer_toml
 latest = rwtest.latest_probe
 
 
+# A client of the data port written from the wire format (probes/tcp_wire.hpp) with Python's
+# own hmac, run inside a namespace: what B answers a request whose mac is right (a grant, or
+# busy while A's own probe holds the sessions), the same bytes again on a new connection (a
+# replay), and one carrying the token itself, as data port version 1 sent it.
+DATA_PORT_CLIENT = r"""
+import hashlib, hmac, json, socket, struct, sys, time
+host, port, token = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+
+def challenge(s):
+    c = b""
+    while len(c) < 24:
+        got = s.recv(24 - len(c))
+        if not got:
+            raise SystemExit("closed before the challenge")
+        c += got
+    magic, version = struct.unpack(">IH", c[:6])
+    return magic, version, c[8:24]
+
+def request(mac):
+    return struct.pack(">IHBBIIQ", 0x52575051, 2, 1, 0, 0, 100, 1000) + mac + bytes(8)
+
+def answer(s):
+    r = s.recv(24)
+    return r[6] if len(r) == 24 and r[:4] == b"RWPA" else None
+
+out = {}
+for _ in range(20):
+    with socket.create_connection((host, port), 2) as s:
+        magic, version, nonce = challenge(s)
+        out["challenge"] = [hex(magic), version]
+        sent = request(hmac.new(token, b"rocewatch data port request" + nonce + request(bytes(32)),
+                                hashlib.sha256).digest())
+        s.sendall(sent)
+        out["right"] = answer(s)
+    if out["right"] != 2:
+        break
+    time.sleep(0.3)
+with socket.create_connection((host, port), 2) as s:
+    challenge(s)
+    s.sendall(sent)
+    out["replay"] = answer(s)
+with socket.create_connection((host, port), 2) as s:
+    challenge(s)
+    s.sendall(request(token))
+    out["clear"] = answer(s)
+print(json.dumps(out))
+"""
+
+
 def scrape_seconds(d):
     t0 = time.monotonic()
     code, body = d.get("/metrics")
@@ -149,6 +198,20 @@ def main():
             r = subprocess.run(["promtool", "check", "metrics"], input=metrics, capture_output=True, text=True)
             t.check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
                     f"promtool check metrics is clean {r.stdout}{r.stderr}")
+
+            # The data port's handshake from an independent client: the token is proved over a
+            # fresh nonce, never sent; a request copied off the wire and the token itself are refused.
+            r = na.run("python3", "-c", DATA_PORT_CLIENT, "10.77.0.2", "9880", tok, check=False)
+            try:
+                got = json.loads(r.stdout)
+            except ValueError:
+                got = {}
+            t.check(got.get("challenge") == ["0x52575043", 2], f"B's data port challenges first ({got}, {r.stderr[-200:]})")
+            t.check(got.get("right") == 0, f"a request proving the token over the nonce is granted (code {got.get('right')})")
+            t.check(got.get("replay") == 1, f"the same request on a new connection is refused (code {got.get('replay')})")
+            t.check(got.get("clear") == 1, f"the token itself in the request is refused (code {got.get('clear')})")
+            t.check(any(lib.startswith("libnettle.so.8") for lib in rwtest.mapped_libraries(b.proc.pid)),
+                    "with a data port open, nettle is loaded (on first use)")
 
             # A wrong token: refused by the peer's hello.
             t.within(lambda: (latest(c, "node-b", "tcp_lat") or {}).get("reason") == "auth_refused", 15,

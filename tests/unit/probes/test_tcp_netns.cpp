@@ -241,14 +241,24 @@ bool read_exact(int fd, uint8_t* p, size_t n) {
     return true;
 }
 
+// A fake peer's challenge: these peers grant whatever they are asked, so any nonce does.
+bool send_challenge(int fd) {
+    const auto b = tcpwire::encode(tcpwire::Challenge{});
+    return ::send(fd, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size());
+}
+
 // Asks for a sink session on a connected raw socket, as the bandwidth probe's handshake does:
 // the grant, or nullopt when the request did not go out or no valid reply came back.
 std::optional<tcpwire::Reply> request_sink(int fd, const ProbeToken& token, uint32_t duration_ms, uint64_t max_bytes) {
+    std::array<uint8_t, tcpwire::kChallengeSize> in{};
+    if (!read_exact(fd, in.data(), in.size())) return std::nullopt;
+    const auto challenge = tcpwire::decode_challenge(in.data(), in.size());
+    if (!challenge) return std::nullopt;
     tcpwire::Request req;
     req.mode = tcpwire::Mode::sink;
     req.duration_ms = duration_ms;
     req.max_bytes = max_bytes;
-    req.token = token;
+    req.mac = tcpwire::request_mac(token, *challenge, req).value();
     const auto hdr = tcpwire::encode(req);
     if (::send(fd, hdr.data(), hdr.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hdr.size())) return std::nullopt;
     std::array<uint8_t, tcpwire::kReplySize> rep{};
@@ -512,6 +522,54 @@ TEST_F(TcpProbeNetns, WrongTokenIsAuthRefused) {
     expect_server_responsive("a wrong token");
 }
 
+// The token never crosses the wire, and what does is good for one connection: a request that
+// carries the token itself (as data port version 1 sent it) is refused, and so is a granted
+// request sent again on a new connection (its mac is over the first connection's nonce).
+TEST_F(TcpProbeNetns, ARequestProvesTheTokenForOneConnectionOnly) {
+    const auto before = server_->stats();
+    auto send_request = [&](const tcpwire::Request& req, tcpwire::Challenge* seen = nullptr) {
+        const int fd = raw_connect(server_->port());
+        EXPECT_GE(fd, 0);
+        std::array<uint8_t, tcpwire::kChallengeSize> in{};
+        EXPECT_TRUE(read_exact(fd, in.data(), in.size()));
+        const auto c = tcpwire::decode_challenge(in.data(), in.size());
+        EXPECT_TRUE(c);
+        if (seen && c) *seen = *c;
+        tcpwire::Request sent = req;
+        if (seen && c) sent.mac = tcpwire::request_mac(token_, *c, req).value();
+        const auto b = tcpwire::encode(sent);
+        EXPECT_EQ(::send(fd, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size()));
+        std::array<uint8_t, tcpwire::kReplySize> rep{};
+        const bool got = read_exact(fd, rep.data(), rep.size());
+        ::close(fd);
+        return got ? tcpwire::decode_reply(rep.data(), rep.size()) : std::nullopt;
+    };
+    tcpwire::Request req;
+    req.mode = tcpwire::Mode::sink;
+    req.duration_ms = 100;
+    req.max_bytes = 1000;
+    tcpwire::Challenge first;
+    const auto granted = send_request(req, &first);
+    ASSERT_TRUE(granted);
+    EXPECT_EQ(granted->code, tcpwire::Code::ok);
+    tcpwire::Challenge second;
+    ASSERT_TRUE(send_request(req, &second));
+    EXPECT_NE(first.nonce, second.nonce) << "every connection gets a nonce of its own";
+
+    auto replayed = req;
+    replayed.mac = tcpwire::request_mac(token_, first, req).value();
+    const auto replay = send_request(replayed);
+    ASSERT_TRUE(replay);
+    EXPECT_EQ(replay->code, tcpwire::Code::auth_refused) << "a request copied off the wire opens nothing";
+    auto clear = req;
+    clear.mac = token_;
+    const auto plain = send_request(clear);
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->code, tcpwire::Code::auth_refused);
+    EXPECT_EQ(server_->stats().auth_refused - before.auth_refused, 2u);
+    expect_server_responsive("replayed and clear tokens");
+}
+
 // Anyone who reaches the data port can present a wrong token: one warning line per 10 s, not
 // one per connection (300 connections wrote 300 lines); the stats still count every one.
 TEST_F(TcpProbeNetns, WrongTokensAreLoggedAtMostOnceATenSeconds) {
@@ -593,7 +651,7 @@ public:
                   const int c = ::accept(raw_.fd, nullptr, nullptr);
                   if (c < 0) continue;
                   std::array<uint8_t, tcpwire::kRequestSize> req{};
-                  if (read_exact(c, req.data(), req.size())) {
+                  if (send_challenge(c) && read_exact(c, req.data(), req.size())) {
                       tcpwire::Reply rep;
                       rep.duration_ms = 10000;
                       rep.message_size = 64;
@@ -647,7 +705,7 @@ public:
               timeval tv{8, 0};
               ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
               std::array<uint8_t, tcpwire::kRequestSize> req{};
-              if (read_exact(c, req.data(), req.size())) {
+              if (send_challenge(c) && read_exact(c, req.data(), req.size())) {
                   tcpwire::Reply rep;
                   rep.duration_ms = tcpwire::decode_request(req.data(), req.size())->duration_ms;
                   rep.max_bytes = 1ull << 40;
@@ -966,6 +1024,8 @@ TEST_F(TcpProbeNetns, ClientThatNeverSendsTheRequestIsDropped) {
     const int fd = raw_connect(server_->port());
     ASSERT_GE(fd, 0);
     const auto t0 = std::chrono::steady_clock::now();
+    std::array<uint8_t, tcpwire::kChallengeSize> challenge{};
+    ASSERT_TRUE(read_exact(fd, challenge.data(), challenge.size())) << "the challenge comes first";
     uint8_t b = 0;
     const ssize_t r = ::recv(fd, &b, 1, 0);  // the server closes us after its handshake timeout
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -986,6 +1046,8 @@ TEST_F(TcpProbeNetns, StopIsPromptWithSessionsOpen) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_LT(ms, 100.0);
     server_->stop();  // idempotent
+    std::array<uint8_t, tcpwire::kChallengeSize> challenge{};
+    EXPECT_TRUE(read_exact(fd, challenge.data(), challenge.size())) << "the challenge, sent on accept";
     uint8_t b = 0;
     EXPECT_EQ(::recv(fd, &b, 1, 0), 0) << "open sessions are closed on stop";
     ::close(fd);

@@ -1,11 +1,16 @@
-// TCP probe header encoding, tokens, and the errno / refusal-code -> reason mapping.
+// TCP probe header encoding, tokens and the handshake's HMAC, and the errno / refusal-code ->
+// reason mapping.
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "probes/errors.hpp"
+#include "probes/hmac.hpp"
 #include "probes/tcp_wire.hpp"
+#include "util/hex.hpp"
 
 using namespace rocewatch;
 
@@ -25,12 +30,12 @@ TEST(TcpWire, RequestLayoutIsBigEndianAndFixed) {
     r.message_size = 0x01020304;
     r.duration_ms = 1500;
     r.max_bytes = 0x1122334455667788ull;
-    r.token = sample_token();
+    r.mac = sample_token();
     const auto b = tcpwire::encode(r);
     ASSERT_EQ(b.size(), 64u);
     EXPECT_EQ(std::string(b.begin(), b.begin() + 4), "RWPQ");
     EXPECT_EQ(b[4], 0x00);
-    EXPECT_EQ(b[5], 0x01);  // version 1
+    EXPECT_EQ(b[5], 0x02);  // version 2
     EXPECT_EQ(b[6], 2);     // echo
     EXPECT_EQ(b[7], 0);
     EXPECT_EQ(b[8], 0x01);
@@ -46,12 +51,68 @@ TEST(TcpWire, RequestLayoutIsBigEndianAndFixed) {
 
     const auto d = tcpwire::decode_request(b.data(), b.size());
     ASSERT_TRUE(d);
-    EXPECT_EQ(d->version, 1);
+    EXPECT_EQ(d->version, 2);
     EXPECT_EQ(d->mode, tcpwire::Mode::echo);
     EXPECT_EQ(d->message_size, 0x01020304u);
     EXPECT_EQ(d->duration_ms, 1500u);
     EXPECT_EQ(d->max_bytes, 0x1122334455667788ull);
-    EXPECT_EQ(d->token, r.token);
+    EXPECT_EQ(d->mac, r.mac);
+}
+
+TEST(TcpWire, ChallengeLayoutAndRoundTrip) {
+    tcpwire::Challenge c;
+    for (size_t i = 0; i < c.nonce.size(); ++i) c.nonce[i] = static_cast<uint8_t>(0x10 + i);
+    const auto b = tcpwire::encode(c);
+    ASSERT_EQ(b.size(), 24u);
+    EXPECT_EQ(std::string(b.begin(), b.begin() + 4), "RWPC");
+    EXPECT_EQ(b[5], 0x02);
+    EXPECT_EQ(b[6], 0);
+    EXPECT_EQ(b[7], 0);
+    EXPECT_EQ(b[8], 0x10);
+    EXPECT_EQ(b[23], 0x10 + 15);
+    const auto d = tcpwire::decode_challenge(b.data(), b.size());
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->version, 2);
+    EXPECT_EQ(d->nonce, c.nonce);
+    EXPECT_FALSE(tcpwire::decode_challenge(b.data(), b.size() - 1));
+    const auto req = tcpwire::encode(tcpwire::Request{});
+    EXPECT_FALSE(tcpwire::decode_challenge(req.data(), req.size())) << "a request is not a challenge";
+}
+
+// nettle's HMAC-SHA256 against RFC 4231's test cases 1 and 2 (a 20-byte key of 0x0b; "Jefe").
+TEST(TcpWire, HmacSha256MatchesRfc4231) {
+    ASSERT_EQ(load_hmac(), std::nullopt);
+    auto bytes = [](std::string_view s) { return std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()); };
+    const std::string key1(20, '\x0b');
+    const auto one = hmac_sha256(bytes(key1), {bytes("Hi "), bytes("There")});
+    ASSERT_TRUE(one);
+    EXPECT_EQ(to_hex(*one), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    const auto two = hmac_sha256(bytes("Jefe"), {bytes("what do ya want for nothing?")});
+    ASSERT_TRUE(two);
+    EXPECT_EQ(to_hex(*two), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+// The request's mac proves the token for one challenge and one set of fields: another nonce,
+// another field or another token each give another mac; the mac field itself is not covered.
+TEST(TcpWire, RequestMacBindsTokenNonceAndFields) {
+    tcpwire::Challenge c;
+    c.nonce.fill(7);
+    tcpwire::Request r;
+    r.duration_ms = 2000;
+    r.max_bytes = 1 << 20;
+    const auto mac = tcpwire::request_mac(sample_token(), c, r);
+    ASSERT_TRUE(mac);
+    EXPECT_NE(*mac, sample_token()) << "the token is never what is sent";
+    r.mac = *mac;
+    EXPECT_EQ(tcpwire::request_mac(sample_token(), c, r), mac) << "the mac field is zeroed before hashing";
+    auto other_nonce = c;
+    other_nonce.nonce[15] = 8;
+    EXPECT_NE(tcpwire::request_mac(sample_token(), other_nonce, r), mac);
+    auto longer = r;
+    longer.duration_ms = 2001;
+    EXPECT_NE(tcpwire::request_mac(sample_token(), c, longer), mac);
+    ProbeToken other{};
+    EXPECT_NE(tcpwire::request_mac(other, c, r), mac);
 }
 
 TEST(TcpWire, DecodeRejectsShortOrForeignInput) {
