@@ -170,16 +170,21 @@ bool recv_exact(int fd, uint8_t* p, size_t n, Deadline d, const std::string& wha
 
 namespace {
 
+// One fixed-size header read and decoded; a wrong magic says the port is not a data port.
+template <size_t N, class Decode>
+auto read_header(int fd, Decode decode, const std::string& what, Deadline d, const std::string& where, Failure& f)
+    -> decltype(decode(nullptr, 0)) {
+    std::array<uint8_t, N> in{};
+    if (!recv_exact(fd, in.data(), in.size(), d, "read " + what + " from " + where, f)) return std::nullopt;
+    auto header = decode(in.data(), in.size());
+    if (!header) f = {reason::protocol_error, where + " is not a rocewatch probe port (bad " + what + " magic)"};
+    return header;
+}
+
 // The server's challenge, read before anything is sent.
 std::optional<tcpwire::Challenge> read_challenge(int fd, Deadline d, const std::string& where, Failure& f) {
-    std::array<uint8_t, tcpwire::kChallengeSize> in{};
-    if (!recv_exact(fd, in.data(), in.size(), d, "read challenge from " + where, f)) return std::nullopt;
-    const auto c = tcpwire::decode_challenge(in.data(), in.size());
-    if (!c) {
-        f = {reason::protocol_error, where + " is not a rocewatch probe port (bad challenge magic)"};
-        return std::nullopt;
-    }
-    if (c->version != tcpwire::kVersion) {
+    auto c = read_header<tcpwire::kChallengeSize>(fd, tcpwire::decode_challenge, "challenge", d, where, f);
+    if (c && c->version != tcpwire::kVersion) {
         f = {reason::version_mismatch, where + " speaks data port version " + std::to_string(c->version) +
                                            ", we speak " + std::to_string(tcpwire::kVersion)};
         return std::nullopt;
@@ -201,13 +206,8 @@ std::optional<tcpwire::Reply> handshake(int fd, tcpwire::Request req, const Prob
     req.mac = *mac;
     const auto out = tcpwire::encode(req);
     if (!send_all(fd, out.data(), out.size(), d, "send request to " + where, f)) return std::nullopt;
-    std::array<uint8_t, tcpwire::kReplySize> in{};
-    if (!recv_exact(fd, in.data(), in.size(), d, "read reply from " + where, f)) return std::nullopt;
-    const auto reply = tcpwire::decode_reply(in.data(), in.size());
-    if (!reply) {
-        f = {reason::protocol_error, where + " is not a rocewatch probe port (bad reply magic)"};
-        return std::nullopt;
-    }
+    const auto reply = read_header<tcpwire::kReplySize>(fd, tcpwire::decode_reply, "reply", d, where, f);
+    if (!reply) return std::nullopt;
     if (reply->code != tcpwire::Code::ok) {
         f = {reason_from_reply_code(reply->code), where + " refused the probe: " + tcpwire::to_string(reply->code) +
                                                       (reply->code == tcpwire::Code::unsupported_version

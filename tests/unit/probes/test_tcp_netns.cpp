@@ -639,6 +639,51 @@ TEST_F(TcpProbeNetns, SilentPeerTimesOutAtTheDeadline) {
     expect_within(lat, 0.6);
 }
 
+// A peer that answers every connection with the same bytes, then closes it: another service
+// on the data port's number, or a data port of another version.
+class SaysOnAccept {
+public:
+    explicit SaysOnAccept(std::vector<uint8_t> bytes)
+        : bytes_(std::move(bytes)), thread_([this] {
+              while (!done_) {
+                  pollfd p{raw_.fd, POLLIN, 0};
+                  if (::poll(&p, 1, 50) <= 0) continue;
+                  const int c = ::accept(raw_.fd, nullptr, nullptr);
+                  if (c < 0) continue;
+                  (void)::send(c, bytes_.data(), bytes_.size(), MSG_NOSIGNAL);
+                  ::close(c);
+              }
+          }) {}
+    ~SaysOnAccept() {
+        done_ = true;
+        thread_.join();
+    }
+    [[nodiscard]] uint16_t port() const { return raw_.port; }
+
+private:
+    RawPeer raw_;
+    std::vector<uint8_t> bytes_;
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
+// What a probe says when the port does not speak our handshake: not a data port at all (a
+// protocol_error naming the challenge), or a data port of another version (version_mismatch).
+TEST_F(TcpProbeNetns, APortThatDoesNotSpeakOurHandshakeSaysWhich) {
+    const std::string http = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    SaysOnAccept web({http.begin(), http.end()});
+    const auto lat = tcp_latency(target(web.port()), TcpLatSettings{}, Deadline::after(2s));
+    EXPECT_EQ(lat.reason, reason::protocol_error) << lat.detail;
+    EXPECT_NE(lat.detail.find("not a rocewatch probe port (bad challenge magic)"), std::string::npos) << lat.detail;
+    tcpwire::Challenge later;
+    later.version = tcpwire::kVersion + 1;
+    const auto b = tcpwire::encode(later);
+    SaysOnAccept next({b.begin(), b.end()});
+    const auto bw = tcp_bandwidth(target(next.port()), TcpBwSettings{}, Deadline::after(2s));
+    EXPECT_EQ(bw.reason, reason::version_mismatch) << bw.detail;
+    EXPECT_NE(bw.detail.find("speaks data port version 3, we speak 2"), std::string::npos) << bw.detail;
+}
+
 // A peer that grants every session it is asked for, then never reads or writes again.
 class GrantThenFreeze {
 public:
