@@ -639,32 +639,49 @@ TEST_F(TcpProbeNetns, SilentPeerTimesOutAtTheDeadline) {
     expect_within(lat, 0.6);
 }
 
-// A peer that answers every connection with the same bytes, then closes it: another service
-// on the data port's number, or a data port of another version.
-class SaysOnAccept {
+// A fake peer in B: an accept loop on a thread of its own that hands each connection to
+// `serve`, which answers it as the fake does and says whether to hold it open (closed when
+// the fake goes) or close it now.
+class AcceptLoop {
 public:
-    explicit SaysOnAccept(std::vector<uint8_t> bytes)
-        : bytes_(std::move(bytes)), thread_([this] {
-              while (!done_) {
-                  pollfd p{raw_.fd, POLLIN, 0};
-                  if (::poll(&p, 1, 50) <= 0) continue;
-                  const int c = ::accept(raw_.fd, nullptr, nullptr);
-                  if (c < 0) continue;
-                  (void)::send(c, bytes_.data(), bytes_.size(), MSG_NOSIGNAL);
-                  ::close(c);
-              }
-          }) {}
-    ~SaysOnAccept() {
+    using Serve = std::function<bool(int fd)>;  // true: hold the connection open
+    explicit AcceptLoop(Serve serve) : serve_(std::move(serve)), thread_([this] { run(); }) {}
+    ~AcceptLoop() {
         done_ = true;
         thread_.join();
     }
     [[nodiscard]] uint16_t port() const { return raw_.port; }
 
 private:
+    void run() {
+        std::vector<int> held;
+        while (!done_) {
+            pollfd p{raw_.fd, POLLIN, 0};
+            if (::poll(&p, 1, 50) <= 0) continue;
+            const int c = ::accept(raw_.fd, nullptr, nullptr);
+            if (c < 0) continue;
+            if (serve_(c))
+                held.push_back(c);
+            else
+                ::close(c);
+        }
+        for (int c : held) ::close(c);
+    }
+
     RawPeer raw_;
-    std::vector<uint8_t> bytes_;
+    Serve serve_;
     std::atomic<bool> done_{false};
     std::thread thread_;
+};
+
+// A peer that answers every connection with the same bytes, then closes it: another service
+// on the data port's number, or a data port of another version.
+struct SaysOnAccept : AcceptLoop {
+    explicit SaysOnAccept(std::vector<uint8_t> bytes)
+        : AcceptLoop([bytes = std::move(bytes)](int c) {
+              (void)::send(c, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+              return false;
+          }) {}
 };
 
 // What a probe says when the port does not speak our handshake: not a data port at all (a
@@ -685,39 +702,20 @@ TEST_F(TcpProbeNetns, APortThatDoesNotSpeakOurHandshakeSaysWhich) {
 }
 
 // A peer that grants every session it is asked for, then never reads or writes again.
-class GrantThenFreeze {
-public:
+struct GrantThenFreeze : AcceptLoop {
     GrantThenFreeze()
-        : thread_([this] {
-              std::vector<int> conns;
-              while (!done_) {
-                  pollfd p{raw_.fd, POLLIN, 0};
-                  if (::poll(&p, 1, 50) <= 0) continue;
-                  const int c = ::accept(raw_.fd, nullptr, nullptr);
-                  if (c < 0) continue;
-                  std::array<uint8_t, tcpwire::kRequestSize> req{};
-                  if (send_challenge(c) && read_exact(c, req.data(), req.size())) {
-                      tcpwire::Reply rep;
-                      rep.duration_ms = 10000;
-                      rep.message_size = 64;
-                      rep.max_bytes = 1ull << 40;
-                      const auto b = tcpwire::encode(rep);
-                      (void)::send(c, b.data(), b.size(), MSG_NOSIGNAL);
-                  }
-                  conns.push_back(c);  // held open, never read again
+        : AcceptLoop([](int c) {
+              std::array<uint8_t, tcpwire::kRequestSize> req{};
+              if (send_challenge(c) && read_exact(c, req.data(), req.size())) {
+                  tcpwire::Reply rep;
+                  rep.duration_ms = 10000;
+                  rep.message_size = 64;
+                  rep.max_bytes = 1ull << 40;
+                  const auto b = tcpwire::encode(rep);
+                  (void)::send(c, b.data(), b.size(), MSG_NOSIGNAL);
               }
-              for (int c : conns) ::close(c);
+              return true;  // held open, never read again
           }) {}
-    ~GrantThenFreeze() {
-        done_ = true;
-        thread_.join();
-    }
-    [[nodiscard]] uint16_t port() const { return raw_.port; }
-
-private:
-    RawPeer raw_;
-    std::atomic<bool> done_{false};
-    std::thread thread_;
 };
 
 // A peer that grants the session, then stops reading: the sender fills its window and
