@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "probes/budget.hpp"
-#include "probes/hmac.hpp"
 #include "probes/errors.hpp"
+#include "probes/hmac.hpp"
 #include "probes/tcp_workers.hpp"
 #include "probes/tcp_socket.hpp"
 #include "util/thread_name.hpp"
