@@ -99,6 +99,7 @@ json peers_json(const Snapshot& s) {
         if (st) {
             peer["hello_ok"] = st->hello_ok;
             peer["hello_error"] = st->hello_error.empty() ? json(nullptr) : json(st->hello_error);
+            if (!st->hello_detail.empty()) peer["hello_detail"] = st->hello_detail;
             peer["hello_at"] = time_or_null(st->hello_at);
         }
         if (!p.from_inventory) {

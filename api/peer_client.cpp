@@ -121,7 +121,12 @@ PeerState fetch_hello(const PeerConfig& peer, const std::string& token, std::chr
         if (res.status == 503) return fail(unavailable_reason(res.body));
         if (res.status != 200) return fail("protocol_error");
         auto hello = hello_from_json(nlohmann::json::parse(res.body));
-        if (hello.protocol_version != static_cast<uint32_t>(kPeerProtocolVersion)) return fail("version_mismatch");
+        if (hello.protocol_version != static_cast<uint32_t>(kPeerProtocolVersion)) {
+            st.hello_detail = peer.name + " runs rocewatch " + hello.version + ", peer protocol " +
+                              std::to_string(hello.protocol_version) + "; this node speaks " +
+                              std::to_string(kPeerProtocolVersion);
+            return fail("version_mismatch");
+        }
         st.hello = std::move(hello);
         st.hello_ok = true;
         return st;

@@ -281,6 +281,7 @@ nlohmann::json probes_json(const Snapshot& s) {
                                 p.hello_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.hello_error)},
                                {"hello_at", p.hello_at == TimePoint{} ? nlohmann::json(nullptr)
                                                                       : nlohmann::json(format_rfc3339(p.hello_at))}};
+        if (!p.hello_detail.empty()) peer["hello_detail"] = p.hello_detail;
         peer["rotating"] = b.rotating.count(name) > 0;
         if (p.hello) {
             peer["version"] = p.hello->version;

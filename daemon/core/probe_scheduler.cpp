@@ -319,7 +319,8 @@ const PeerHello* ProbeScheduler::fresh_hello(const ProbeJob& job, SteadyClock::t
     }
     if (st.hello_ok && st.hello) return &*hellos_[job.peer.name].first.hello;
     failed.reason = st.hello_error.empty() ? "protocol_error" : st.hello_error;
-    failed.detail = "hello to " + job.peer.name + " (" + job.peer.address + ") failed: " + failed.reason;
+    failed.detail = "hello to " + job.peer.name + " (" + job.peer.address + ") failed: " + failed.reason +
+                    (st.hello_detail.empty() ? "" : " (" + st.hello_detail + ")");
     return nullptr;
 }
 

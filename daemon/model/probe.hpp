@@ -154,7 +154,8 @@ struct PeerState {
     std::string name;
     std::string address;  // host:port of its daemon
     bool hello_ok = false;
-    std::string hello_error;  // reason the last hello failed, "" when fine
+    std::string hello_error;   // reason the last hello failed, "" when fine
+    std::string hello_detail;  // that failure in words, where more is known than the reason
     std::optional<PeerHello> hello;
     TimePoint hello_at{};
 };

@@ -1644,6 +1644,19 @@ void rule_tcp_fails_rdma_works(const Context& ctx, Severity sev, Findings& out) 
     }
 }
 
+// What to do about a failed probe, where its reason says more than "read the detail".
+std::string probe_failed_action(const std::string& reason, const std::string& peer) {
+    if (reason == "version_mismatch")
+        return "Run the same rocewatch version here and on " + peer +
+               ": the two speak different peer protocols (the detail names both), so no probe runs between them. "
+               "In a rolling upgrade this clears once both run the new version.";
+    if (reason == "auth_refused")
+        return peer + " refused this node's peer token: give both nodes the same token (probes.token_file, or the "
+                      "rocewatch-peer-token credential) and restart the daemon where it changed.";
+    return "Read the probe's detail (GET /api/v1/probes); the reason names what was observed. "
+           "Run the probe again on demand (POST /api/v1/probes/run) after a change.";
+}
+
 void rule_probe_failed(const Context& ctx, Severity sev, Findings& out) {
     for (const auto& v : path_verdicts(ctx, "probe_failed")) {
         for (const auto* r : v.failed) {
@@ -1651,9 +1664,7 @@ void rule_probe_failed(const Context& ctx, Severity sev, Findings& out) {
             out.push_back(make("probe_failed", sev, probe_object(k),
                                std::string(to_string(r->kind)) + " to " + v.peer + over(v.rail) + " fails (" +
                                    r->reason + ")" + (r->detail.empty() ? "" : ": " + r->detail),
-                               "Read the probe's detail (GET /api/v1/probes); the reason names what was observed. "
-                               "Run the probe again on demand (POST /api/v1/probes/run) after a change.",
-                               {{"reason", r->reason}}));
+                               probe_failed_action(r->reason, v.peer), {{"reason", r->reason}}));
         }
     }
 }

@@ -15,6 +15,7 @@
 #include <httplib.h>
 
 #include "api/peer_client.hpp"
+#include "api/probe_view.hpp"
 #include "trickling_server.hpp"
 
 namespace rocewatch {
@@ -181,6 +182,28 @@ TEST(PeerClient, AnAnswerIsBoundedAndNeverInflated) {
     encoding = "gzip";
     st = api::fetch_hello(peer, "t", std::chrono::steady_clock::now() + 5s);
     EXPECT_EQ(st.hello_error, "protocol_error");
+    server.stop();
+    t.join();
+}
+
+// A peer of another peer protocol (a node not yet upgraded): the hello fails with
+// version_mismatch, and says which version the peer runs and which protocol each side speaks.
+TEST(PeerClient, APeerOfAnotherProtocolSaysWhichVersionItRuns) {
+    httplib::Server server;
+    server.Get("/api/v1/peer/hello", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"version":"0.9.0","protocol_version":1,"data_port":9880,"interfaces":{}})",
+                        "application/json");
+    });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread t([&] { server.listen_after_bind(); });
+    auto peer = peer_at(static_cast<uint16_t>(port));
+    peer.name = "node-old";
+    const auto st = api::fetch_hello(peer, "t", std::chrono::steady_clock::now() + 5s);
+    EXPECT_FALSE(st.hello_ok);
+    EXPECT_EQ(st.hello_error, "version_mismatch");
+    EXPECT_EQ(st.hello_detail, "node-old runs rocewatch 0.9.0, peer protocol 1; this node speaks " +
+                                   std::to_string(api::kPeerProtocolVersion));
     server.stop();
     t.join();
 }

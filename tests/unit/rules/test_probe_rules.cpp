@@ -498,6 +498,25 @@ TEST_F(ProbeRules, AKindFailingForAnotherReasonIsProbeFailed) {
     ASSERT_EQ(f.size(), 1u);
     EXPECT_EQ(f[0].object, "spark-b/rail0:rdma_write_bw");
     EXPECT_EQ(f[0].details.at("reason"), "rdma_receiver_not_ready");
+    EXPECT_NE(f[0].action.find("Read the probe's detail"), std::string::npos) << f[0].action;
+}
+
+// Where the reason alone says what to do, the verdict says it: a peer of another rocewatch
+// version (its hello failed), a peer that refused our token.
+TEST_F(ProbeRules, AVersionMismatchOrARefusedTokenSaysWhatToDo) {
+    auto old = result(ProbeKind::tcp_lat, false, "version_mismatch");
+    old.detail = "hello to spark-b (spark-b:9879) failed: version_mismatch (spark-b runs rocewatch 0.9.0, peer "
+                 "protocol 1; this node speaks 2)";
+    book.add(old);
+    auto f = judge("probe_failed");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].summary.find("spark-b runs rocewatch 0.9.0, peer protocol 1"), std::string::npos) << f[0].summary;
+    EXPECT_NE(f[0].action.find("Run the same rocewatch version here and on spark-b"), std::string::npos) << f[0].action;
+    book = {};
+    book.add(result(ProbeKind::tcp_lat, false, "auth_refused"));
+    f = judge("probe_failed");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].action.find("spark-b refused this node's peer token"), std::string::npos) << f[0].action;
 }
 
 // ---------------------------------------------------------------- cabling between nodes
