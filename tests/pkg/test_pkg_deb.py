@@ -93,8 +93,9 @@ try:
         ok(f"built {deb.name} ({deb.stat().st_size} bytes)")
 
     # OpenSSL and libcrypt are loaded with dlopen when TLS or basic auth is configured, nettle
-    # when the probe data port opens: dpkg-shlibdeps cannot see them, so the control file names them. liblldpctl, loaded once
-    # lldpd answers, ships in lldpd itself: the package must not pull in an LLDP daemon.
+    # when the probe data port opens: dpkg-shlibdeps cannot see them, so the control file names
+    # them. liblldpctl, loaded once lldpd answers, ships in lldpd itself: the package must not
+    # pull in an LLDP daemon.
     def field_names(field):
         value = run(["dpkg-deb", "-f", str(deb), field], check=True).stdout
         return value, {alt.strip().split()[0] for dep in value.split(",") for alt in dep.split("|") if alt.strip()}

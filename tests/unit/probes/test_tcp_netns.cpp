@@ -247,23 +247,33 @@ bool send_challenge(int fd) {
     return ::send(fd, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size());
 }
 
-// Asks for a sink session on a connected raw socket, as the bandwidth probe's handshake does:
-// the grant, or nullopt when the request did not go out or no valid reply came back.
-std::optional<tcpwire::Reply> request_sink(int fd, const ProbeToken& token, uint32_t duration_ms, uint64_t max_bytes) {
+// The handshake by hand on a connected raw socket: reads the challenge (into `seen` when
+// given), sends `req` with its mac proved with `prove_with` over that challenge, or with the mac
+// it carries when that is null (a replay, the token itself), and reads the reply. nullopt when
+// no challenge came, the request did not go out or no valid reply came back.
+std::optional<tcpwire::Reply> send_request(int fd, tcpwire::Request req, const ProbeToken* prove_with,
+                                           tcpwire::Challenge* seen = nullptr) {
     std::array<uint8_t, tcpwire::kChallengeSize> in{};
     if (!read_exact(fd, in.data(), in.size())) return std::nullopt;
     const auto challenge = tcpwire::decode_challenge(in.data(), in.size());
     if (!challenge) return std::nullopt;
-    tcpwire::Request req;
-    req.mode = tcpwire::Mode::sink;
-    req.duration_ms = duration_ms;
-    req.max_bytes = max_bytes;
-    req.mac = tcpwire::request_mac(token, *challenge, req).value();
+    if (seen) *seen = *challenge;
+    if (prove_with) req.mac = tcpwire::request_mac(*prove_with, *challenge, req).value();
     const auto hdr = tcpwire::encode(req);
     if (::send(fd, hdr.data(), hdr.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hdr.size())) return std::nullopt;
     std::array<uint8_t, tcpwire::kReplySize> rep{};
     if (!read_exact(fd, rep.data(), rep.size())) return std::nullopt;
     return tcpwire::decode_reply(rep.data(), rep.size());
+}
+
+// Asks for a sink session on a connected raw socket, as the bandwidth probe's handshake does:
+// the grant, or nullopt when the request did not go out or no valid reply came back.
+std::optional<tcpwire::Reply> request_sink(int fd, const ProbeToken& token, uint32_t duration_ms, uint64_t max_bytes) {
+    tcpwire::Request req;
+    req.mode = tcpwire::Mode::sink;
+    req.duration_ms = duration_ms;
+    req.max_bytes = max_bytes;
+    return send_request(fd, req, &token);
 }
 
 class TcpProbeNetns : public ::testing::Test {
@@ -527,43 +537,34 @@ TEST_F(TcpProbeNetns, WrongTokenIsAuthRefused) {
 // request sent again on a new connection (its mac is over the first connection's nonce).
 TEST_F(TcpProbeNetns, ARequestProvesTheTokenForOneConnectionOnly) {
     const auto before = server_->stats();
-    auto send_request = [&](const tcpwire::Request& req, tcpwire::Challenge* seen = nullptr) {
+    // On a connection of its own each; proved with our token when the challenge is asked for.
+    auto on_new_connection = [&](const tcpwire::Request& req, tcpwire::Challenge* seen = nullptr) {
         const int fd = raw_connect(server_->port());
         EXPECT_GE(fd, 0);
-        std::array<uint8_t, tcpwire::kChallengeSize> in{};
-        EXPECT_TRUE(read_exact(fd, in.data(), in.size()));
-        const auto c = tcpwire::decode_challenge(in.data(), in.size());
-        EXPECT_TRUE(c);
-        if (seen && c) *seen = *c;
-        tcpwire::Request sent = req;
-        if (seen && c) sent.mac = tcpwire::request_mac(token_, *c, req).value();
-        const auto b = tcpwire::encode(sent);
-        EXPECT_EQ(::send(fd, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size()));
-        std::array<uint8_t, tcpwire::kReplySize> rep{};
-        const bool got = read_exact(fd, rep.data(), rep.size());
+        auto reply = send_request(fd, req, seen ? &token_ : nullptr, seen);
         ::close(fd);
-        return got ? tcpwire::decode_reply(rep.data(), rep.size()) : std::nullopt;
+        return reply;
     };
     tcpwire::Request req;
     req.mode = tcpwire::Mode::sink;
     req.duration_ms = 100;
     req.max_bytes = 1000;
     tcpwire::Challenge first;
-    const auto granted = send_request(req, &first);
+    const auto granted = on_new_connection(req, &first);
     ASSERT_TRUE(granted);
     EXPECT_EQ(granted->code, tcpwire::Code::ok);
     tcpwire::Challenge second;
-    ASSERT_TRUE(send_request(req, &second));
+    ASSERT_TRUE(on_new_connection(req, &second));
     EXPECT_NE(first.nonce, second.nonce) << "every connection gets a nonce of its own";
 
     auto replayed = req;
     replayed.mac = tcpwire::request_mac(token_, first, req).value();
-    const auto replay = send_request(replayed);
+    const auto replay = on_new_connection(replayed);
     ASSERT_TRUE(replay);
     EXPECT_EQ(replay->code, tcpwire::Code::auth_refused) << "a request copied off the wire opens nothing";
     auto clear = req;
     clear.mac = token_;
-    const auto plain = send_request(clear);
+    const auto plain = on_new_connection(clear);
     ASSERT_TRUE(plain);
     EXPECT_EQ(plain->code, tcpwire::Code::auth_refused);
     EXPECT_EQ(server_->stats().auth_refused - before.auth_refused, 2u);
